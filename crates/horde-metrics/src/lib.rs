@@ -1,0 +1,23 @@
+//! Measurements for horde: what a worker records per request, how interval snapshots merge,
+//! and the summary statistics computed from them.
+//!
+//! ```
+//! use horde_metrics::{Recorder, RequestTiming, SummaryOptions};
+//! let mut recorder = Recorder::default();
+//! recorder.record(&RequestTiming { latency_us: 1200, uncorrected_us: 1100, ..Default::default() }, true);
+//! let stats = recorder.stats("home", 1.0, &SummaryOptions::default());
+//! assert_eq!(stats.ok, 1);
+//! assert_eq!(stats.latency.all.max_us, 1200);
+//! ```
+//!
+//! Invariant: recording never allocates once a histogram has grown to cover the values it sees,
+//! and merging keeps every count.
+
+mod recorder;
+mod summary;
+
+pub use recorder::{ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot};
+pub use summary::{
+    DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats,
+    RequestLatency, RequestStats, SchedulingStats, SummaryOptions, UserStats,
+};

@@ -1,0 +1,199 @@
+//! What a worker records, and the snapshot it hands over at each interval.
+
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Significant figures of every histogram: 0.1 % resolution.
+const SIGNIFICANT_FIGURES: u8 = 3;
+
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    Histogram::new(SIGNIFICANT_FIGURES).expect("3 significant figures are valid")
+}
+
+/// Records into an auto-resizing histogram. `saturating_record` would clamp to the current
+/// range instead of growing it, so it is only the fallback for values beyond any range.
+pub fn record_value(histogram: &mut Histogram<u64>, value: u64) {
+    if histogram.record(value).is_err() {
+        histogram.saturating_record(value);
+    }
+}
+
+/// How long one request took, in microseconds, split into its phases.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestTiming {
+    /// From the intended start (coordinated-omission corrected) to the last byte.
+    pub latency_us: u64,
+    /// From the actual start to the last byte.
+    pub uncorrected_us: u64,
+    /// Time to open the connection, when this request had to open one.
+    pub connect_us: Option<u64>,
+    pub send_us: u64,
+    /// From the end of sending to the first byte of the response.
+    pub wait_us: u64,
+    pub receive_us: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+/// Histograms and counters of one request name.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub ok: Histogram<u64>,
+    pub ko: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    pub send: Histogram<u64>,
+    pub wait: Histogram<u64>,
+    pub receive: Histogram<u64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            ok: new_histogram(),
+            ko: new_histogram(),
+            uncorrected: new_histogram(),
+            connect: new_histogram(),
+            send: new_histogram(),
+            wait: new_histogram(),
+            receive: new_histogram(),
+            bytes_sent: 0,
+            bytes_received: 0,
+        }
+    }
+}
+
+impl Recorder {
+    pub fn record(&mut self, timing: &RequestTiming, ok: bool) {
+        let latency = if ok { &mut self.ok } else { &mut self.ko };
+        record_value(latency, timing.latency_us);
+        record_value(&mut self.uncorrected, timing.uncorrected_us);
+        if let Some(connect) = timing.connect_us {
+            record_value(&mut self.connect, connect);
+        }
+        record_value(&mut self.send, timing.send_us);
+        record_value(&mut self.wait, timing.wait_us);
+        record_value(&mut self.receive, timing.receive_us);
+        self.bytes_sent += timing.bytes_sent;
+        self.bytes_received += timing.bytes_received;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.ok.len() + self.ko.len()
+    }
+
+    pub fn merge(&mut self, other: &Recorder) {
+        // Histograms made by `new_histogram` auto-resize, so `add` cannot fail on range.
+        let add = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
+            into.add(from).expect("auto-resizing histograms always merge");
+        };
+        add(&mut self.ok, &other.ok);
+        add(&mut self.ko, &other.ko);
+        add(&mut self.uncorrected, &other.uncorrected);
+        add(&mut self.connect, &other.connect);
+        add(&mut self.send, &other.send);
+        add(&mut self.wait, &other.wait);
+        add(&mut self.receive, &other.receive);
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+    }
+}
+
+/// A group's statistics: how long each pass through the group took, OK when no request in it
+/// failed.
+#[derive(Debug, Clone)]
+pub struct GroupRecorder {
+    pub ok: Histogram<u64>,
+    pub ko: Histogram<u64>,
+}
+
+impl Default for GroupRecorder {
+    fn default() -> Self {
+        GroupRecorder { ok: new_histogram(), ko: new_histogram() }
+    }
+}
+
+impl GroupRecorder {
+    pub fn record(&mut self, duration_us: u64, ok: bool) {
+        let histogram = if ok { &mut self.ok } else { &mut self.ko };
+        record_value(histogram, duration_us);
+    }
+
+    pub fn merge(&mut self, other: &GroupRecorder) {
+        self.ok.add(&other.ok).expect("auto-resizing histograms always merge");
+        self.ko.add(&other.ko).expect("auto-resizing histograms always merge");
+    }
+}
+
+/// What an error is counted under: a stable kind, the request (row) it happened on, and a
+/// small detail (the status code for status checks, the check's index otherwise). Never a
+/// formatted message, so the number of distinct keys stays bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ErrorKey {
+    pub kind: &'static str,
+    pub request: Arc<str>,
+    pub detail: u32,
+}
+
+/// The count of one error key, with the message of its first occurrence.
+#[derive(Debug, Clone)]
+pub struct ErrorRecord {
+    pub message: String,
+    pub count: u64,
+}
+
+/// What one worker measured during one interval. Workers build these without sharing
+/// anything and hand them to the collector, which merges them.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub worker: usize,
+    /// Per request name (a row of the report).
+    pub requests: Vec<(Arc<str>, Recorder)>,
+    pub groups: Vec<(Arc<str>, GroupRecorder)>,
+    pub errors: HashMap<ErrorKey, ErrorRecord>,
+    pub users_started: u64,
+    pub users_finished: u64,
+    /// Users cut off by the end of the run (max duration, interruption) mid-iteration.
+    pub users_interrupted: u64,
+    /// Users running at the end of the interval (a level, not a delta).
+    pub users_active: u64,
+    /// How late arrivals and throttled requests started after their intended time.
+    pub start_lag_us: Option<Histogram<u64>>,
+    /// Starts later than the plan's threshold.
+    pub late_starts: u64,
+    /// True in the worker's last snapshot.
+    pub finished: bool,
+}
+
+impl Snapshot {
+    pub fn request_count(&self) -> (u64, u64) {
+        self.requests
+            .iter()
+            .fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn merging_keeps_every_count(a in proptest::collection::vec((1u64..10_000_000, any::<bool>()), 0..200),
+                                     b in proptest::collection::vec((1u64..10_000_000, any::<bool>()), 0..200)) {
+            let mut left = Recorder::default();
+            let mut right = Recorder::default();
+            for (v, ok) in &a { left.record(&RequestTiming { latency_us: *v, uncorrected_us: *v, bytes_sent: 1, ..Default::default() }, *ok); }
+            for (v, ok) in &b { right.record(&RequestTiming { latency_us: *v, uncorrected_us: *v, bytes_sent: 1, ..Default::default() }, *ok); }
+            let ok_total = left.ok.len() + right.ok.len();
+            left.merge(&right);
+            prop_assert_eq!(left.count(), (a.len() + b.len()) as u64);
+            prop_assert_eq!(left.ok.len(), ok_total);
+            prop_assert_eq!(left.bytes_sent, (a.len() + b.len()) as u64);
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Summary statistics: what the console summary and summary.json show.
+//! All durations are integer microseconds; field names carry the unit.
+
+use crate::recorder::{GroupRecorder, Recorder};
+use hdrhistogram::Histogram;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which percentiles and distribution bounds to compute (from the plan's options).
+#[derive(Debug, Clone)]
+pub struct SummaryOptions {
+    pub percentiles: Vec<f64>,
+    pub response_time_bounds_ms: [u64; 2],
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions { percentiles: vec![50.0, 75.0, 95.0, 99.0], response_time_bounds_ms: [800, 1200] }
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub value_us: u64,
+}
+
+/// Statistics of one latency distribution.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub mean_us: f64,
+    pub stddev_us: f64,
+    pub percentiles: Vec<Percentile>,
+}
+
+impl LatencyStats {
+    pub fn from_histogram(histogram: &Histogram<u64>, percentiles: &[f64]) -> LatencyStats {
+        if histogram.is_empty() {
+            return LatencyStats::default();
+        }
+        LatencyStats {
+            count: histogram.len(),
+            min_us: histogram.min(),
+            max_us: histogram.max(),
+            mean_us: histogram.mean(),
+            stddev_us: histogram.stdev(),
+            percentiles: percentiles
+                .iter()
+                .map(|&p| Percentile { percentile: p, value_us: histogram.value_at_quantile(p / 100.0) })
+                .collect(),
+        }
+    }
+
+    /// The value at percentile `p`, if it was computed.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles.iter().find(|x| x.percentile == p).map(|x| x.value_us)
+    }
+}
+
+/// Latency of a request row: corrected (from the intended start) for OK, KO and all requests,
+/// and the uncorrected figure (from the actual send) for all.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct RequestLatency {
+    pub all: LatencyStats,
+    pub ok: LatencyStats,
+    pub ko: LatencyStats,
+    pub uncorrected: LatencyStats,
+}
+
+/// Where the time of a request went.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct PhaseStats {
+    /// Only requests that opened a connection.
+    pub connect: LatencyStats,
+    pub send: LatencyStats,
+    /// Time to first byte after sending.
+    pub wait: LatencyStats,
+    pub receive: LatencyStats,
+}
+
+/// Gatling's response-time distribution: OK requests by bounds, then failed ones.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct DistributionBucket {
+    pub label: String,
+    pub count: u64,
+    pub percent: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct RequestStats {
+    pub name: String,
+    pub count: u64,
+    pub ok: u64,
+    pub ko: u64,
+    /// count / run duration.
+    pub mean_rps: f64,
+    pub latency: RequestLatency,
+    pub phases: PhaseStats,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub distribution: Vec<DistributionBucket>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct GroupStats {
+    pub name: String,
+    pub count: u64,
+    pub ok: u64,
+    pub ko: u64,
+    /// Duration of each pass through the group.
+    pub duration: LatencyStats,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct ErrorSummary {
+    /// Stable kind: connect_refused, connection_reset, request_timeout, check_failed, ...
+    pub kind: String,
+    pub request: String,
+    /// The message of the first occurrence.
+    pub message: String,
+    pub count: u64,
+    /// Share of all KO requests.
+    pub percent: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct UserStats {
+    pub started: u64,
+    pub finished: u64,
+    /// Cut off mid-iteration by the end of the run.
+    pub interrupted: u64,
+    pub active: u64,
+}
+
+/// How faithfully the intended schedule (arrivals, throttle slots) was kept.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct SchedulingStats {
+    /// Starts that had an intended time.
+    pub scheduled_starts: u64,
+    /// Starts later than `late_start_threshold_us` after their intended time.
+    pub late_starts: u64,
+    pub late_start_threshold_us: u64,
+    pub start_lag: LatencyStats,
+}
+
+impl Recorder {
+    /// The statistics of this recorder, named `name`, over a run of `duration_s` seconds.
+    pub fn stats(&self, name: &str, duration_s: f64, options: &SummaryOptions) -> RequestStats {
+        let p = &options.percentiles;
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        let count = all.len();
+        RequestStats {
+            name: name.to_string(),
+            count,
+            ok: self.ok.len(),
+            ko: self.ko.len(),
+            mean_rps: if duration_s > 0.0 { count as f64 / duration_s } else { 0.0 },
+            latency: RequestLatency {
+                all: LatencyStats::from_histogram(&all, p),
+                ok: LatencyStats::from_histogram(&self.ok, p),
+                ko: LatencyStats::from_histogram(&self.ko, p),
+                uncorrected: LatencyStats::from_histogram(&self.uncorrected, p),
+            },
+            phases: PhaseStats {
+                connect: LatencyStats::from_histogram(&self.connect, p),
+                send: LatencyStats::from_histogram(&self.send, p),
+                wait: LatencyStats::from_histogram(&self.wait, p),
+                receive: LatencyStats::from_histogram(&self.receive, p),
+            },
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            distribution: distribution(&self.ok, self.ko.len(), options.response_time_bounds_ms),
+        }
+    }
+}
+
+impl GroupRecorder {
+    pub fn stats(&self, name: &str, options: &SummaryOptions) -> GroupStats {
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        GroupStats {
+            name: name.to_string(),
+            count: all.len(),
+            ok: self.ok.len(),
+            ko: self.ko.len(),
+            duration: LatencyStats::from_histogram(&all, &options.percentiles),
+        }
+    }
+}
+
+fn distribution(ok: &Histogram<u64>, failed: u64, [low_ms, high_ms]: [u64; 2]) -> Vec<DistributionBucket> {
+    let (low_us, high_us) = (low_ms * 1000, high_ms * 1000);
+    let mut below = 0;
+    let mut between = 0;
+    let mut above = 0;
+    for v in ok.iter_recorded() {
+        // Values are known to the histogram's 0.1 % resolution; one within it of a bound may
+        // land on either side.
+        let value = ok.median_equivalent(v.value_iterated_to());
+        let n = v.count_at_value();
+        if value < low_us {
+            below += n;
+        } else if value < high_us {
+            between += n;
+        } else {
+            above += n;
+        }
+    }
+    let total = (below + between + above + failed).max(1) as f64;
+    let bucket = |label: String, count: u64| DistributionBucket { label, count, percent: 100.0 * count as f64 / total };
+    vec![
+        bucket(format!("t < {low_ms} ms"), below),
+        bucket(format!("{low_ms} ms <= t < {high_ms} ms"), between),
+        bucket(format!("t >= {high_ms} ms"), above),
+        bucket("failed".to_string(), failed),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RequestTiming;
+    use proptest::prelude::*;
+
+    fn timing(us: u64) -> RequestTiming {
+        RequestTiming { latency_us: us, uncorrected_us: us, ..Default::default() }
+    }
+
+    #[test]
+    fn distribution_sorts_ok_requests_by_bounds_and_counts_failures() {
+        let mut r = Recorder::default();
+        for us in [1_000, 790_000, 810_000, 1_190_000, 1_210_000, 5_000_000] {
+            r.record(&timing(us), true);
+        }
+        r.record(&timing(10), false);
+        let stats = r.stats("x", 1.0, &SummaryOptions::default());
+        let counts: Vec<u64> = stats.distribution.iter().map(|b| b.count).collect();
+        assert_eq!(counts, vec![2, 2, 2, 1]);
+        assert_eq!(stats.count, 7);
+        assert_eq!(stats.ko, 1);
+        assert!((stats.mean_rps - 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn empty_recorder_has_zero_stats() {
+        let stats = Recorder::default().stats("x", 0.0, &SummaryOptions::default());
+        assert_eq!(stats.count, 0);
+        assert_eq!(stats.latency.all, LatencyStats::default());
+    }
+
+    proptest! {
+        #[test]
+        fn percentiles_are_monotone(values in proptest::collection::vec(1u64..100_000_000, 1..500)) {
+            let mut r = Recorder::default();
+            for v in &values { r.record(&timing(*v), true); }
+            let options = SummaryOptions { percentiles: vec![1.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 100.0], ..Default::default() };
+            let stats = r.stats("x", 1.0, &options).latency.all;
+            let ps: Vec<u64> = stats.percentiles.iter().map(|p| p.value_us).collect();
+            prop_assert!(ps.windows(2).all(|w| w[0] <= w[1]));
+            prop_assert!(stats.min_us <= ps[0] && *ps.last().unwrap() <= stats.max_us.max(*ps.last().unwrap()));
+            let max = *values.iter().max().unwrap();
+            // 3 significant figures: within 0.1 % of the true maximum.
+            prop_assert!((stats.max_us as f64 - max as f64).abs() <= max as f64 * 0.001 + 1.0);
+        }
+    }
+}

@@ -1,0 +1,417 @@
+//! The horde Plan: the one versioned JSON document between every front end (the Python DSL, CLI
+//! flags, a plan file) and the engine.
+//!
+//! ```
+//! let plan = horde_plan::Plan::from_json(r#"{
+//!     "version": 1,
+//!     "protocol": {"base_url": "http://127.0.0.1:8080"},
+//!     "scenarios": [{
+//!         "name": "home",
+//!         "steps": [{"type": "request", "name": "home", "method": "GET", "url": "/"}],
+//!         "injection": [{"type": "at_once_users", "users": 1}]
+//!     }]
+//! }"#).unwrap();
+//! assert!(plan.validate().is_empty());
+//! ```
+//!
+//! This crate owns the types, their JSON form, and the validation that collects every problem
+//! with its path. It does no IO and knows nothing of how a plan is run.
+
+mod template;
+mod validate;
+
+pub use template::{parse_template, Segment};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The version this build reads and writes. A plan with another version is refused.
+pub const PLAN_VERSION: u32 = 1;
+
+/// One problem in a plan, with the JSON path where it is (`scenarios[0].steps[3].url`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PlanError {
+    pub path: String,
+    pub message: String,
+}
+
+impl PlanError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        PlanError { path: path.into(), message: message.into() }
+    }
+}
+
+/// A whole simulation: scenarios with their injection, protocol defaults and run options.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// Must equal [`PLAN_VERSION`].
+    pub version: u32,
+    /// Shown in the summary and used to name the results directory.
+    #[serde(default = "default_plan_name")]
+    pub name: String,
+    /// Directory that relative file paths (multipart file parts) are resolved against.
+    /// Front ends set it to the directory of the simulation or plan file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<String>,
+    #[serde(default)]
+    pub protocol: HttpProtocol,
+    pub scenarios: Vec<Scenario>,
+    #[serde(default)]
+    pub options: RunOptions,
+}
+
+fn default_plan_name() -> String {
+    "simulation".to_string()
+}
+
+impl Plan {
+    /// Parses a plan, naming the path of the first structural problem.
+    /// Semantic problems are found by [`Plan::validate`], all at once.
+    pub fn from_json(text: &str) -> Result<Plan, PlanError> {
+        let deserializer = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|err| {
+            let path = err.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            PlanError::new(path, err.inner().to_string())
+        })
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a plan always serializes")
+    }
+
+    /// Every semantic problem in the plan, each with its path. Empty means valid.
+    pub fn validate(&self) -> Vec<PlanError> {
+        validate::validate(self)
+    }
+
+    /// The JSON Schema of the plan format, as committed in docs/plan.schema.json.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Plan)).expect("schema serializes")
+    }
+}
+
+/// HTTP defaults shared by every request of the plan.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HttpProtocol {
+    /// Relative request URLs are resolved against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Sent with every request unless the request sets the same header.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<NameValue>,
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// From sending the request to the end of the response body.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// Follow 301, 302, 303, 307 and 308 as browsers do; each hop is its own statistics row.
+    #[serde(default = "default_true")]
+    pub follow_redirects: bool,
+    #[serde(default = "default_max_redirects")]
+    pub max_redirects: u32,
+}
+
+impl Default for HttpProtocol {
+    fn default() -> Self {
+        HttpProtocol {
+            base_url: None,
+            headers: Vec::new(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            request_timeout_ms: default_request_timeout_ms(),
+            follow_redirects: true,
+            max_redirects: default_max_redirects(),
+        }
+    }
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    10_000
+}
+fn default_request_timeout_ms() -> u64 {
+    60_000
+}
+fn default_max_redirects() -> u32 {
+    20
+}
+fn default_true() -> bool {
+    true
+}
+
+/// Run-wide options.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunOptions {
+    /// Hard stop for the whole run; running iterations are interrupted and counted as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_ms: Option<u64>,
+    /// Seeds every random choice (pauses, arrivals) so a run can be repeated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// What a virtual user does after a failed check.
+    #[serde(default)]
+    pub on_check_failure: OnCheckFailure,
+    /// Percentiles shown in the summary.
+    #[serde(default = "default_percentiles")]
+    pub percentiles: Vec<f64>,
+    /// Bounds of the response-time distribution (Gatling's 800 and 1200 ms).
+    #[serde(default = "default_response_time_bounds_ms")]
+    pub response_time_bounds_ms: [u64; 2],
+    /// Stop after exactly this many requests have been sent (`horde http -n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<u64>,
+    /// Caps the request rate of the whole run; latency is then measured from each request's
+    /// intended slot, as wrk2 does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttle: Vec<ThrottleStep>,
+    /// Worker threads; default: the cores this process may run on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u32>,
+    /// How often workers hand their measurements to the collector (and results hit the disk).
+    #[serde(default = "default_snapshot_interval_ms")]
+    pub snapshot_interval_ms: u64,
+    /// An arrival or throttled request that starts later than this after its intended time is
+    /// counted as late.
+    #[serde(default = "default_late_start_threshold_us")]
+    pub late_start_threshold_us: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            max_duration_ms: None,
+            seed: None,
+            on_check_failure: OnCheckFailure::default(),
+            percentiles: default_percentiles(),
+            response_time_bounds_ms: default_response_time_bounds_ms(),
+            max_requests: None,
+            throttle: Vec::new(),
+            workers: None,
+            snapshot_interval_ms: default_snapshot_interval_ms(),
+            late_start_threshold_us: default_late_start_threshold_us(),
+        }
+    }
+}
+
+fn default_percentiles() -> Vec<f64> {
+    vec![50.0, 75.0, 95.0, 99.0]
+}
+fn default_response_time_bounds_ms() -> [u64; 2] {
+    [800, 1200]
+}
+fn default_snapshot_interval_ms() -> u64 {
+    1000
+}
+fn default_late_start_threshold_us() -> u64 {
+    1000
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCheckFailure {
+    /// Gatling's behaviour: the virtual user abandons the rest of this iteration.
+    #[default]
+    StopIteration,
+    /// Mark the request KO and go on with the next step.
+    Continue,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ThrottleStep {
+    /// From now on, at most this many requests per second.
+    JumpToRps { rps: f64 },
+    /// Keep the current rate this long.
+    HoldFor { duration_ms: u64 },
+}
+
+/// A name and a value: a header, a query parameter or a form parameter. Values may hold
+/// `${variable}` templates.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NameValue {
+    pub name: String,
+    pub value: String,
+}
+
+impl NameValue {
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        NameValue { name: name.into(), value: value.into() }
+    }
+}
+
+/// One kind of user journey and how users arrive to run it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub steps: Vec<Step>,
+    pub injection: Vec<Injection>,
+}
+
+/// One element of a scenario's chain.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    Request(Request),
+    /// A fixed pause.
+    Pause { duration_ms: u64 },
+    /// A pause drawn uniformly from [min_ms, max_ms].
+    PauseUniform { min_ms: u64, max_ms: u64 },
+    /// A pause drawn from an exponential distribution (think times of independent users).
+    PauseExponential { mean_ms: u64 },
+    /// Run `steps` this many times; `counter` holds the 0-based iteration number.
+    Repeat {
+        times: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Run `steps` again and again until `duration_ms` has passed since the loop began;
+    /// the condition is checked before each iteration.
+    During {
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Run `steps` with statistics of their own: the group's duration and OK/KO; the requests
+    /// inside are named `group / request`.
+    Group { name: String, steps: Vec<Step> },
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The statistics row of this request.
+    pub name: String,
+    pub method: String,
+    /// Absolute, or relative to the protocol's base URL. May hold templates.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<NameValue>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<NameValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Body>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Body {
+    /// Sent as it is, after templating.
+    Raw { text: String },
+    /// Serialized, then templated; Content-Type application/json unless a header says otherwise.
+    Json { value: serde_json::Value },
+    /// application/x-www-form-urlencoded.
+    Form { params: Vec<NameValue> },
+    /// multipart/form-data.
+    Multipart { parts: Vec<BodyPart> },
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BodyPart {
+    String {
+        name: String,
+        value: String,
+    },
+    /// A file sent as it is, resolved against the plan's `base_dir` when relative.
+    RawFile {
+        name: String,
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_type: Option<String>,
+    },
+}
+
+/// Extract something from the response, validate it, and optionally save it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub source: CheckSource,
+    #[serde(default)]
+    pub validate: Validation,
+    /// Session variable that receives the extracted value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_as: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CheckSource {
+    /// The status code, as a decimal string.
+    Status,
+    /// A response header's value (the first one, when repeated).
+    Header { name: String },
+    /// The substring itself, when the body contains it.
+    Substring { value: String },
+    /// The capture group (default 1, or the whole match when the pattern has no group) of the
+    /// first match in the body.
+    Regex {
+        pattern: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<u32>,
+    },
+    /// The first element matching the selector: its attribute, or its text when no attribute.
+    Css {
+        selector: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attribute: Option<String>,
+    },
+    /// The first value the JSONPath query selects; strings as they are, others as JSON.
+    Jsonpath { path: String },
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Validation {
+    /// Something was extracted.
+    #[default]
+    Exists,
+    /// Nothing was extracted.
+    NotExists,
+    /// The extracted value equals this one.
+    Is { value: String },
+    /// The extracted value is one of these.
+    In { values: Vec<String> },
+}
+
+/// How users arrive. Open-model steps (arrivals) and closed-model steps (concurrency) cannot be
+/// mixed in one scenario; steps run one after the other.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Injection {
+    /// Open: wait.
+    NothingFor { duration_ms: u64 },
+    /// Open: this many users at once.
+    AtOnceUsers { users: u64 },
+    /// Open: this many users, evenly spread over the duration.
+    RampUsers { users: u64, duration_ms: u64 },
+    /// Open: users arrive at this rate; `randomized` gives Poisson arrivals.
+    ConstantUsersPerSec {
+        rate: f64,
+        duration_ms: u64,
+        #[serde(default)]
+        randomized: bool,
+    },
+    /// Closed: keep this many users running; a user that finishes is replaced by a new one.
+    ConstantConcurrentUsers { users: u64, duration_ms: u64 },
+}
+
+impl Injection {
+    /// Closed-model steps keep a number of users; open-model steps start arrivals.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Injection::ConstantConcurrentUsers { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests;

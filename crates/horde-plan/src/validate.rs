@@ -1,0 +1,334 @@
+//! Semantic validation: every problem, each with its JSON path, in one pass.
+
+use crate::template::{is_variable_name, parse_template};
+use crate::{Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, Step};
+use crate::{ThrottleStep, Validation, PLAN_VERSION};
+
+const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
+    let mut v = Validator { errors: Vec::new() };
+    v.plan(plan);
+    v.errors
+}
+
+struct Validator {
+    errors: Vec<PlanError>,
+}
+
+impl Validator {
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(PlanError::new(path, message));
+    }
+
+    fn template(&mut self, path: &str, text: &str) {
+        if let Err(message) = parse_template(text) {
+            self.error(path, message);
+        }
+    }
+
+    fn variable_name(&mut self, path: &str, name: &str) {
+        if !is_variable_name(name) {
+            self.error(path, format!("{name:?} is not a variable name (letters, digits, _ - .)"));
+        }
+    }
+
+    fn plan(&mut self, plan: &Plan) {
+        if plan.version != PLAN_VERSION {
+            self.error(
+                "version",
+                format!("this horde reads plan version {PLAN_VERSION}, not {}", plan.version),
+            );
+        }
+        let has_base_url = match &plan.protocol.base_url {
+            Some(base) => {
+                if !is_http_url(base) {
+                    self.error("protocol.base_url", format!("{base:?} is not an http:// URL"));
+                }
+                true
+            }
+            None => false,
+        };
+        for (i, header) in plan.protocol.headers.iter().enumerate() {
+            let path = format!("protocol.headers[{i}]");
+            self.header(&path, &header.name, &header.value);
+        }
+        if plan.protocol.request_timeout_ms == 0 {
+            self.error("protocol.request_timeout_ms", "must be more than 0");
+        }
+        if plan.protocol.connect_timeout_ms == 0 {
+            self.error("protocol.connect_timeout_ms", "must be more than 0");
+        }
+        self.options(plan);
+        if plan.scenarios.is_empty() {
+            self.error("scenarios", "a plan needs at least one scenario");
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, scenario) in plan.scenarios.iter().enumerate() {
+            let path = format!("scenarios[{i}]");
+            if scenario.name.trim().is_empty() {
+                self.error(format!("{path}.name"), "a scenario needs a name");
+            } else if !names.insert(scenario.name.as_str()) {
+                self.error(format!("{path}.name"), format!("duplicate scenario name {:?}", scenario.name));
+            }
+            if scenario.steps.is_empty() {
+                self.error(format!("{path}.steps"), "a scenario needs at least one step");
+            }
+            self.steps(&format!("{path}.steps"), &scenario.steps, has_base_url);
+            self.injection(&format!("{path}.injection"), &scenario.injection);
+        }
+    }
+
+    fn options(&mut self, plan: &Plan) {
+        let options = &plan.options;
+        if options.max_duration_ms == Some(0) {
+            self.error("options.max_duration_ms", "must be more than 0");
+        }
+        if options.max_requests == Some(0) {
+            self.error("options.max_requests", "must be more than 0");
+        }
+        if options.workers == Some(0) {
+            self.error("options.workers", "must be more than 0");
+        }
+        if options.snapshot_interval_ms < 10 {
+            self.error("options.snapshot_interval_ms", "must be at least 10");
+        }
+        for (i, p) in options.percentiles.iter().enumerate() {
+            if !(*p > 0.0 && *p <= 100.0) {
+                self.error(format!("options.percentiles[{i}]"), format!("{p} is not in (0, 100]"));
+            }
+        }
+        let [low, high] = options.response_time_bounds_ms;
+        if low >= high {
+            self.error("options.response_time_bounds_ms", format!("[{low}, {high}] must be ascending"));
+        }
+        for (i, step) in options.throttle.iter().enumerate() {
+            let path = format!("options.throttle[{i}]");
+            match step {
+                ThrottleStep::JumpToRps { rps } if !(*rps > 0.0 && rps.is_finite()) => {
+                    self.error(format!("{path}.rps"), "must be more than 0");
+                }
+                ThrottleStep::HoldFor { duration_ms: 0 } => {
+                    self.error(format!("{path}.duration_ms"), "must be more than 0");
+                }
+                _ => {}
+            }
+        }
+        if let Some(ThrottleStep::HoldFor { .. }) = options.throttle.first() {
+            self.error("options.throttle[0]", "a throttle starts with jump_to_rps");
+        }
+    }
+
+    fn header(&mut self, path: &str, name: &str, value: &str) {
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            self.error(format!("{path}.name"), format!("{name:?} is not a header name"));
+        }
+        if value.contains(['\r', '\n']) {
+            self.error(format!("{path}.value"), "a header value cannot hold a line break");
+        }
+        self.template(&format!("{path}.value"), value);
+    }
+
+    fn steps(&mut self, path: &str, steps: &[Step], has_base_url: bool) {
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{path}[{i}]");
+            match step {
+                Step::Request(request) => self.request(&path, request, has_base_url),
+                Step::Pause { .. } => {}
+                Step::PauseUniform { min_ms, max_ms } => {
+                    if min_ms > max_ms {
+                        self.error(&path, format!("min_ms {min_ms} is more than max_ms {max_ms}"));
+                    }
+                }
+                Step::PauseExponential { mean_ms } => {
+                    if *mean_ms == 0 {
+                        self.error(format!("{path}.mean_ms"), "must be more than 0");
+                    }
+                }
+                Step::Repeat { counter, steps, .. } => {
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::During { duration_ms, counter, steps } => {
+                    if *duration_ms == 0 {
+                        self.error(format!("{path}.duration_ms"), "must be more than 0");
+                    }
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::Group { name, steps } => {
+                    if name.trim().is_empty() {
+                        self.error(format!("{path}.name"), "a group needs a name");
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+            }
+        }
+    }
+
+    fn loop_body(&mut self, path: &str, steps: &[Step], has_base_url: bool) {
+        if steps.is_empty() {
+            self.error(format!("{path}.steps"), "needs at least one step");
+        }
+        self.steps(&format!("{path}.steps"), steps, has_base_url);
+    }
+
+    fn request(&mut self, path: &str, request: &Request, has_base_url: bool) {
+        if request.name.trim().is_empty() {
+            self.error(format!("{path}.name"), "a request needs a name");
+        }
+        if !METHODS.contains(&request.method.as_str()) {
+            self.error(
+                format!("{path}.method"),
+                format!("{:?} is not one of {}", request.method, METHODS.join(", ")),
+            );
+        }
+        let url_path = format!("{path}.url");
+        if request.url.is_empty() {
+            self.error(&url_path, "a request needs a URL");
+        } else if request.url.contains("://") || request.url.starts_with("//") {
+            if !is_http_url(&request.url) {
+                self.error(&url_path, format!("{:?}: only http:// URLs are supported", request.url));
+            }
+        } else if !has_base_url && !request.url.starts_with("${") {
+            self.error(
+                &url_path,
+                format!("{:?} is relative but the protocol has no base_url", request.url),
+            );
+        }
+        self.template(&url_path, &request.url);
+        for (i, header) in request.headers.iter().enumerate() {
+            self.header(&format!("{path}.headers[{i}]"), &header.name, &header.value);
+        }
+        for (i, param) in request.query.iter().enumerate() {
+            self.template(&format!("{path}.query[{i}].name"), &param.name);
+            self.template(&format!("{path}.query[{i}].value"), &param.value);
+        }
+        if let Some(body) = &request.body {
+            self.body(&format!("{path}.body"), body);
+        }
+        for (i, check) in request.checks.iter().enumerate() {
+            self.check(&format!("{path}.checks[{i}]"), check);
+        }
+    }
+
+    fn body(&mut self, path: &str, body: &Body) {
+        match body {
+            Body::Raw { text } => self.template(&format!("{path}.text"), text),
+            Body::Json { .. } => {}
+            Body::Form { params } => {
+                for (i, param) in params.iter().enumerate() {
+                    self.template(&format!("{path}.params[{i}].name"), &param.name);
+                    self.template(&format!("{path}.params[{i}].value"), &param.value);
+                }
+            }
+            Body::Multipart { parts } => {
+                if parts.is_empty() {
+                    self.error(format!("{path}.parts"), "a multipart body needs at least one part");
+                }
+                for (i, part) in parts.iter().enumerate() {
+                    let path = format!("{path}.parts[{i}]");
+                    match part {
+                        BodyPart::String { name, value } => {
+                            self.part_name(&path, name);
+                            self.template(&format!("{path}.value"), value);
+                        }
+                        BodyPart::RawFile { name, path: file, .. } => {
+                            self.part_name(&path, name);
+                            if file.is_empty() {
+                                self.error(format!("{path}.path"), "a file part needs a path");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn part_name(&mut self, path: &str, name: &str) {
+        if name.is_empty() || name.contains(['"', '\r', '\n']) {
+            self.error(format!("{path}.name"), format!("{name:?} is not a part name"));
+        }
+    }
+
+    fn check(&mut self, path: &str, check: &Check) {
+        match &check.source {
+            CheckSource::Header { name } if name.is_empty() => {
+                self.error(format!("{path}.source.name"), "a header check needs a header name");
+            }
+            CheckSource::Substring { value } if value.is_empty() => {
+                self.error(format!("{path}.source.value"), "a substring check needs a substring");
+            }
+            CheckSource::Regex { pattern, .. } if pattern.is_empty() => {
+                self.error(format!("{path}.source.pattern"), "a regex check needs a pattern");
+            }
+            CheckSource::Css { selector, .. } if selector.trim().is_empty() => {
+                self.error(format!("{path}.source.selector"), "a css check needs a selector");
+            }
+            CheckSource::Jsonpath { path: query } if query.trim().is_empty() => {
+                self.error(format!("{path}.source.path"), "a jsonpath check needs a path");
+            }
+            _ => {}
+        }
+        if let Validation::In { values } = &check.validate {
+            if values.is_empty() {
+                self.error(format!("{path}.validate.values"), "`in` needs at least one value");
+            }
+        }
+        if let Some(name) = &check.save_as {
+            self.variable_name(&format!("{path}.save_as"), name);
+            if check.validate == Validation::NotExists {
+                self.error(format!("{path}.save_as"), "nothing to save from a not_exists check");
+            }
+        }
+    }
+
+    fn injection(&mut self, path: &str, steps: &[Injection]) {
+        if steps.is_empty() {
+            self.error(path, "a scenario needs at least one injection step");
+        }
+        let closed = steps.iter().filter(|s| s.is_closed()).count();
+        if closed > 0 && closed < steps.len() {
+            self.error(
+                path,
+                "open-model steps (users arriving) and closed-model steps (concurrent users) \
+                 cannot be mixed in one scenario",
+            );
+        }
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{path}[{i}]");
+            match step {
+                Injection::NothingFor { .. } => {}
+                Injection::AtOnceUsers { users } => self.positive(&path, "users", *users),
+                Injection::RampUsers { users, duration_ms } => {
+                    self.positive(&path, "users", *users);
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::ConstantUsersPerSec { rate, duration_ms, .. } => {
+                    if !(*rate > 0.0 && rate.is_finite()) {
+                        self.error(format!("{path}.rate"), "must be more than 0");
+                    }
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::ConstantConcurrentUsers { users, duration_ms } => {
+                    self.positive(&path, "users", *users);
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+            }
+        }
+    }
+
+    fn positive(&mut self, path: &str, field: &str, value: u64) {
+        if value == 0 {
+            self.error(format!("{path}.{field}"), "must be more than 0");
+        }
+    }
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.strip_prefix("http://").is_some_and(|rest| !rest.is_empty())
+}
