@@ -15,8 +15,11 @@
 
 mod recorder;
 mod summary;
+mod totals;
 
-pub use recorder::{ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot};
+pub use totals::{RunStatus, Sink, Totals};
+pub use hdrhistogram::Histogram;
+pub use recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot};
 pub use summary::{
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats,
     RequestLatency, RequestStats, SchedulingStats, SummaryOptions, UserStats,

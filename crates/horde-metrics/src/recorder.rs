@@ -7,7 +7,7 @@ use std::sync::Arc;
 /// Significant figures of every histogram: 0.1 % resolution.
 const SIGNIFICANT_FIGURES: u8 = 3;
 
-pub(crate) fn new_histogram() -> Histogram<u64> {
+pub fn new_histogram() -> Histogram<u64> {
     Histogram::new(SIGNIFICANT_FIGURES).expect("3 significant figures are valid")
 }
 

@@ -1,0 +1,33 @@
+//! The horde engine: lowers a [`horde_plan::Plan`] into a [`Program`], runs it on share-nothing
+//! workers, and hands interval snapshots to a [`horde_metrics::Sink`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! let plan = horde_plan::Plan::from_json(&std::fs::read_to_string("plan.json").unwrap()).unwrap();
+//! let program = Arc::new(horde_engine::lower(&plan).expect("a valid plan"));
+//! let control = horde_engine::RunControl::new();
+//! struct Quiet;
+//! impl horde_metrics::Sink for Quiet {
+//!     fn interval(&mut self, _: &mut horde_metrics::Totals) {}
+//!     fn finish(&mut self, _: &mut horde_metrics::Totals, _: horde_metrics::RunStatus) {}
+//! }
+//! let result = horde_engine::run(program, &control, &mut Quiet);
+//! println!("{:?}", result.totals.request_counts());
+//! ```
+//!
+//! The life of a request: a worker's injector starts a [`user`] at its intended time; the user
+//! renders the request from its session, sends it on its own keep-alive connection
+//! ([`client`]), runs the checks ([`check`]), and records the outcome in its worker's
+//! recorders. Every interval the worker moves its recorders into a snapshot for the collector
+//! ([`run`]).
+
+mod check;
+mod client;
+mod injection;
+pub mod lower;
+mod run;
+mod user;
+mod worker;
+
+pub use lower::{lower, Program};
+pub use run::{run, worker_count, RunControl, RunResult};

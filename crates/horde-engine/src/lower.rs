@@ -1,0 +1,647 @@
+//! Lowering: the Plan (stable, readable) becomes the Program (fast to run). Everything that can
+//! be decided once is decided here: templates are parsed, variable names become slots,
+//! regexes, selectors and JSONPath queries are compiled, static URLs and bodies are built, and
+//! files are read. Whatever fails is reported with its plan path.
+
+use bytes::Bytes;
+use horde_plan::{
+    parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Segment,
+    Step, Validation,
+};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Uri};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use url::Url;
+
+/// A plan ready to run.
+pub struct Program {
+    pub plan: Plan,
+    pub scenarios: Vec<ScenarioProgram>,
+    /// Slot index -> variable name.
+    pub variables: Vec<String>,
+    /// Row index -> statistics row name, for every request in the plan.
+    pub rows: Vec<Arc<str>>,
+    pub groups: Vec<Arc<str>>,
+    pub protocol: ProtocolProgram,
+}
+
+pub struct ProtocolProgram {
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    pub max_redirects: u32,
+}
+
+pub struct ScenarioProgram {
+    pub name: Arc<str>,
+    pub steps: Vec<StepProgram>,
+    pub injection: Vec<Injection>,
+}
+
+pub enum StepProgram {
+    Request(Box<RequestProgram>),
+    Pause(PauseKind),
+    Repeat { times: u64, counter: Option<usize>, body: Vec<StepProgram> },
+    During { duration: Duration, counter: Option<usize>, body: Vec<StepProgram> },
+    Group { group: usize, body: Vec<StepProgram> },
+}
+
+#[derive(Clone, Copy)]
+pub enum PauseKind {
+    Fixed(Duration),
+    Uniform(Duration, Duration),
+    Exponential(Duration),
+}
+
+pub struct RequestProgram {
+    /// The statistics row; requests inside groups are named `group / request`.
+    pub row: Arc<str>,
+    /// Index of `row` in [`Program::rows`]: workers keep their recorders in that order.
+    pub row_id: usize,
+    pub method: Method,
+    pub url: UrlProgram,
+    pub query: Vec<(Template, Template)>,
+    pub headers: Vec<HeaderProgram>,
+    pub body: BodyProgram,
+    pub checks: Vec<CheckProgram>,
+    /// Some check reads the body, so it must be kept rather than drained.
+    pub needs_body: bool,
+}
+
+pub struct HeaderProgram {
+    pub name: HeaderName,
+    pub value: Template,
+    /// The value, already validated, when the template has no variables.
+    pub fixed: Option<HeaderValue>,
+}
+
+pub enum UrlProgram {
+    /// Known before the run: parsed once.
+    Static(Arc<Target>),
+    /// Holds templates (or is relative to a templated base): rendered, then parsed, per request.
+    Dynamic { template: Template, base: Option<Url> },
+}
+
+/// A parsed absolute URL with everything the client needs precomputed.
+pub struct Target {
+    pub url: Url,
+    /// `host:port`: the key of the connection a virtual user keeps.
+    pub authority: Arc<str>,
+    pub host_header: HeaderValue,
+    /// The request target in origin form (`/path?query`).
+    pub uri: Uri,
+}
+
+impl Target {
+    pub fn from_url(url: Url) -> Result<Target, String> {
+        if url.scheme() != "http" {
+            return Err(format!("{url}: only http:// URLs are supported"));
+        }
+        let host = url.host_str().ok_or_else(|| format!("{url}: no host"))?;
+        let port = url.port_or_known_default().unwrap_or(80);
+        let authority: Arc<str> = format!("{host}:{port}").into();
+        let host_header = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let host_header = HeaderValue::from_str(&host_header).map_err(|e| format!("{url}: {e}"))?;
+        let origin = match url.query() {
+            Some(query) => format!("{}?{}", url.path(), query),
+            None => url.path().to_string(),
+        };
+        let uri = origin.parse::<Uri>().map_err(|e| format!("{url}: {e}"))?;
+        Ok(Target { url, authority, host_header, uri })
+    }
+}
+
+pub enum BodyProgram {
+    None,
+    Static { bytes: Bytes, content_type: Option<HeaderValue> },
+    Raw { text: Template, content_type: Option<HeaderValue> },
+    Form(Vec<(Template, Template)>),
+    Multipart { boundary: String, parts: Vec<PartProgram> },
+}
+
+pub enum PartProgram {
+    Text { name: String, value: Template },
+    File { name: String, file_name: String, content_type: String, data: Bytes },
+}
+
+pub struct CheckProgram {
+    pub extractor: Extractor,
+    pub validation: Validation,
+    pub save_as: Option<usize>,
+    /// How the check reads in an error message: `regex("value=\"([^\"]*)\"")`.
+    pub description: String,
+}
+
+pub enum Extractor {
+    Status,
+    Header(HeaderName),
+    Substring(String),
+    Regex { regex: regex::Regex, group: usize },
+    Css { selector: scraper::Selector, attribute: Option<String> },
+    JsonPath(serde_json_path::JsonPath),
+}
+
+impl Extractor {
+    pub fn reads_body(&self) -> bool {
+        !matches!(self, Extractor::Status | Extractor::Header(_))
+    }
+}
+
+/// A string with `${variable}` slots.
+#[derive(Debug, Clone)]
+pub struct Template {
+    segments: Vec<TemplateSegment>,
+}
+
+#[derive(Debug, Clone)]
+enum TemplateSegment {
+    Literal(String),
+    Variable(usize),
+}
+
+impl Template {
+    /// The text when the template has no variables.
+    pub fn as_static(&self) -> Option<&str> {
+        match self.segments.as_slice() {
+            [] => Some(""),
+            [TemplateSegment::Literal(text)] => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Appends the rendered template to `out`; on an unset variable, returns its slot.
+    pub fn render_into(&self, variables: &[Option<String>], out: &mut String) -> Result<(), usize> {
+        for segment in &self.segments {
+            match segment {
+                TemplateSegment::Literal(text) => out.push_str(text),
+                TemplateSegment::Variable(slot) => match &variables[*slot] {
+                    Some(value) => out.push_str(value),
+                    None => return Err(*slot),
+                },
+            }
+        }
+        Ok(())
+    }
+
+    pub fn render(&self, variables: &[Option<String>]) -> Result<String, usize> {
+        let mut out = String::new();
+        self.render_into(variables, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// Validates the plan, then lowers it. Every problem found, in either pass, is returned.
+pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
+    let errors = plan.validate();
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut lowering = Lowering {
+        variables: HashMap::new(),
+        variable_names: Vec::new(),
+        rows: Vec::new(),
+        groups: Vec::new(),
+        errors: Vec::new(),
+        base_url: plan.protocol.base_url.as_deref().and_then(|u| Url::parse(u).ok()),
+        base_dir: plan.base_dir.as_ref().map(PathBuf::from),
+        default_headers: Vec::new(),
+        boundary_counter: 0,
+    };
+    for (i, header) in plan.protocol.headers.iter().enumerate() {
+        let path = format!("protocol.headers[{i}]");
+        if let Some(h) = lowering.header(&path, &header.name, &header.value) {
+            lowering.default_headers.push(h);
+        }
+    }
+    let scenarios = plan
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, scenario)| ScenarioProgram {
+            name: scenario.name.as_str().into(),
+            steps: lowering.steps(&format!("scenarios[{i}].steps"), &scenario.steps, ""),
+            injection: scenario.injection.clone(),
+        })
+        .collect();
+    if !lowering.errors.is_empty() {
+        return Err(lowering.errors);
+    }
+    Ok(Program {
+        plan: plan.clone(),
+        scenarios,
+        variables: lowering.variable_names,
+        rows: lowering.rows,
+        groups: lowering.groups,
+        protocol: ProtocolProgram {
+            connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
+            request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
+            max_redirects: if plan.protocol.follow_redirects { plan.protocol.max_redirects } else { 0 },
+        },
+    })
+}
+
+struct Lowering {
+    variables: HashMap<String, usize>,
+    variable_names: Vec<String>,
+    rows: Vec<Arc<str>>,
+    groups: Vec<Arc<str>>,
+    errors: Vec<PlanError>,
+    base_url: Option<Url>,
+    base_dir: Option<PathBuf>,
+    default_headers: Vec<(HeaderName, Template)>,
+    boundary_counter: u32,
+}
+
+impl Lowering {
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(&slot) = self.variables.get(name) {
+            return slot;
+        }
+        let slot = self.variable_names.len();
+        self.variables.insert(name.to_string(), slot);
+        self.variable_names.push(name.to_string());
+        slot
+    }
+
+    /// Templates were checked by validation; parsing again cannot fail.
+    fn template(&mut self, text: &str) -> Template {
+        let segments = parse_template(text)
+            .expect("validated")
+            .into_iter()
+            .map(|segment| match segment {
+                Segment::Literal(text) => TemplateSegment::Literal(text),
+                Segment::Variable(name) => TemplateSegment::Variable(self.slot(&name)),
+            })
+            .collect();
+        Template { segments }
+    }
+
+    fn header(&mut self, path: &str, name: &str, value: &str) -> Option<(HeaderName, Template)> {
+        match HeaderName::from_bytes(name.as_bytes()) {
+            Ok(header) => Some((header, self.template(value))),
+            Err(_) => {
+                self.errors.push(PlanError::new(format!("{path}.name"), format!("{name:?} is not a header name")));
+                None
+            }
+        }
+    }
+
+    fn fixed_header_value(&mut self, path: &str, value: &Template) -> Option<HeaderValue> {
+        let text = value.as_static()?;
+        match HeaderValue::from_str(text) {
+            Ok(value) => Some(value),
+            Err(_) => {
+                self.errors.push(PlanError::new(format!("{path}.value"), format!("{text:?} is not a valid header value")));
+                None
+            }
+        }
+    }
+
+    fn steps(&mut self, path: &str, steps: &[Step], group_prefix: &str) -> Vec<StepProgram> {
+        steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                let path = format!("{path}[{i}]");
+                match step {
+                    Step::Request(request) => {
+                        StepProgram::Request(Box::new(self.request(&path, request, group_prefix)))
+                    }
+                    Step::Pause { duration_ms } => {
+                        StepProgram::Pause(PauseKind::Fixed(Duration::from_millis(*duration_ms)))
+                    }
+                    Step::PauseUniform { min_ms, max_ms } => StepProgram::Pause(PauseKind::Uniform(
+                        Duration::from_millis(*min_ms),
+                        Duration::from_millis(*max_ms),
+                    )),
+                    Step::PauseExponential { mean_ms } => {
+                        StepProgram::Pause(PauseKind::Exponential(Duration::from_millis(*mean_ms)))
+                    }
+                    Step::Repeat { times, counter, steps } => StepProgram::Repeat {
+                        times: *times,
+                        counter: counter.as_deref().map(|c| self.slot(c)),
+                        body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    },
+                    Step::During { duration_ms, counter, steps } => StepProgram::During {
+                        duration: Duration::from_millis(*duration_ms),
+                        counter: counter.as_deref().map(|c| self.slot(c)),
+                        body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    },
+                    Step::Group { name, steps } => {
+                        let full_name = format!("{group_prefix}{name}");
+                        let group = match self.groups.iter().position(|g| **g == *full_name) {
+                            Some(group) => group,
+                            None => {
+                                self.groups.push(full_name.as_str().into());
+                                self.groups.len() - 1
+                            }
+                        };
+                        let prefix = format!("{full_name} / ");
+                        StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn request(&mut self, path: &str, request: &Request, group_prefix: &str) -> RequestProgram {
+        let method = Method::from_bytes(request.method.as_bytes()).expect("validated method");
+        let url = self.url(&format!("{path}.url"), &request.url);
+        let query = request
+            .query
+            .iter()
+            .map(|p| (self.template(&p.name), self.template(&p.value)))
+            .collect();
+        let mut headers: Vec<HeaderProgram> = Vec::new();
+        for (i, header) in request.headers.iter().enumerate() {
+            let path = format!("{path}.headers[{i}]");
+            if let Some((name, value)) = self.header(&path, &header.name, &header.value) {
+                let fixed = self.fixed_header_value(&path, &value);
+                headers.push(HeaderProgram { name, value, fixed });
+            }
+        }
+        // Protocol defaults apply unless the request sets the same header itself.
+        for (name, value) in self.default_headers.clone() {
+            if !headers.iter().any(|h| h.name == name) {
+                let fixed = self.fixed_header_value("protocol.headers", &value);
+                headers.push(HeaderProgram { name, value, fixed });
+            }
+        }
+        let body = match &request.body {
+            None => BodyProgram::None,
+            Some(body) => self.body(&format!("{path}.body"), body),
+        };
+        let checks: Vec<CheckProgram> = request
+            .checks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check))
+            .collect();
+        let needs_body = checks.iter().any(|c| c.extractor.reads_body());
+        let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
+        // Requests with the same name share a row, as in Gatling.
+        let row_id = match self.rows.iter().position(|r| *r == row) {
+            Some(id) => id,
+            None => {
+                self.rows.push(row.clone());
+                self.rows.len() - 1
+            }
+        };
+        RequestProgram {
+            row,
+            row_id,
+            method,
+            url,
+            query,
+            headers,
+            body,
+            checks,
+            needs_body,
+        }
+    }
+
+    fn url(&mut self, path: &str, text: &str) -> UrlProgram {
+        let template = self.template(text);
+        let Some(literal) = template.as_static() else {
+            return UrlProgram::Dynamic { template, base: self.base_url.clone() };
+        };
+        let parsed = match &self.base_url {
+            Some(base) => base.join(literal),
+            None => Url::parse(literal),
+        };
+        match parsed.map_err(|e| format!("{text:?}: {e}")).and_then(Target::from_url) {
+            Ok(target) => UrlProgram::Static(Arc::new(target)),
+            Err(message) => {
+                self.errors.push(PlanError::new(path, message));
+                UrlProgram::Dynamic { template, base: None }
+            }
+        }
+    }
+
+    fn body(&mut self, path: &str, body: &Body) -> BodyProgram {
+        match body {
+            Body::Raw { text } => {
+                let text = self.template_of(text);
+                text_body(text, None)
+            }
+            Body::Json { value } => {
+                let text = serde_json::to_string(value).expect("JSON values serialize");
+                let text = self.template_of(&text);
+                text_body(text, Some(HeaderValue::from_static("application/json")))
+            }
+            Body::Form { params } => {
+                BodyProgram::Form(params.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect())
+            }
+            Body::Multipart { parts } => {
+                self.boundary_counter += 1;
+                // Fixed per request so runs are reproducible; long and odd enough never to
+                // appear in a part by chance.
+                let boundary = format!("horde-boundary-{:08x}-7d3c91a4e5b2", self.boundary_counter);
+                let parts = parts
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, part)| self.part(&format!("{path}.parts[{i}]"), part))
+                    .collect();
+                BodyProgram::Multipart { boundary, parts }
+            }
+        }
+    }
+
+    fn template_of(&mut self, text: &str) -> Template {
+        // JSON bodies are templated as text; an unparsable template in one is taken literally.
+        match parse_template(text) {
+            Ok(_) => self.template(text),
+            Err(_) => Template { segments: vec![TemplateSegment::Literal(text.to_string())] },
+        }
+    }
+
+    fn part(&mut self, path: &str, part: &BodyPart) -> Option<PartProgram> {
+        match part {
+            BodyPart::String { name, value } => {
+                Some(PartProgram::Text { name: name.clone(), value: self.template(value) })
+            }
+            BodyPart::RawFile { name, path: file, file_name, content_type } => {
+                let resolved = self.resolve_file(file);
+                match std::fs::read(&resolved) {
+                    Ok(data) => Some(PartProgram::File {
+                        name: name.clone(),
+                        file_name: file_name.clone().unwrap_or_else(|| {
+                            resolved.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+                        }),
+                        content_type: content_type.clone().unwrap_or_else(|| "application/octet-stream".into()),
+                        data: Bytes::from(data),
+                    }),
+                    Err(err) => {
+                        self.errors.push(PlanError::new(
+                            format!("{path}.path"),
+                            format!("cannot read file {}: {err}", resolved.display()),
+                        ));
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    fn resolve_file(&self, file: &str) -> PathBuf {
+        let path = Path::new(file);
+        match &self.base_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    fn check(&mut self, path: &str, check: &horde_plan::Check) -> Option<CheckProgram> {
+        let (extractor, description) = match &check.source {
+            CheckSource::Status => (Extractor::Status, "status".to_string()),
+            CheckSource::Header { name } => match HeaderName::from_bytes(name.as_bytes()) {
+                Ok(header) => (Extractor::Header(header), format!("header({name:?})")),
+                Err(_) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
+                    return None;
+                }
+            },
+            CheckSource::Substring { value } => {
+                (Extractor::Substring(value.clone()), format!("substring({value:?})"))
+            }
+            CheckSource::Regex { pattern, group } => match regex::Regex::new(pattern) {
+                Ok(regex) => {
+                    let groups = regex.captures_len() - 1;
+                    let group = group.map(|g| g as usize).unwrap_or(if groups > 0 { 1 } else { 0 });
+                    if group > groups {
+                        self.errors.push(PlanError::new(
+                            format!("{path}.source.group"),
+                            format!("the pattern has {groups} capture groups, not {group}"),
+                        ));
+                        return None;
+                    }
+                    (Extractor::Regex { regex, group }, format!("regex({pattern:?})"))
+                }
+                Err(err) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.pattern"), format!("invalid regex: {err}")));
+                    return None;
+                }
+            },
+            CheckSource::Css { selector, attribute } => match scraper::Selector::parse(selector) {
+                Ok(parsed) => {
+                    let description = match attribute {
+                        Some(a) => format!("css({selector:?}, {a:?})"),
+                        None => format!("css({selector:?})"),
+                    };
+                    (Extractor::Css { selector: parsed, attribute: attribute.clone() }, description)
+                }
+                Err(err) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.selector"), format!("invalid CSS selector: {err}")));
+                    return None;
+                }
+            },
+            CheckSource::Jsonpath { path: query } => match serde_json_path::JsonPath::parse(query) {
+                Ok(parsed) => (Extractor::JsonPath(parsed), format!("jsonpath({query:?})")),
+                Err(err) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.path"), format!("invalid JSONPath: {err}")));
+                    return None;
+                }
+            },
+        };
+        Some(CheckProgram {
+            extractor,
+            validation: check.validate.clone(),
+            save_as: check.save_as.as_deref().map(|name| self.slot(name)),
+            description,
+        })
+    }
+}
+
+fn text_body(text: Template, content_type: Option<HeaderValue>) -> BodyProgram {
+    match text.as_static() {
+        Some(literal) => BodyProgram::Static { bytes: Bytes::from(literal.to_string()), content_type },
+        None => BodyProgram::Raw { text, content_type },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_with(steps: &str) -> Plan {
+        Plan::from_json(&format!(
+            r#"{{"version": 1, "protocol": {{"base_url": "http://127.0.0.1:9/app/"}},
+                "scenarios": [{{"name": "s", "steps": {steps},
+                "injection": [{{"type": "at_once_users", "users": 1}}]}}]}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn static_urls_are_resolved_against_the_base_url_once() {
+        let program = lower(&plan_with(
+            r#"[{"type": "request", "name": "r", "method": "GET", "url": "items?x=1"}]"#,
+        ))
+        .unwrap();
+        let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
+        let UrlProgram::Static(target) = &request.url else { panic!("static") };
+        assert_eq!(target.uri, "/app/items?x=1");
+        assert_eq!(&*target.authority, "127.0.0.1:9");
+        assert_eq!(target.host_header, "127.0.0.1:9");
+    }
+
+    #[test]
+    fn compile_errors_are_reported_with_paths() {
+        let errors = lower(&plan_with(
+            r#"[{"type": "request", "name": "r", "method": "GET", "url": "/",
+                 "checks": [{"source": {"type": "regex", "pattern": "("}},
+                            {"source": {"type": "css", "selector": "[[["}},
+                            {"source": {"type": "jsonpath", "path": "$$$"}},
+                            {"source": {"type": "regex", "pattern": "a", "group": 2}}],
+                 "body": {"type": "multipart", "parts": [{"type": "raw_file", "name": "f", "path": "/nonexistent/file.txt"}]}}]"#,
+        ))
+        .err()
+        .unwrap();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "scenarios[0].steps[0].body.parts[0].path",
+                "scenarios[0].steps[0].checks[0].source.pattern",
+                "scenarios[0].steps[0].checks[1].source.selector",
+                "scenarios[0].steps[0].checks[2].source.path",
+                "scenarios[0].steps[0].checks[3].source.group",
+            ]
+        );
+        assert!(errors[0].message.contains("/nonexistent/file.txt"));
+    }
+
+    #[test]
+    fn templates_share_slots_by_name() {
+        let program = lower(&plan_with(
+            r#"[{"type": "request", "name": "r", "method": "GET", "url": "/${a}/${b}",
+                 "checks": [{"source": {"type": "status"}, "save_as": "a"}]}]"#,
+        ))
+        .unwrap();
+        assert_eq!(program.variables, vec!["a".to_string(), "b".to_string()]);
+        let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
+        let UrlProgram::Dynamic { template, .. } = &request.url else { panic!("dynamic") };
+        assert_eq!(template.render(&[Some("x".into()), None]), Err(1));
+        assert_eq!(template.render(&[Some("x".into()), Some("y".into())]).unwrap(), "/x/y");
+    }
+
+    #[test]
+    fn groups_prefix_request_rows() {
+        let program = lower(&plan_with(
+            r#"[{"type": "group", "name": "g", "steps": [
+                 {"type": "group", "name": "h", "steps": [
+                   {"type": "request", "name": "r", "method": "GET", "url": "/"}]}]}]"#,
+        ))
+        .unwrap();
+        assert_eq!(program.groups, vec![Arc::<str>::from("g"), Arc::<str>::from("g / h")]);
+        let StepProgram::Group { body, .. } = &program.scenarios[0].steps[0] else { panic!() };
+        let StepProgram::Group { body, .. } = &body[0] else { panic!() };
+        let StepProgram::Request(request) = &body[0] else { panic!() };
+        assert_eq!(&*request.row, "g / h / r");
+    }
+}

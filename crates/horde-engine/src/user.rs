@@ -1,0 +1,471 @@
+//! A virtual user: one session (variables, cookie jar, keep-alive connection, random stream)
+//! running a scenario's steps once.
+
+use crate::check::{run_checks, ResponseView};
+use crate::client::{read_body, request_failure, Connection, Failure};
+use crate::lower::{BodyProgram, PartProgram, PauseKind, RequestProgram, StepProgram, Target, UrlProgram};
+use crate::worker::WorkerContext;
+use bytes::Bytes;
+use cookie_store::CookieStore;
+use horde_metrics::RequestTiming;
+use horde_plan::OnCheckFailure;
+use http_body_util::Full;
+use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, HOST, LOCATION, SET_COOKIE};
+use hyper::{Method, StatusCode};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use tokio::time::Instant;
+use url::Url;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UserOutcome {
+    Finished,
+    /// The run's request limit was reached; no new user should start.
+    Exhausted,
+}
+
+/// What the chain does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    /// A request failed: abandon this iteration of the scenario.
+    StopIteration,
+    Exhausted,
+}
+
+pub(crate) struct VirtualUser {
+    ctx: Rc<WorkerContext>,
+    variables: Vec<Option<String>>,
+    cookies: CookieStore,
+    has_cookies: bool,
+    connection: Option<Connection>,
+    rng: SmallRng,
+    /// When the next request was meant to start (arrival time, end of a pause). Latency is
+    /// measured from it, so a late timer or a busy worker shows up in the figures.
+    next_intended: Option<Instant>,
+    /// KO requests so far: a group is OK when this did not change inside it.
+    failures: u64,
+}
+
+/// A request ready to go on the wire.
+struct Prepared {
+    method: Method,
+    target: Arc<Target>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+struct Response {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl VirtualUser {
+    pub fn new(ctx: Rc<WorkerContext>, seed: u64, intended_start: Option<Instant>) -> VirtualUser {
+        let slots = ctx.program.variables.len();
+        VirtualUser {
+            ctx,
+            variables: vec![None; slots],
+            cookies: CookieStore::default(),
+            has_cookies: false,
+            connection: None,
+            rng: SmallRng::seed_from_u64(seed),
+            next_intended: intended_start,
+            failures: 0,
+        }
+    }
+
+    pub async fn run(&mut self, steps: &[StepProgram]) -> UserOutcome {
+        match self.chain(steps).await {
+            Flow::Exhausted => UserOutcome::Exhausted,
+            Flow::Next | Flow::StopIteration => UserOutcome::Finished,
+        }
+    }
+
+    async fn chain(&mut self, steps: &[StepProgram]) -> Flow {
+        for step in steps {
+            let flow = match step {
+                StepProgram::Request(request) => self.request(request).await,
+                StepProgram::Pause(kind) => {
+                    self.pause(*kind).await;
+                    Flow::Next
+                }
+                // Boxed once per entry into a block (not per iteration), which is what lets
+                // blocks nest.
+                block => self.block(block).await,
+            };
+            if flow != Flow::Next {
+                return flow;
+            }
+        }
+        Flow::Next
+    }
+
+    fn block<'a>(&'a mut self, step: &'a StepProgram) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
+        Box::pin(async move {
+            match step {
+                StepProgram::Repeat { times, counter, body } => {
+                    for i in 0..*times {
+                        if let Some(slot) = counter {
+                            self.variables[*slot] = Some(i.to_string());
+                        }
+                        let flow = self.chain(body).await;
+                        if flow != Flow::Next {
+                            return flow;
+                        }
+                    }
+                    Flow::Next
+                }
+                StepProgram::During { duration, counter, body } => {
+                    let until = Instant::now() + *duration;
+                    let mut i = 0u64;
+                    while Instant::now() < until {
+                        if let Some(slot) = counter {
+                            self.variables[*slot] = Some(i.to_string());
+                        }
+                        let flow = self.chain(body).await;
+                        if flow != Flow::Next {
+                            return flow;
+                        }
+                        i += 1;
+                    }
+                    Flow::Next
+                }
+                StepProgram::Group { group, body } => {
+                    let started = Instant::now();
+                    let failures = self.failures;
+                    let flow = self.chain(body).await;
+                    let duration_us = started.elapsed().as_micros() as u64;
+                    let ok = self.failures == failures;
+                    self.ctx.metrics.borrow_mut().group(*group).record(duration_us, ok);
+                    flow
+                }
+                StepProgram::Request(_) | StepProgram::Pause(_) => unreachable!("handled by chain"),
+            }
+        })
+    }
+
+    async fn pause(&mut self, kind: PauseKind) {
+        let duration = match kind {
+            PauseKind::Fixed(d) => d,
+            PauseKind::Uniform(min, max) => min + (max - min).mul_f64(self.rng.random::<f64>()),
+            PauseKind::Exponential(mean) => mean.mul_f64(-(1.0 - self.rng.random::<f64>()).ln()),
+        };
+        let target = self.next_intended.unwrap_or_else(Instant::now) + duration;
+        tokio::time::sleep_until(target).await;
+        self.next_intended = Some(target);
+    }
+
+    async fn request(&mut self, request: &RequestProgram) -> Flow {
+        if !self.ctx.take_request_budget() {
+            return Flow::Exhausted;
+        }
+        let mut intended = self.next_intended.take();
+        if let Some(slot) = self.ctx.next_throttle_slot() {
+            tokio::time::sleep_until(slot).await;
+            self.ctx.record_start_lag(slot, Instant::now());
+            intended = Some(slot);
+        }
+        let mut prepared = match self.prepare(request) {
+            Ok(prepared) => prepared,
+            Err((failure, detail)) => {
+                self.record_failure(request.row_id, &RequestTiming::default(), &failure, detail);
+                return self.after_failure();
+            }
+        };
+        let max_redirects = self.ctx.program.protocol.max_redirects;
+        let mut hop = 0u32;
+        let mut row_id = request.row_id;
+        loop {
+            let started = Instant::now();
+            let from = match (hop, intended) {
+                (0, Some(intended)) => intended.min(started),
+                _ => started,
+            };
+            let target = prepared.target.clone();
+            let (result, timing) = self.exchange(prepared, from, started, request.needs_body).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(failure) => {
+                    self.record_failure(row_id, &timing, &failure, 0);
+                    return self.after_failure();
+                }
+            };
+            self.store_cookies(&response.headers, &target.url);
+            if hop < max_redirects && response.status.is_redirection() {
+                if let Some(location) = response.headers.get(LOCATION) {
+                    self.ctx.metrics.borrow_mut().row(row_id).record(&timing, true);
+                    let next = match self.redirect(request, &target, response.status, location) {
+                        Ok(next) => next,
+                        Err(failure) => {
+                            self.record_failure(row_id, &RequestTiming::default(), &failure, 0);
+                            return self.after_failure();
+                        }
+                    };
+                    prepared = next;
+                    hop += 1;
+                    row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
+                    continue;
+                }
+            }
+            let mut view = ResponseView::new(response.status, &response.headers, &response.body);
+            return match run_checks(&request.checks, &mut view, &mut self.variables) {
+                Ok(()) => {
+                    self.ctx.metrics.borrow_mut().row(row_id).record(&timing, true);
+                    Flow::Next
+                }
+                Err(failure) => {
+                    let failure_detail = failure.detail;
+                    self.record_failure(row_id, &timing, &Failure::new("check_failed", failure.message), failure_detail);
+                    self.after_failure()
+                }
+            };
+        }
+    }
+
+    fn after_failure(&self) -> Flow {
+        match self.ctx.program.plan.options.on_check_failure {
+            OnCheckFailure::StopIteration => Flow::StopIteration,
+            OnCheckFailure::Continue => Flow::Next,
+        }
+    }
+
+    fn record_failure(&mut self, row_id: usize, timing: &RequestTiming, failure: &Failure, detail: u32) {
+        self.failures += 1;
+        let mut metrics = self.ctx.metrics.borrow_mut();
+        metrics.row(row_id).record(timing, false);
+        metrics.error(failure.kind, row_id, detail, || failure.message.clone());
+    }
+
+    fn undefined(&self, slot: usize) -> (Failure, u32) {
+        let name = &self.ctx.program.variables[slot];
+        (Failure::new("undefined_variable", format!("undefined variable ${{{name}}}")), slot as u32)
+    }
+
+    /// Renders everything the request needs; an unset variable fails it before it is sent.
+    fn prepare(&self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
+        let target = self.target(request)?;
+        let mut headers = HeaderMap::with_capacity(request.headers.len() + 3);
+        for header in &request.headers {
+            let value = match &header.fixed {
+                Some(value) => value.clone(),
+                None => {
+                    let text = header.value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                    HeaderValue::from_str(&text).map_err(|_| {
+                        (Failure::new("invalid_header", format!("header {} has an invalid value {text:?}", header.name)), 0)
+                    })?
+                }
+            };
+            headers.append(header.name.clone(), value);
+        }
+        let (body, content_type) = self.body(&request.body)?;
+        if let Some(content_type) = content_type {
+            if !headers.contains_key(CONTENT_TYPE) {
+                headers.insert(CONTENT_TYPE, content_type);
+            }
+        }
+        Ok(Prepared { method: request.method.clone(), target, headers, body })
+    }
+
+    fn target(&self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
+        let invalid = |message: String| (Failure::new("invalid_url", message), 0);
+        let mut url = match &request.url {
+            UrlProgram::Static(target) if request.query.is_empty() => return Ok(target.clone()),
+            UrlProgram::Static(target) => target.url.clone(),
+            UrlProgram::Dynamic { template, base } => {
+                let text = template.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let parsed = match base {
+                    Some(base) => base.join(&text),
+                    None => Url::parse(&text),
+                };
+                parsed.map_err(|err| invalid(format!("{text:?}: {err}")))?
+            }
+        };
+        if !request.query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (name, value) in &request.query {
+                let name = name.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let value = value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                pairs.append_pair(&name, &value);
+            }
+        }
+        Target::from_url(url).map(Arc::new).map_err(invalid)
+    }
+
+    fn body(&self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
+        let render = |t: &crate::lower::Template| t.render(&self.variables).map_err(|slot| self.undefined(slot));
+        Ok(match body {
+            BodyProgram::None => (Bytes::new(), None),
+            BodyProgram::Static { bytes, content_type } => (bytes.clone(), content_type.clone()),
+            BodyProgram::Raw { text, content_type } => (Bytes::from(render(text)?), content_type.clone()),
+            BodyProgram::Form(params) => {
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                for (name, value) in params {
+                    form.append_pair(&render(name)?, &render(value)?);
+                }
+                let content_type = HeaderValue::from_static("application/x-www-form-urlencoded");
+                (Bytes::from(form.finish()), Some(content_type))
+            }
+            BodyProgram::Multipart { boundary, parts } => {
+                let mut out = Vec::new();
+                for part in parts {
+                    out.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+                    match part {
+                        PartProgram::Text { name, value } => {
+                            let value = render(value)?;
+                            out.extend_from_slice(
+                                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+                            );
+                        }
+                        PartProgram::File { name, file_name, content_type, data } => {
+                            out.extend_from_slice(
+                                format!(
+                                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+                                     Content-Type: {content_type}\r\n\r\n"
+                                )
+                                .as_bytes(),
+                            );
+                            out.extend_from_slice(data);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                    }
+                }
+                out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+                let content_type = HeaderValue::from_str(&format!("multipart/form-data; boundary={boundary}"))
+                    .expect("the boundary is a valid header value");
+                (Bytes::from(out), Some(content_type))
+            }
+        })
+    }
+
+    /// The next hop of a redirect, as browsers do it: 303, and 301/302 after a POST, become a
+    /// GET without a body.
+    fn redirect(
+        &self,
+        request: &RequestProgram,
+        from: &Target,
+        status: StatusCode,
+        location: &HeaderValue,
+    ) -> Result<Prepared, Failure> {
+        let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
+        let url = from
+            .url
+            .join(location)
+            .map_err(|err| Failure::new("invalid_redirect", format!("Location {location:?}: {err}")))?;
+        let target = Target::from_url(url).map_err(|m| Failure::new("invalid_redirect", m))?;
+        let mut prepared = self.prepare(request).map_err(|(failure, _)| failure)?;
+        let becomes_get = status == StatusCode::SEE_OTHER
+            || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && prepared.method == Method::POST);
+        if becomes_get {
+            prepared.method = Method::GET;
+            prepared.body = Bytes::new();
+            prepared.headers.remove(CONTENT_TYPE);
+        }
+        prepared.target = Arc::new(target);
+        Ok(prepared)
+    }
+
+    fn store_cookies(&mut self, headers: &HeaderMap, url: &Url) {
+        for value in headers.get_all(SET_COOKIE) {
+            if let Ok(text) = value.to_str() {
+                if self.cookies.parse(text, url).is_ok() {
+                    self.has_cookies = true;
+                }
+            }
+        }
+    }
+
+    /// Sends one request on the user's connection (opening it if needed) and reads the whole
+    /// response. The timing is filled in whatever happens.
+    async fn exchange(
+        &mut self,
+        prepared: Prepared,
+        intended: Instant,
+        started: Instant,
+        keep_body: bool,
+    ) -> (Result<Response, Failure>, RequestTiming) {
+        let mut timing = RequestTiming::default();
+        let protocol = &self.ctx.program.protocol;
+        let finish = |timing: &mut RequestTiming| {
+            let end = Instant::now();
+            timing.latency_us = end.duration_since(intended).as_micros() as u64;
+            timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
+        };
+        let Prepared { method, target, mut headers, body } = prepared;
+
+        let reusable = self.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
+        if !reusable {
+            self.connection = None;
+            let connecting = Instant::now();
+            match Connection::open(&target.authority, protocol.connect_timeout).await {
+                Ok(connection) => {
+                    timing.connect_us = Some(connecting.elapsed().as_micros() as u64);
+                    self.connection = Some(connection);
+                }
+                Err(failure) => {
+                    finish(&mut timing);
+                    return (Err(failure), timing);
+                }
+            }
+        }
+        headers.insert(HOST, target.host_header.clone());
+        if self.has_cookies {
+            let mut cookie = String::new();
+            for (name, value) in self.cookies.get_request_values(&target.url) {
+                if !cookie.is_empty() {
+                    cookie.push_str("; ");
+                }
+                cookie.push_str(name);
+                cookie.push('=');
+                cookie.push_str(value);
+            }
+            if let (false, Ok(value)) = (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
+                headers.insert(COOKIE, value);
+            }
+        }
+        let mut request = hyper::Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = target.uri.clone();
+        *request.headers_mut() = headers;
+
+        let connection = self.connection.as_mut().expect("opened above");
+        let meter = connection.meter.clone();
+        meter.start_request();
+        let (read_before, written_before) = (meter.bytes_read.get(), meter.bytes_written.get());
+        let send_started = Instant::now();
+        let exchange = async {
+            connection.sender.ready().await?;
+            let response = connection.sender.send_request(request).await?;
+            let (parts, body) = response.into_parts();
+            let body = read_body(body, keep_body).await?;
+            Ok::<_, hyper::Error>(Response { status: parts.status, headers: parts.headers, body })
+        };
+        let result = match tokio::time::timeout(protocol.request_timeout, exchange).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(err)) => Err(request_failure(&err)),
+            Err(_) => Err(Failure::new(
+                "request_timeout",
+                format!("no complete response within {} ms", protocol.request_timeout.as_millis()),
+            )),
+        };
+        finish(&mut timing);
+        let end = Instant::now();
+        let sent_at = meter.last_write_at.get().unwrap_or(send_started);
+        let first_byte_at = meter.first_read_at.get();
+        timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
+        timing.wait_us = first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
+        timing.receive_us = first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
+        timing.bytes_sent = meter.bytes_written.get() - written_before;
+        timing.bytes_received = meter.bytes_read.get() - read_before;
+        if result.is_err() {
+            // The connection is in an unknown state; the next request opens a fresh one.
+            self.connection = None;
+        }
+        (result, timing)
+    }
+}

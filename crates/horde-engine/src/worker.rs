@@ -1,0 +1,376 @@
+//! A worker: one OS thread with its own single-threaded runtime, its own users, connections and
+//! recorders. Nothing on the per-request path is shared with other workers; only snapshots
+//! leave the thread, once per interval.
+
+use crate::injection::{arrivals, closed_slots};
+use crate::lower::Program;
+use crate::user::{UserOutcome, VirtualUser};
+use horde_metrics::{new_histogram, record_value, Histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use horde_plan::{Injection, ThrottleStep};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+/// What the collector tells workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    Run,
+    /// Stop now: running users are interrupted.
+    Stop,
+}
+
+/// Everything one worker's users share. Lives on the worker thread only.
+pub(crate) struct WorkerContext {
+    pub program: Arc<Program>,
+    pub worker: usize,
+    pub workers: usize,
+    pub start: Instant,
+    pub metrics: RefCell<WorkerMetrics>,
+    /// Requests this worker may still send (`max_requests`), or None for no limit.
+    budget: Cell<Option<u64>>,
+    throttle: Option<RefCell<Throttle>>,
+    late_threshold: Duration,
+    seed: u64,
+    users_created: Cell<u64>,
+    active_users: Cell<u64>,
+    injectors_running: Cell<usize>,
+    idle: Notify,
+}
+
+impl WorkerContext {
+    /// Takes one request from the budget; false when the run's request limit is reached.
+    pub fn take_request_budget(&self) -> bool {
+        match self.budget.get() {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                self.budget.set(Some(n - 1));
+                true
+            }
+        }
+    }
+
+    pub fn budget_exhausted(&self) -> bool {
+        self.budget.get() == Some(0)
+    }
+
+    /// The intended start of the next request under the throttle, if there is one.
+    pub fn next_throttle_slot(&self) -> Option<Instant> {
+        self.throttle.as_ref().map(|t| t.borrow_mut().next_slot())
+    }
+
+    /// Records how late something started after its intended time.
+    pub fn record_start_lag(&self, intended: Instant, actual: Instant) {
+        let lag = actual.saturating_duration_since(intended);
+        let mut metrics = self.metrics.borrow_mut();
+        record_value(&mut metrics.start_lag_us, lag.as_micros() as u64);
+        if lag > self.late_threshold {
+            metrics.late_starts += 1;
+        }
+    }
+
+    fn new_user_seed(&self) -> u64 {
+        let n = self.users_created.get();
+        self.users_created.set(n + 1);
+        splitmix64(self.seed ^ ((self.worker as u64) << 40) ^ n)
+    }
+
+    fn user_started(&self) {
+        self.active_users.set(self.active_users.get() + 1);
+        self.metrics.borrow_mut().users_started += 1;
+    }
+
+    fn user_finished(&self) {
+        self.active_users.set(self.active_users.get() - 1);
+        self.metrics.borrow_mut().users_finished += 1;
+        self.wake_if_idle();
+    }
+
+    fn wake_if_idle(&self) {
+        if self.active_users.get() == 0 && self.injectors_running.get() == 0 {
+            self.idle.notify_one();
+        }
+    }
+}
+
+/// The worker's recorders for the current interval.
+pub(crate) struct WorkerMetrics {
+    /// Same order as `Program::rows`, then redirect-hop rows as they appear.
+    rows: Vec<(Arc<str>, Recorder)>,
+    redirect_rows: HashMap<(usize, u32), usize>,
+    groups: Vec<(Arc<str>, GroupRecorder)>,
+    errors: HashMap<ErrorKey, ErrorRecord>,
+    users_started: u64,
+    users_finished: u64,
+    users_interrupted: u64,
+    start_lag_us: Histogram<u64>,
+    late_starts: u64,
+}
+
+impl WorkerMetrics {
+    fn new(program: &Program) -> WorkerMetrics {
+        WorkerMetrics {
+            rows: program.rows.iter().map(|r| (r.clone(), Recorder::default())).collect(),
+            redirect_rows: HashMap::new(),
+            groups: program.groups.iter().map(|g| (g.clone(), GroupRecorder::default())).collect(),
+            errors: HashMap::new(),
+            users_started: 0,
+            users_finished: 0,
+            users_interrupted: 0,
+            start_lag_us: new_histogram(),
+            late_starts: 0,
+        }
+    }
+
+    pub fn row(&mut self, row_id: usize) -> &mut Recorder {
+        &mut self.rows[row_id].1
+    }
+
+    /// The row of redirect hop `hop` of a request, named as Gatling does: `login Redirect 1`.
+    pub fn redirect_row(&mut self, row_id: usize, hop: u32) -> usize {
+        if let Some(&id) = self.redirect_rows.get(&(row_id, hop)) {
+            return id;
+        }
+        let name: Arc<str> = format!("{} Redirect {hop}", self.rows[row_id].0).into();
+        self.rows.push((name, Recorder::default()));
+        let id = self.rows.len() - 1;
+        self.redirect_rows.insert((row_id, hop), id);
+        id
+    }
+
+    pub fn group(&mut self, group: usize) -> &mut GroupRecorder {
+        &mut self.groups[group].1
+    }
+
+    /// Counts an error; the message is only built the first time its key is seen.
+    pub fn error(&mut self, kind: &'static str, row_id: usize, detail: u32, message: impl FnOnce() -> String) {
+        let key = ErrorKey { kind, request: self.rows[row_id].0.clone(), detail };
+        self.errors
+            .entry(key)
+            .and_modify(|e| e.count += 1)
+            .or_insert_with(|| ErrorRecord { message: message(), count: 1 });
+    }
+
+    fn take_snapshot(&mut self, worker: usize, users_active: u64, finished: bool) -> Snapshot {
+        let requests = self
+            .rows
+            .iter_mut()
+            .filter(|(_, r)| r.count() > 0)
+            .map(|(name, r)| (name.clone(), std::mem::take(r)))
+            .collect();
+        let groups = self
+            .groups
+            .iter_mut()
+            .filter(|(_, g)| !g.ok.is_empty() || !g.ko.is_empty())
+            .map(|(name, g)| (name.clone(), std::mem::take(g)))
+            .collect();
+        let lag = std::mem::replace(&mut self.start_lag_us, new_histogram());
+        Snapshot {
+            worker,
+            requests,
+            groups,
+            errors: std::mem::take(&mut self.errors),
+            users_started: std::mem::take(&mut self.users_started),
+            users_finished: std::mem::take(&mut self.users_finished),
+            users_interrupted: std::mem::take(&mut self.users_interrupted),
+            users_active,
+            start_lag_us: (!lag.is_empty()).then_some(lag),
+            late_starts: std::mem::take(&mut self.late_starts),
+            finished,
+        }
+    }
+}
+
+/// The run-wide throttle's share for one worker: the k-th request of this worker is intended
+/// to start at the k-th slot. Slots follow the plan's steps; the last rate holds after them.
+struct Throttle {
+    /// (offset from the start at which this rate begins, requests per second for this worker)
+    rates: Vec<(Duration, f64)>,
+    start: Instant,
+    next: Instant,
+}
+
+impl Throttle {
+    fn new(steps: &[ThrottleStep], workers: usize, start: Instant) -> Option<Throttle> {
+        let mut rates = Vec::new();
+        let mut offset = Duration::ZERO;
+        for step in steps {
+            match step {
+                ThrottleStep::JumpToRps { rps } => rates.push((offset, rps / workers as f64)),
+                ThrottleStep::HoldFor { duration_ms } => offset += Duration::from_millis(*duration_ms),
+            }
+        }
+        (!rates.is_empty()).then_some(Throttle { rates, start, next: start })
+    }
+
+    fn next_slot(&mut self) -> Instant {
+        let slot = self.next;
+        let offset = slot.saturating_duration_since(self.start);
+        let rate = self
+            .rates
+            .iter()
+            .rev()
+            .find(|(from, _)| *from <= offset)
+            .map(|(_, rate)| *rate)
+            .unwrap_or(self.rates[0].1);
+        self.next = slot + Duration::from_secs_f64(1.0 / rate);
+        slot
+    }
+}
+
+pub(crate) struct WorkerSetup {
+    pub program: Arc<Program>,
+    pub worker: usize,
+    pub workers: usize,
+    pub start: std::time::Instant,
+    pub seed: u64,
+    pub snapshots: Sender<Snapshot>,
+    pub stop: watch::Receiver<StopSignal>,
+}
+
+/// Runs one worker to the end of its share of the plan, or until told to stop.
+pub(crate) fn run_worker(setup: WorkerSetup) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime can always be built");
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, worker_main(setup));
+    // Dropping the LocalSet here cancels every user still running; they were counted as
+    // interrupted in the final snapshot.
+}
+
+async fn worker_main(setup: WorkerSetup) {
+    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop } = setup;
+    let start = Instant::from_std(start);
+    let options = &program.plan.options;
+    let budget = options.max_requests.map(|total| {
+        let share = total / workers as u64;
+        share + u64::from((worker as u64) < total % workers as u64)
+    });
+    let ctx = Rc::new(WorkerContext {
+        program: program.clone(),
+        worker,
+        workers,
+        start,
+        metrics: RefCell::new(WorkerMetrics::new(&program)),
+        budget: Cell::new(budget),
+        throttle: Throttle::new(&options.throttle, workers, start).map(RefCell::new),
+        late_threshold: Duration::from_micros(options.late_start_threshold_us),
+        seed,
+        users_created: Cell::new(0),
+        active_users: Cell::new(0),
+        injectors_running: Cell::new(0),
+        idle: Notify::new(),
+    });
+
+    for scenario in 0..program.scenarios.len() {
+        let injection = &program.scenarios[scenario].injection;
+        if injection.iter().any(Injection::is_closed) {
+            for slot in closed_slots(injection, worker, workers) {
+                ctx.injectors_running.set(ctx.injectors_running.get() + 1);
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    tokio::time::sleep_until(ctx.start + slot.from).await;
+                    let until = ctx.start + slot.until;
+                    while Instant::now() < until && !ctx.budget_exhausted() {
+                        if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
+                            break;
+                        }
+                    }
+                    ctx.injectors_running.set(ctx.injectors_running.get() - 1);
+                    ctx.wake_if_idle();
+                });
+            }
+        } else {
+            ctx.injectors_running.set(ctx.injectors_running.get() + 1);
+            let ctx = ctx.clone();
+            let seed = seed ^ scenario as u64;
+            tokio::task::spawn_local(async move {
+                let injection = &ctx.program.scenarios[scenario].injection;
+                for (k, offset) in arrivals(injection, seed).enumerate() {
+                    if k % ctx.workers != ctx.worker {
+                        continue;
+                    }
+                    if ctx.budget_exhausted() {
+                        break;
+                    }
+                    let intended = ctx.start + offset;
+                    tokio::time::sleep_until(intended).await;
+                    ctx.record_start_lag(intended, Instant::now());
+                    let user_ctx = ctx.clone();
+                    tokio::task::spawn_local(async move {
+                        run_user(&user_ctx, scenario, Some(intended)).await;
+                    });
+                }
+                ctx.injectors_running.set(ctx.injectors_running.get() - 1);
+                ctx.wake_if_idle();
+            });
+        }
+    }
+    ctx.wake_if_idle();
+
+    let interval = Duration::from_millis(options.snapshot_interval_ms);
+    let mut ticker = tokio::time::interval_at(start + interval, interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let snapshot = ctx.metrics.borrow_mut().take_snapshot(worker, ctx.active_users.get(), false);
+                if snapshots.send(snapshot).is_err() {
+                    return;
+                }
+            }
+            _ = stop.wait_for(|s| *s == StopSignal::Stop) => break,
+            _ = ctx.idle.notified() => {
+                if ctx.active_users.get() == 0 && ctx.injectors_running.get() == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    let interrupted = ctx.active_users.get();
+    let mut metrics = ctx.metrics.borrow_mut();
+    metrics.users_interrupted += interrupted;
+    let snapshot = metrics.take_snapshot(worker, 0, true);
+    let _ = snapshots.send(snapshot);
+}
+
+async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
+    ctx.user_started();
+    let mut user = VirtualUser::new(ctx.clone(), ctx.new_user_seed(), intended);
+    let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
+    ctx.user_finished();
+    outcome
+}
+
+/// A good 64-bit mixer, so that neighbouring user numbers get unrelated random streams.
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn throttle_slots_follow_the_rate_and_its_jumps() {
+        let start = Instant::now();
+        let steps = [
+            ThrottleStep::JumpToRps { rps: 10.0 },
+            ThrottleStep::HoldFor { duration_ms: 1000 },
+            ThrottleStep::JumpToRps { rps: 100.0 },
+        ];
+        let mut throttle = Throttle::new(&steps, 2, start).unwrap();
+        // 10 rps over 2 workers: one slot every 200 ms per worker for the first second.
+        let slots: Vec<u128> = (0..7).map(|_| (throttle.next_slot() - start).as_millis()).collect();
+        assert_eq!(slots, vec![0, 200, 400, 600, 800, 1000, 1020]);
+    }
+}

@@ -1,0 +1,146 @@
+//! The collector's running totals, merged from worker snapshots, and the Sink interface that
+//! outputs (progress line, results files) implement.
+
+use crate::recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How a run ended, or that it is still going.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Running,
+    /// Every injection step ran to its end.
+    Completed,
+    /// `max_duration` or `max_requests` was reached.
+    LimitReached,
+    /// Stopped from outside (Ctrl-C, SIGTERM).
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::LimitReached => "limit_reached",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Everything measured so far. Rows keep the order in which they first appeared.
+#[derive(Debug, Clone)]
+pub struct Totals {
+    pub started_at: SystemTime,
+    /// Time since the run started, as of the last merged snapshot.
+    pub elapsed: Duration,
+    pub requests: Vec<(Arc<str>, Recorder)>,
+    row_index: HashMap<Arc<str>, usize>,
+    pub groups: Vec<(Arc<str>, GroupRecorder)>,
+    pub errors: HashMap<ErrorKey, ErrorRecord>,
+    pub users_started: u64,
+    pub users_finished: u64,
+    pub users_interrupted: u64,
+    /// Sum of the workers' latest active-user levels.
+    pub users_active: u64,
+    active_by_worker: Vec<u64>,
+    pub start_lag_us: Histogram<u64>,
+    pub late_starts: u64,
+    /// OK and KO requests since the previous call to [`Totals::take_interval_counts`].
+    interval_ok: u64,
+    interval_ko: u64,
+}
+
+impl Totals {
+    pub fn new(started_at: SystemTime, workers: usize) -> Totals {
+        Totals {
+            started_at,
+            elapsed: Duration::ZERO,
+            requests: Vec::new(),
+            row_index: HashMap::new(),
+            groups: Vec::new(),
+            errors: HashMap::new(),
+            users_started: 0,
+            users_finished: 0,
+            users_interrupted: 0,
+            users_active: 0,
+            active_by_worker: vec![0; workers],
+            start_lag_us: new_histogram(),
+            late_starts: 0,
+            interval_ok: 0,
+            interval_ko: 0,
+        }
+    }
+
+    pub fn absorb(&mut self, snapshot: Snapshot) {
+        let (ok, ko) = snapshot.request_count();
+        self.interval_ok += ok;
+        self.interval_ko += ko;
+        for (name, recorder) in snapshot.requests {
+            match self.row_index.get(&name) {
+                Some(&i) => self.requests[i].1.merge(&recorder),
+                None => {
+                    self.row_index.insert(name.clone(), self.requests.len());
+                    self.requests.push((name, recorder));
+                }
+            }
+        }
+        for (name, recorder) in snapshot.groups {
+            match self.groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, existing)) => existing.merge(&recorder),
+                None => self.groups.push((name, recorder)),
+            }
+        }
+        for (key, record) in snapshot.errors {
+            self.errors
+                .entry(key)
+                .and_modify(|e| e.count += record.count)
+                .or_insert(record);
+        }
+        self.users_started += snapshot.users_started;
+        self.users_finished += snapshot.users_finished;
+        self.users_interrupted += snapshot.users_interrupted;
+        if let Some(level) = self.active_by_worker.get_mut(snapshot.worker) {
+            *level = snapshot.users_active;
+        }
+        self.users_active = self.active_by_worker.iter().sum();
+        if let Some(lag) = &snapshot.start_lag_us {
+            self.start_lag_us.add(lag).expect("auto-resizing histograms always merge");
+        }
+        self.late_starts += snapshot.late_starts;
+    }
+
+    /// OK and KO counts since the last call: what the progress line shows as a rate.
+    pub fn take_interval_counts(&mut self) -> (u64, u64) {
+        (std::mem::take(&mut self.interval_ok), std::mem::take(&mut self.interval_ko))
+    }
+
+    pub fn request_counts(&self) -> (u64, u64) {
+        self.requests.iter().fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len()))
+    }
+
+    /// All request rows merged: the "Global Information" block.
+    pub fn global(&self) -> Recorder {
+        let mut global = Recorder::default();
+        for (_, recorder) in &self.requests {
+            global.merge(recorder);
+        }
+        global
+    }
+
+    /// Records a start lag measured outside the workers (tests, tools).
+    pub fn record_start_lag(&mut self, lag_us: u64) {
+        record_value(&mut self.start_lag_us, lag_us);
+    }
+}
+
+/// Where the collector sends what it has merged. Implemented by outputs (progress line,
+/// results directory); the engine knows nothing of formats.
+pub trait Sink {
+    /// Called after each snapshot interval with everything measured so far.
+    fn interval(&mut self, totals: &mut Totals);
+    /// Called once at the end; a sink must leave valid results behind whatever the status.
+    fn finish(&mut self, totals: &mut Totals, status: RunStatus);
+}

@@ -1,0 +1,340 @@
+//! The server: hyper on its own thread and runtime, sessions in memory.
+
+use crate::pages;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rand::Rng;
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const SESSION_COOKIE: &str = "JSESSIONID";
+
+/// What the server has seen. Tests compare it with what horde reports.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Every request except those to `/stats`.
+    pub total: u64,
+    /// Requests per route, keyed `METHOD /route` (`GET /api/items/{id}`).
+    pub by_route: BTreeMap<String, u64>,
+    /// POSTs refused for a missing or stale ViewState.
+    pub view_state_rejections: u64,
+    pub logins: u64,
+    pub uploads: u64,
+    /// Bytes of the files received by `/upload`.
+    pub upload_bytes: u64,
+    pub sessions: u64,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "total": self.total,
+            "by_route": self.by_route,
+            "view_state_rejections": self.view_state_rejections,
+            "logins": self.logins,
+            "uploads": self.uploads,
+            "upload_bytes": self.upload_bytes,
+            "sessions": self.sessions,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Session {
+    view_state: Option<String>,
+    user: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: HashMap<String, Session>,
+    stats: Stats,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+/// A running target. Dropping it stops the server.
+pub struct TargetServer {
+    addr: SocketAddr,
+    state: Shared,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TargetServer {
+    /// Binds `addr` (port 0 for an ephemeral port) and serves on a thread of its own.
+    pub fn start(addr: SocketAddr) -> std::io::Result<TargetServer> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let state: Shared = Arc::default();
+        let (shutdown, stopped) = oneshot::channel();
+        let serving = state.clone();
+        let thread = std::thread::Builder::new().name("horde-target".into()).spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime can always be built");
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener).expect("a bound listener");
+                tokio::select! {
+                    _ = serve(listener, serving) => {}
+                    _ = stopped => {}
+                }
+            });
+        })?;
+        Ok(TargetServer { addr, state, shutdown: Some(shutdown), thread: Some(thread) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.state.lock().expect("state lock").stats.clone()
+    }
+
+    /// Blocks until the server stops (it only stops when dropped, so: forever).
+    pub fn wait(mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for TargetServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(listener: TcpListener, state: Shared) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(handle(request, &state).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}
+
+fn html(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    response
+}
+
+fn json(status: StatusCode, value: serde_json::Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn redirect(to: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::FOUND;
+    response.headers_mut().insert(LOCATION, HeaderValue::from_static(to));
+    response
+}
+
+fn session_id(request: &Request<Incoming>) -> Option<String> {
+    request.headers().get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|header| {
+        header.split(';').find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == SESSION_COOKIE).then(|| value.to_string())
+        })
+    })
+}
+
+fn new_token(rng: &mut impl Rng) -> String {
+    format!("{}:{}", rng.random::<i64>(), rng.random::<u32>())
+}
+
+fn route_key(method: &Method, path: &str) -> String {
+    let route = if path.starts_with("/api/items/") {
+        "/api/items/{id}"
+    } else if path.starts_with("/status/") {
+        "/status/{code}"
+    } else {
+        path
+    };
+    format!("{method} {route}")
+}
+
+async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Bytes>> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    if path == "/stats" {
+        return json(StatusCode::OK, state.lock().expect("state lock").stats.to_json());
+    }
+    let cookie_session = session_id(&request);
+    let content_type = request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let body = request.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    // Parsed before the state is locked: the lock is never held across an await.
+    let form = if method == Method::POST { Some(parse_form(content_type.as_deref(), body).await) } else { None };
+
+    let mut state = state.lock().expect("state lock");
+    state.stats.total += 1;
+    *state.stats.by_route.entry(route_key(&method, &path)).or_default() += 1;
+
+    // API routes need no session.
+    if let Some(rest) = path.strip_prefix("/api/items") {
+        return api_items(rest);
+    }
+    if let Some(code) = path.strip_prefix("/status/") {
+        let status = code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);
+        return html(status, format!("<p>status {}</p>", status.as_u16()));
+    }
+
+    // Pages live in a session, created on first sight as JSF does.
+    let mut rng = rand::rng();
+    let (sid, new_session) = match cookie_session.filter(|s| state.sessions.contains_key(s)) {
+        Some(sid) => (sid, false),
+        None => {
+            let sid = format!("{:032x}", rng.random::<u128>());
+            state.sessions.insert(sid.clone(), Session::default());
+            state.stats.sessions += 1;
+            (sid, true)
+        }
+    };
+    let mut response = page(&method, &path, form, &sid, &mut state, &mut rng);
+    if new_session {
+        let cookie = format!("{SESSION_COOKIE}={sid}; Path=/; HttpOnly");
+        response.headers_mut().append(SET_COOKIE, HeaderValue::from_str(&cookie).expect("hex cookie"));
+    }
+    response
+}
+
+/// A POSTed form: its fields, and the first file's name and size.
+type Form = (HashMap<String, String>, Option<(String, usize)>);
+
+async fn parse_form(content_type: Option<&str>, body: Bytes) -> Result<Form, String> {
+    match content_type {
+        Some(ct) if ct.starts_with("multipart/form-data") => parse_multipart(ct, body).await,
+        _ => Ok((form_urlencoded::parse(&body).into_owned().collect(), None)),
+    }
+}
+
+fn page(
+    method: &Method,
+    path: &str,
+    form: Option<Result<Form, String>>,
+    sid: &str,
+    state: &mut State,
+    rng: &mut impl Rng,
+) -> Response<Full<Bytes>> {
+    let (fields, upload) = match form {
+        None => (HashMap::new(), None),
+        Some(Ok(form)) => form,
+        Some(Err(message)) => {
+            return html(StatusCode::BAD_REQUEST, format!("<p>bad multipart body: {}</p>", pages::escape(&message)))
+        }
+    };
+    if *method == Method::POST {
+        // Every POST must carry the latest ViewState of its session.
+        let expected = state.sessions.get(sid).and_then(|s| s.view_state.clone());
+        let posted = fields.get("javax.faces.ViewState");
+        if expected.is_none() || posted != expected.as_ref() {
+            state.stats.view_state_rejections += 1;
+            return html(StatusCode::INTERNAL_SERVER_ERROR, pages::view_expired());
+        }
+    }
+    let view_state = new_token(rng);
+    let session = state.sessions.get_mut(sid).expect("session exists");
+    session.view_state = Some(view_state.clone());
+    let user = session.user.clone();
+    match (method.as_str(), path) {
+        ("GET", "/") => html(StatusCode::OK, pages::home(&view_state)),
+        ("GET", "/login") => html(StatusCode::OK, pages::login(&view_state)),
+        ("POST", "/login") => {
+            let username = fields.get("username").cloned().unwrap_or_default();
+            let password = fields.get("password").cloned().unwrap_or_default();
+            if username.is_empty() || password.is_empty() {
+                return html(StatusCode::OK, pages::login(&view_state).replace("<form id=\"loginForm\"", "<p class=\"error\">Wrong login</p><form id=\"loginForm\""));
+            }
+            session.user = Some(username);
+            state.stats.logins += 1;
+            redirect("/account")
+        }
+        ("GET", "/account") | ("POST", "/account") | ("POST", "/upload") => {
+            let Some(user) = user else { return redirect("/login") };
+            let message = match (path, upload) {
+                ("/upload", Some((name, size))) => {
+                    state.stats.uploads += 1;
+                    state.stats.upload_bytes += size as u64;
+                    format!("Received {name} ({size} bytes)")
+                }
+                ("/upload", None) => return html(StatusCode::BAD_REQUEST, "<p>no file in the upload</p>".into()),
+                (_, _) => match fields.get("comment") {
+                    Some(comment) => format!("Saved: {comment}"),
+                    None => String::new(),
+                },
+            };
+            html(StatusCode::OK, pages::account(&view_state, &user, &message))
+        }
+        ("GET", "/logout") => {
+            state.sessions.remove(sid);
+            redirect("/")
+        }
+        _ => html(StatusCode::NOT_FOUND, "<p>not found</p>".into()),
+    }
+}
+
+async fn parse_multipart(content_type: &str, body: Bytes) -> Result<Form, String> {
+    let boundary = multer::parse_boundary(content_type).map_err(|e| e.to_string())?;
+    let stream = futures_util::stream::once(async move { Ok::<_, Infallible>(body) });
+    let mut multipart = multer::Multipart::new(stream, boundary);
+    let mut fields = HashMap::new();
+    let mut file = None;
+    while let Some(field) = multipart.next_field().await.map_err(|e| e.to_string())? {
+        let name = field.name().unwrap_or_default().to_string();
+        match field.file_name().map(str::to_string) {
+            Some(file_name) => {
+                let data = field.bytes().await.map_err(|e| e.to_string())?;
+                file.get_or_insert((file_name, data.len()));
+            }
+            None => {
+                fields.insert(name, field.text().await.map_err(|e| e.to_string())?);
+            }
+        }
+    }
+    Ok((fields, file))
+}
+
+const ITEMS: [(u32, &str, f64); 3] = [(1, "oak plank", 12.5), (2, "ash frame", 40.0), (3, "planer stand", 85.25)];
+
+fn api_items(rest: &str) -> Response<Full<Bytes>> {
+    let item = |(id, name, price): (u32, &str, f64)| serde_json::json!({"id": id, "name": name, "price": price});
+    match rest.trim_start_matches('/') {
+        "" => json(StatusCode::OK, serde_json::json!({"items": ITEMS.map(item), "count": ITEMS.len()})),
+        id => match ITEMS.iter().find(|(i, _, _)| id.parse() == Ok(*i)) {
+            Some(found) => json(StatusCode::OK, item(*found)),
+            None => json(StatusCode::NOT_FOUND, serde_json::json!({"error": "not_found", "id": id})),
+        },
+    }
+}
