@@ -1,0 +1,199 @@
+//! The engine against the real built-in target server: counts agree with what the server saw,
+//! the ViewState flows, cookies stay per user, failures are counted by kind.
+
+use horde_engine::{lower, run, RunControl};
+use horde_metrics::{RunStatus, Sink, Totals};
+use horde_plan::Plan;
+use horde_target::TargetServer;
+use std::sync::Arc;
+
+struct Quiet;
+impl Sink for Quiet {
+    fn interval(&mut self, _: &mut Totals) {}
+    fn finish(&mut self, _: &mut Totals, _: RunStatus) {}
+}
+
+fn run_plan(json: &str) -> (Totals, RunStatus) {
+    let plan = Plan::from_json(json).unwrap_or_else(|e| panic!("{e}"));
+    let program = Arc::new(lower(&plan).unwrap_or_else(|e| panic!("{e:?}")));
+    let result = run(program, &RunControl::new(), &mut Quiet);
+    (result.totals, result.status)
+}
+
+fn row<'a>(totals: &'a Totals, name: &str) -> &'a horde_metrics::Recorder {
+    &totals.requests.iter().find(|(n, _)| &**n == name).unwrap_or_else(|| panic!("no row {name}")).1
+}
+
+const VIEW_STATE: &str = r#"{"source": {"type": "regex", "pattern": "id=\"j_id1:javax.faces.ViewState:1\" value=\"([^\"]*)\""}, "save_as": "viewState"}"#;
+
+fn journey(base: &str, users: u64, extra_options: &str) -> String {
+    format!(
+        r##"{{"version": 1, "name": "journey", "protocol": {{"base_url": "{base}"}},
+            "options": {{"workers": 2 {extra_options}}},
+            "scenarios": [{{"name": "jsf", "injection": [{{"type": "at_once_users", "users": {users}}}],
+              "steps": [
+                {{"type": "request", "name": "home", "method": "GET", "url": "/", "checks": [{VIEW_STATE}]}},
+                {{"type": "request", "name": "login page", "method": "GET", "url": "/login", "checks": [{VIEW_STATE}]}},
+                {{"type": "request", "name": "login", "method": "POST", "url": "/login",
+                  "body": {{"type": "form", "params": [{{"name": "username", "value": "user"}}, {{"name": "password", "value": "pw"}},
+                                                       {{"name": "javax.faces.ViewState", "value": "${{viewState}}"}}]}},
+                  "checks": [{VIEW_STATE}, {{"source": {{"type": "css", "selector": "p#user"}}, "validate": {{"type": "is", "value": "user"}}}}]}},
+                {{"type": "repeat", "times": 3, "counter": "i", "steps": [
+                  {{"type": "request", "name": "comment", "method": "POST", "url": "/account",
+                    "body": {{"type": "form", "params": [{{"name": "comment", "value": "n${{i}}"}},
+                                                         {{"name": "javax.faces.ViewState", "value": "${{viewState}}"}}]}},
+                    "checks": [{VIEW_STATE}, {{"source": {{"type": "css", "selector": "#message"}}, "save_as": "message"}}]}}]}},
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items",
+                  "checks": [{{"source": {{"type": "jsonpath", "path": "$.items[1].name"}}, "validate": {{"type": "is", "value": "ash frame"}}}}]}}
+              ]}}]}}"##
+    )
+}
+
+#[test]
+fn the_jsf_journey_carries_the_view_state_and_counts_match_the_server() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let users = 20;
+    let (totals, status) = run_plan(&journey(&server.base_url(), users, ""));
+    assert_eq!(status, RunStatus::Completed);
+    let (ok, ko) = totals.request_counts();
+    let errors: Vec<_> = totals.errors.values().map(|e| e.message.clone()).collect();
+    assert_eq!(ko, 0, "errors: {errors:?}");
+    // home, login page, login + its redirect, 3 comments, items.
+    assert_eq!(ok, users * 8);
+    assert_eq!(row(&totals, "login").ok.len(), users);
+    assert_eq!(row(&totals, "login Redirect 1").ok.len(), users);
+    assert_eq!(row(&totals, "comment").ok.len(), users * 3);
+    let stats = server.stats();
+    assert_eq!(stats.total, users * 8, "{stats:?}");
+    assert_eq!(stats.view_state_rejections, 0);
+    assert_eq!(stats.logins, users);
+    // One session per user: the cookie jar is per user and kept across requests.
+    assert_eq!(stats.sessions, users);
+    assert_eq!(totals.users_started, users);
+    assert_eq!(totals.users_finished, users);
+    // Bytes are counted on the wire.
+    assert!(row(&totals, "home").bytes_received > 400 * users);
+}
+
+#[test]
+fn a_stale_view_state_is_rejected_and_counted_as_a_failed_check() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // Post with a made-up ViewState: the server refuses it; the user stops its iteration.
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 3}}],
+              "steps": [
+                {{"type": "request", "name": "login page", "method": "GET", "url": "/login"}},
+                {{"type": "request", "name": "login", "method": "POST", "url": "/login",
+                  "body": {{"type": "form", "params": [{{"name": "username", "value": "u"}}, {{"name": "password", "value": "p"}},
+                                                       {{"name": "javax.faces.ViewState", "value": "stale"}}]}},
+                  "checks": [{VIEW_STATE}]}},
+                {{"type": "request", "name": "never", "method": "GET", "url": "/"}}
+              ]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, _) = run_plan(&plan);
+    assert_eq!(row(&totals, "login").ko.len(), 3);
+    assert!(totals.requests.iter().all(|(n, _)| &**n != "never"), "the iteration must stop after a KO");
+    assert_eq!(server.stats().view_state_rejections, 3);
+    assert_eq!(server.stats().total, 6);
+    let error = totals.errors.iter().find(|(k, _)| k.kind == "check_failed").expect("a check failure");
+    assert_eq!(error.1.count, 3);
+    assert_eq!(error.1.message, "status: expected 2xx or 304, found 500");
+}
+
+#[test]
+fn continue_on_failure_goes_on_and_undefined_variables_fail_the_request() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"on_check_failure": "continue"}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 2}}],
+              "steps": [
+                {{"type": "request", "name": "missing", "method": "GET", "url": "/api/items/${{nope}}"}},
+                {{"type": "request", "name": "teapot", "method": "GET", "url": "/status/418"}},
+                {{"type": "request", "name": "after", "method": "GET", "url": "/api/items/1",
+                  "checks": [{{"source": {{"type": "jsonpath", "path": "$.name"}}, "validate": {{"type": "is", "value": "oak plank"}}}}]}}
+              ]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, _) = run_plan(&plan);
+    assert_eq!(row(&totals, "missing").ko.len(), 2);
+    assert_eq!(row(&totals, "teapot").ko.len(), 2);
+    assert_eq!(row(&totals, "after").ok.len(), 2);
+    let undefined = totals.errors.iter().find(|(k, _)| k.kind == "undefined_variable").unwrap();
+    assert_eq!(undefined.1.message, "undefined variable ${nope}");
+    // The request with the undefined variable was never sent.
+    assert_eq!(server.stats().total, 4);
+}
+
+#[test]
+fn a_refused_connection_is_a_ko_and_the_run_finishes() {
+    // Bind then drop a listener: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "http://127.0.0.1:{port}"}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 5}}],
+              "steps": [{{"type": "request", "name": "dead", "method": "GET", "url": "/"}}]}}]}}"#
+    );
+    let (totals, status) = run_plan(&plan);
+    assert_eq!(status, RunStatus::Completed);
+    assert_eq!(row(&totals, "dead").ko.len(), 5);
+    let refused = totals.errors.iter().find(|(k, _)| k.kind == "connect_refused").unwrap();
+    assert_eq!(refused.1.count, 5);
+}
+
+#[test]
+fn max_requests_sends_exactly_that_many() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"max_requests": 1001, "workers": 2}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 7}}],
+              "steps": [{{"type": "during", "duration_ms": 60000, "steps": [
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items"}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, status) = run_plan(&plan);
+    assert_eq!(status, RunStatus::LimitReached);
+    assert_eq!(totals.request_counts(), (1001, 0));
+    assert_eq!(server.stats().total, 1001);
+}
+
+#[test]
+fn max_duration_interrupts_running_users_and_keeps_what_was_measured() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"max_duration_ms": 300}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 3}}],
+              "steps": [{{"type": "during", "duration_ms": 60000, "steps": [
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items"}},
+                {{"type": "pause", "duration_ms": 10}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, status) = run_plan(&plan);
+    assert_eq!(status, RunStatus::LimitReached);
+    assert_eq!(totals.users_interrupted, 3);
+    let (ok, _) = totals.request_counts();
+    assert!(ok > 10, "{ok}");
+    // Nothing was sent that was not counted, except at most one in-flight request per user.
+    let served = server.stats().total;
+    assert!(served >= ok && served <= ok + 3, "served {served}, counted {ok}");
+}
+
+#[test]
+fn groups_have_their_own_statistics() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"on_check_failure": "continue"}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 4}}],
+              "steps": [{{"type": "group", "name": "browse", "steps": [
+                {{"type": "request", "name": "list", "method": "GET", "url": "/api/items"}},
+                {{"type": "request", "name": "one", "method": "GET", "url": "/api/items/9"}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, _) = run_plan(&plan);
+    assert_eq!(row(&totals, "browse / list").ok.len(), 4);
+    assert_eq!(row(&totals, "browse / one").ko.len(), 4);
+    let (name, group) = &totals.groups[0];
+    assert_eq!(&**name, "browse");
+    assert_eq!((group.ok.len(), group.ko.len()), (0, 4));
+}
