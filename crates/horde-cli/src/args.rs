@@ -1,0 +1,112 @@
+//! The flags, defined once.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "horde",
+    version,
+    about = "Load testing and benchmarking for web applications and databases",
+    after_help = "Exit codes: 0 finished, 1 thresholds failed, 2 invalid input, 3 run failed, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a simulation (sim.py) or a plan (plan.json).
+    Run(RunArgs),
+    /// Print the Plan a simulation produces, after validating it.
+    Plan {
+        /// A Python simulation or a plan.json.
+        file: PathBuf,
+        /// A simulation parameter, read with horde.param(NAME).
+        #[arg(short = 'D', value_name = "NAME=VALUE")]
+        params: Vec<String>,
+    },
+    /// Quick mode, like wrk and oha: load one URL.
+    Http(HttpArgs),
+    /// Start the built-in target and run the JSF journey example against it.
+    Demo {
+        /// Virtual users of the demo journey.
+        #[arg(long, default_value_t = 20)]
+        users: u64,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Serve the built-in target until Ctrl-C (for practice and tests).
+    Target {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// 0 picks a free port; the first line printed names it.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// Print the console summary of a saved run.
+    Report {
+        /// A results directory or its summary.json.
+        results: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A Python simulation (sim.py) or a plan (plan.json).
+    pub file: PathBuf,
+    /// A simulation parameter, read with horde.param(NAME); environment variables work too.
+    #[arg(short = 'D', value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Where results directories are created.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub results: PathBuf,
+    /// No progress line and no console summary (results are still written).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HttpArgs {
+    /// The URL to load (http://).
+    pub url: String,
+    /// Connections (virtual users), each with its own keep-alive connection.
+    #[arg(short = 'c', long, default_value_t = 50)]
+    pub connections: u64,
+    /// How long to run: 10s, 500ms, 2m. Default 10s unless -n is given.
+    #[arg(short = 'd', long)]
+    pub duration: Option<String>,
+    /// Stop after exactly this many requests.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Total requests per second; latency is then measured from each request's intended
+    /// start, as wrk2 and oha -q do.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// A request header, 'Name: value'; repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// The request body; @path reads it from a file.
+    #[arg(long)]
+    pub body: Option<String>,
+    /// Request timeout: 60s by default.
+    #[arg(long, default_value = "60s")]
+    pub timeout: String,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Do not follow redirects.
+    #[arg(long)]
+    pub no_follow: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

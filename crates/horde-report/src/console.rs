@@ -1,0 +1,205 @@
+//! The console summary, modelled on Gatling's "Global Information" block, then one row per
+//! request, groups, and errors by reason. Times are shown in milliseconds.
+
+use crate::summary::Summary;
+use horde_metrics::{LatencyStats, RequestStats};
+use std::fmt::Write;
+
+const WIDTH: usize = 80;
+
+fn rule(out: &mut String, title: &str) {
+    let head = format!("---- {title} ");
+    let _ = writeln!(out, "{head}{}", "-".repeat(WIDTH.saturating_sub(head.len())));
+}
+
+/// Microseconds as milliseconds with two decimals, the resolution users of fast local servers
+/// need (Gatling's whole milliseconds would show 0).
+pub fn ms(us: u64) -> String {
+    format!("{:.2}", us as f64 / 1000.0)
+}
+
+fn ms_f(us: f64) -> String {
+    format!("{:.2}", us / 1000.0)
+}
+
+/// `label  total (OK=ok KO=ko)`, with `-` where a part has no data.
+fn line(out: &mut String, label: &str, total: String, ok: Option<String>, ko: Option<String>) {
+    let dash = || "-".to_string();
+    let _ = writeln!(
+        out,
+        "> {label:<44}{total:>10} (OK={:<9} KO={:<8})",
+        ok.unwrap_or_else(dash),
+        ko.unwrap_or_else(dash)
+    );
+}
+
+fn latency_lines(out: &mut String, stats: &RequestStats) {
+    let (all, ok, ko) = (&stats.latency.all, &stats.latency.ok, &stats.latency.ko);
+    let part = |s: &LatencyStats, f: &dyn Fn(&LatencyStats) -> String| (s.count > 0).then(|| f(s));
+    let rows: [(&str, &dyn Fn(&LatencyStats) -> String); 4] = [
+        ("min response time (ms)", &|s| ms(s.min_us)),
+        ("max response time (ms)", &|s| ms(s.max_us)),
+        ("mean response time (ms)", &|s| ms_f(s.mean_us)),
+        ("std deviation (ms)", &|s| ms_f(s.stddev_us)),
+    ];
+    for (label, f) in rows {
+        line(out, label, if all.count > 0 { f(all) } else { "-".into() }, part(ok, f), part(ko, f));
+    }
+    for p in &all.percentiles {
+        let label = format!("response time {} percentile (ms)", ordinal(p.percentile));
+        let value = |s: &LatencyStats| s.percentile(p.percentile).map(ms);
+        line(out, &label, ms(p.value_us), part(ok, &|s| value(s).unwrap_or_default()), part(ko, &|s| value(s).unwrap_or_default()));
+    }
+}
+
+fn ordinal(p: f64) -> String {
+    if p.fract() != 0.0 {
+        return format!("{p}th");
+    }
+    let n = p as u64;
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+fn rate(count: u64, duration_ms: u64) -> String {
+    if duration_ms == 0 {
+        return "-".into();
+    }
+    format!("{:.1}", count as f64 * 1000.0 / duration_ms as f64)
+}
+
+/// Renders the summary as the console shows it at the end of a run.
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    let g = &summary.global;
+    let duration_ms = summary.run.duration_ms;
+    let _ = writeln!(out, "{}", "=".repeat(WIDTH));
+    let _ = writeln!(
+        out,
+        "{} | {} | {:.1} s | {} users ({} interrupted)",
+        summary.run.name,
+        summary.run.status,
+        duration_ms as f64 / 1000.0,
+        summary.users.started,
+        summary.users.interrupted
+    );
+    rule(&mut out, "Global Information");
+    line(&mut out, "request count", g.count.to_string(), Some(g.ok.to_string()), Some(g.ko.to_string()));
+    latency_lines(&mut out, g);
+    line(
+        &mut out,
+        "mean requests/sec",
+        rate(g.count, duration_ms),
+        Some(rate(g.ok, duration_ms)),
+        (g.ko > 0).then(|| rate(g.ko, duration_ms)),
+    );
+    if let Some(p) = g.latency.uncorrected.percentiles.last() {
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10}",
+            format!("uncorrected {} percentile (ms)", ordinal(p.percentile)),
+            ms(p.value_us)
+        );
+    }
+    let s = &summary.scheduling;
+    if s.scheduled_starts > 0 {
+        let p99 = s.start_lag.percentile(99.0).map(ms).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10} (of {}, lag p99 {} ms, max {} ms)",
+            format!("late starts (> {} ms)", ms(s.late_start_threshold_us)),
+            s.late_starts,
+            s.scheduled_starts,
+            p99,
+            ms(s.start_lag.max_us)
+        );
+    }
+    rule(&mut out, "Response Time Distribution");
+    for bucket in &g.distribution {
+        let _ = writeln!(out, "> {:<44}{:>10} ({:>3.0}%)", bucket.label, bucket.count, bucket.percent);
+    }
+    if !summary.requests.is_empty() {
+        rule(&mut out, "Requests (ms)");
+        let _ = writeln!(
+            out,
+            "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+            "name", "count", "OK", "KO", "mean", "p50", "p99", "max"
+        );
+        for r in &summary.requests {
+            let all = &r.latency.all;
+            let pct = |p| all.percentile(p).map(ms).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+                truncate(&r.name, 27),
+                r.count,
+                r.ok,
+                r.ko,
+                ms_f(all.mean_us),
+                pct(50.0),
+                pct(99.0),
+                ms(all.max_us)
+            );
+        }
+    }
+    if !summary.groups.is_empty() {
+        rule(&mut out, "Groups (duration, ms)");
+        for group in &summary.groups {
+            let d = &group.duration;
+            let _ = writeln!(
+                out,
+                "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+                truncate(&group.name, 27),
+                group.count,
+                group.ok,
+                group.ko,
+                ms_f(d.mean_us),
+                d.percentile(50.0).map(ms).unwrap_or_else(|| "-".into()),
+                d.percentile(99.0).map(ms).unwrap_or_else(|| "-".into()),
+                ms(d.max_us)
+            );
+        }
+    }
+    if !summary.errors.is_empty() {
+        rule(&mut out, "Errors");
+        for e in &summary.errors {
+            let _ = writeln!(out, "> {} [{}] {}: {}", e.count, e.kind, e.request, e.message);
+            let _ = writeln!(out, "  {:.2}% of KO", e.percent);
+        }
+    }
+    let _ = writeln!(out, "{}", "=".repeat(WIDTH));
+    out
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max - 1).collect();
+    cut.push('~');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals_read_like_english() {
+        let got: Vec<String> = [1.0, 2.0, 3.0, 11.0, 50.0, 99.0, 99.9].iter().map(|p| ordinal(*p)).collect();
+        assert_eq!(got, vec!["1st", "2nd", "3rd", "11th", "50th", "99th", "99.9th"]);
+    }
+
+    #[test]
+    fn milliseconds_keep_two_decimals() {
+        assert_eq!(ms(0), "0.00");
+        assert_eq!(ms(1234), "1.23");
+        assert_eq!(ms(1_200_000), "1200.00");
+    }
+}

@@ -1,0 +1,16 @@
+//! horde's outputs, from measurements to what people read: summary.json (the results
+//! directory, written as the run goes), the console summary, and the progress line.
+//! Everything here works from a saved summary alone, so a run can be re-rendered.
+//!
+//! ```no_run
+//! let summary = horde_report::read_summary(std::path::Path::new("results/journey-20261121-062100")).unwrap();
+//! print!("{}", horde_report::render_console(&summary));
+//! ```
+
+mod console;
+mod results;
+mod summary;
+
+pub use console::render as render_console;
+pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};

@@ -1,0 +1,140 @@
+//! The results directory, written as the run goes, and the live progress line.
+
+use crate::summary::{Environment, Summary};
+use horde_metrics::{RunStatus, Sink, Totals};
+use horde_plan::Plan;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("cannot create results directory {path}: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a horde summary: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+}
+
+/// A new, unused directory under `base` named after the plan and the time:
+/// `results/journey-20261121-062100`.
+pub fn create_results_dir(base: &Path, plan_name: &str) -> Result<PathBuf, ResultsError> {
+    let name: String = plan_name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let stamp: String = crate::summary::rfc3339(now.as_millis() as u64)
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .take(15)
+        .collect::<String>()
+        .replace('T', "-");
+    for attempt in 0..1000 {
+        let suffix = if attempt == 0 { String::new() } else { format!("-{attempt}") };
+        let dir = base.join(format!("{name}-{stamp}{suffix}"));
+        match std::fs::create_dir_all(base).and_then(|_| std::fs::create_dir(&dir)) {
+            Ok(()) => return Ok(dir),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(ResultsError::Create { path: dir, source }),
+        }
+    }
+    Err(ResultsError::Create { path: base.to_path_buf(), source: std::io::Error::other("no free name") })
+}
+
+/// Writes `summary.json` so that a reader never sees a half-written file: to a temporary file
+/// first, then renamed over the old one.
+pub fn write_summary(dir: &Path, summary: &Summary) -> Result<PathBuf, ResultsError> {
+    let path = dir.join("summary.json");
+    let temporary = dir.join(".summary.json.tmp");
+    let text = serde_json::to_string_pretty(summary).expect("summaries serialize");
+    std::fs::write(&temporary, text + "\n")
+        .and_then(|_| std::fs::rename(&temporary, &path))
+        .map_err(|source| ResultsError::Write { path: path.clone(), source })?;
+    Ok(path)
+}
+
+/// Reads a saved summary from a results directory or a summary.json path.
+pub fn read_summary(path: &Path) -> Result<Summary, ResultsError> {
+    let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
+    let text = std::fs::read_to_string(&file).map_err(|source| ResultsError::Read { path: file.clone(), source })?;
+    serde_json::from_str(&text).map_err(|source| ResultsError::Parse { path: file, source })
+}
+
+/// The sink the CLI uses: keeps summary.json current and prints progress to stderr.
+pub struct ResultsSink {
+    dir: PathBuf,
+    plan: Plan,
+    environment: Environment,
+    progress_every: Duration,
+    last_progress: Instant,
+    last_progress_counts: (u64, u64),
+    show_progress: bool,
+    /// The first write error, reported at the end; the run itself goes on.
+    pub write_error: Option<ResultsError>,
+    pub final_summary: Option<Summary>,
+}
+
+impl ResultsSink {
+    pub fn new(dir: PathBuf, plan: Plan, environment: Environment, show_progress: bool) -> ResultsSink {
+        ResultsSink {
+            dir,
+            plan,
+            environment,
+            progress_every: Duration::from_secs(5),
+            last_progress: Instant::now(),
+            last_progress_counts: (0, 0),
+            show_progress,
+            write_error: None,
+            final_summary: None,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn write(&mut self, totals: &Totals, status: RunStatus) -> Summary {
+        let summary = Summary::from_totals(totals, status, &self.plan, &self.environment);
+        if let Err(err) = write_summary(&self.dir, &summary) {
+            self.write_error.get_or_insert(err);
+        }
+        summary
+    }
+
+    fn progress(&mut self, totals: &Totals) {
+        let (ok, ko) = totals.request_counts();
+        let seconds = self.last_progress.elapsed().as_secs_f64().max(1e-3);
+        let (last_ok, last_ko) = self.last_progress_counts;
+        let rate = (ok + ko - last_ok - last_ko) as f64 / seconds;
+        self.last_progress = Instant::now();
+        self.last_progress_counts = (ok, ko);
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(
+            stderr,
+            "[{:>6.1}s] users {:>6} active | {:>10.1} req/s | OK {:>10} | KO {:>8}",
+            totals.elapsed.as_secs_f64(),
+            totals.users_active,
+            rate,
+            ok,
+            ko
+        );
+    }
+}
+
+impl Sink for ResultsSink {
+    fn interval(&mut self, totals: &mut Totals) {
+        self.write(totals, RunStatus::Running);
+        if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
+            self.progress(totals);
+        }
+    }
+
+    fn finish(&mut self, totals: &mut Totals, status: RunStatus) {
+        let summary = self.write(totals, status);
+        self.final_summary = Some(summary);
+    }
+}
