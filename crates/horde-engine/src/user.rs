@@ -18,8 +18,34 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::time::Instant;
 use url::Url;
+
+/// The timer's resolution: a wake-up this late is the clock's granularity, not a stall.
+const TIMER_RESOLUTION: Duration = Duration::from_millis(1);
+
+/// Where a request's corrected latency is measured from: its intended start, plus the timer's
+/// resolution, which is the clock's granularity rather than a stall. Any lateness beyond it
+/// counts, so a stalled worker or an overloaded schedule shows in the latency (coordinated
+/// omission).
+fn corrected_start(intended: Instant, started: Instant) -> Instant {
+    (intended + TIMER_RESOLUTION).min(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_within_the_timer_resolution_is_forgiven() {
+        let t = Instant::now() + Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        assert_eq!(corrected_start(t, t + Duration::from_micros(600)), t + Duration::from_micros(600));
+        assert_eq!(corrected_start(t, t + ms(5)), t + ms(1));
+        assert_eq!(corrected_start(t + ms(1), t), t);
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UserOutcome {
@@ -184,7 +210,7 @@ impl VirtualUser {
         loop {
             let started = Instant::now();
             let from = match (hop, intended) {
-                (0, Some(intended)) => intended.min(started),
+                (0, Some(intended)) => corrected_start(intended, started),
                 _ => started,
             };
             let target = prepared.target.clone();

@@ -96,7 +96,9 @@ impl Summary {
         };
         let seconds = totals.elapsed.as_secs_f64();
         let global = totals.global().stats("Global", seconds, &options);
-        let requests = totals.requests.iter().map(|(name, r)| r.stats(name, seconds, &options)).collect();
+        let requests = redirects_after_their_request(
+            totals.requests.iter().map(|(name, r)| r.stats(name, seconds, &options)).collect(),
+        );
         let groups = totals.groups.iter().map(|(name, g)| g.stats(name, &options)).collect();
         let all_ko = global.ko.max(1) as f64;
         let mut errors: Vec<ErrorSummary> = totals
@@ -146,6 +148,23 @@ impl Summary {
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(Summary)).expect("schema serializes")
     }
+}
+
+/// Rows in order of first appearance, except that `login Redirect 1` follows `login`.
+fn redirects_after_their_request(rows: Vec<RequestStats>) -> Vec<RequestStats> {
+    let parent_of = |name: &str| name.rsplit_once(" Redirect ").map(|(parent, _)| parent.to_string());
+    let (hops, mut ordered): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| {
+        parent_of(&r.name).is_some()
+    });
+    for hop in hops {
+        let parent = parent_of(&hop.name).unwrap_or_default();
+        let position = ordered
+            .iter()
+            .rposition(|r| r.name == parent || parent_of(&r.name).as_deref() == Some(parent.as_str()))
+            .map_or(ordered.len(), |i| i + 1);
+        ordered.insert(position, hop);
+    }
+    ordered
 }
 
 /// Milliseconds since the epoch as `2026-11-21T06:21:00.123Z`.

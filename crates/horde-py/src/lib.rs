@@ -1,0 +1,85 @@
+//! `horde._engine`: the bridge between the Python package and the Rust crates. It converts,
+//! raises, and releases the GIL; the logic lives in horde-cli and below.
+//!
+//! One crossing per run: the plan goes in as JSON, the engine runs with the GIL released, and
+//! only the simulation loader (Python code, by nature) takes the GIL back.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Loads simulations by calling `horde.loader` in this interpreter.
+struct InProcessLoader;
+
+impl InProcessLoader {
+    fn call(&self, function: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>) -> Result<String, horde_cli::LoadError> {
+        Python::attach(|py| {
+            let result = (|| {
+                let module = py.import("horde.loader")?;
+                let args = args(py)?;
+                module.getattr(function)?.call1(args)?.extract::<String>()
+            })();
+            result.map_err(|err| horde_cli::LoadError { message: err.value(py).to_string() })
+        })
+    }
+}
+
+impl horde_cli::SimulationLoader for InProcessLoader {
+    fn load(&self, path: &Path, params: &[(String, String)]) -> Result<String, horde_cli::LoadError> {
+        let path = path.to_string_lossy().into_owned();
+        let params = params.to_vec();
+        self.call("load_simulation", move |py| {
+            let dict = pyo3::types::PyDict::new(py);
+            for (name, value) in params {
+                dict.set_item(name, value)?;
+            }
+            pyo3::types::PyTuple::new(py, [path.into_pyobject(py)?.into_any(), dict.into_any()])
+        })
+    }
+
+    fn demo_simulation(&self) -> Result<PathBuf, horde_cli::LoadError> {
+        self.call("demo_simulation_path", |py| Ok(pyo3::types::PyTuple::empty(py))).map(PathBuf::from)
+    }
+
+    fn front_end(&self) -> String {
+        Python::attach(|py| {
+            let version = py
+                .import("platform")
+                .and_then(|platform| platform.call_method0("python_version"))
+                .and_then(|v| v.extract::<String>())
+                .unwrap_or_default();
+            format!("python {version}")
+        })
+    }
+}
+
+/// Runs the horde command line with `argv` (argv[0] included) and returns its exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    let argv: Vec<OsString> = argv.into_iter().map(OsString::from).collect();
+    py.detach(|| horde_cli::cli_main(argv, &InProcessLoader))
+}
+
+/// Validates a plan (JSON text); returns a list of (path, message), empty when valid.
+#[pyfunction]
+fn validate_plan(plan_json: &str) -> PyResult<Vec<(String, String)>> {
+    let plan = horde_plan::Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(plan.validate().into_iter().map(|e| (e.path, e.message)).collect())
+}
+
+/// The JSON Schema of the plan format.
+#[pyfunction]
+fn plan_schema() -> String {
+    horde_plan::Plan::json_schema().to_string()
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_schema, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("PLAN_VERSION", horde_plan::PLAN_VERSION)?;
+    Ok(())
+}

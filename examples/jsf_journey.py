@@ -1,0 +1,1 @@
+../python/horde/demo/jsf_journey.py

@@ -1,0 +1,54 @@
+"""horde: load testing and benchmarking. Scenarios are Python code shaped like Gatling's;
+a native Rust engine runs them.
+
+    from horde import scenario, http, status, regex, at_once_users, setup
+
+    scn = scenario("home").exec(http("home").get("/").check(status().is_(200)))
+    setup(scn.inject(at_once_users(10)), protocol=http.base_url("http://127.0.0.1:8080"))
+
+Run it with ``horde run sim.py``; ``horde plan sim.py`` prints the Plan it makes.
+"""
+
+from .chains import Chain, Population, Scenario, during, exec_, group, pause, repeat, scenario
+from .checks import Check, css, header, jsonpath, regex, status, substring
+from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
+from .http import (
+    HttpProtocol,
+    HttpRequest,
+    http,
+    json_body,
+    raw_file_body_part,
+    string_body,
+    string_body_part,
+)
+from .injection import (
+    at_once_users,
+    constant_concurrent_users,
+    constant_users_per_sec,
+    nothing_for,
+    ramp_users,
+)
+from .simulation import Simulation, param, setup
+
+# Gatling spells it exec; here exec_ avoids the builtin, and exec works on chains.
+__all__ = [
+    "Chain", "Check", "DslError", "HordeError", "HttpProtocol", "HttpRequest", "ParameterError",
+    "PlanError", "Population", "Scenario", "Simulation", "SimulationError",
+    "at_once_users", "constant_concurrent_users", "constant_users_per_sec", "css", "during",
+    "exec_", "group", "header", "http", "json_body", "jsonpath", "nothing_for", "param", "pause",
+    "ramp_users", "raw_file_body_part", "regex", "repeat", "scenario", "setup", "status",
+    "string_body", "string_body_part", "substring", "validate",
+]
+
+
+def validate(simulation):
+    """Checks a simulation's plan with the engine's own validation; raises PlanError listing
+    every problem with its path."""
+    import json as _json
+
+    from ._engine import validate_plan
+
+    problems = validate_plan(_json.dumps(simulation.to_plan()))
+    if problems:
+        raise PlanError(problems)
+    return simulation

@@ -1,0 +1,255 @@
+"""HTTP requests and the HTTP protocol, with Gatling's names in snake_case.
+
+    >>> from horde import http, status
+    >>> req = http("home").get("/").header("Accept", "text/html").check(status().is_(200))
+    >>> req.to_step()["url"]
+    '/'
+    >>> http.base_url("http://127.0.0.1:8080").to_plan()["base_url"]
+    'http://127.0.0.1:8080'
+"""
+
+import json
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from ._durations import to_ms
+from .checks import Check
+from .errors import DslError
+
+
+@dataclass(frozen=True)
+class StringBodyPart:
+    """A multipart part holding text (templates allowed)."""
+
+    name: str
+    value: str
+
+    def to_plan(self):
+        return {"type": "string", "name": self.name, "value": self.value}
+
+
+@dataclass(frozen=True)
+class RawFileBodyPart:
+    """A multipart part holding a file, sent as it is. A relative path is resolved next to the
+    simulation file; a missing file is an error before the run starts."""
+
+    name: str
+    path: str
+    file_name: Optional[str] = None
+    content_type: Optional[str] = None
+
+    def to_plan(self):
+        plan = {"type": "raw_file", "name": self.name, "path": self.path}
+        if self.file_name is not None:
+            plan["file_name"] = self.file_name
+        if self.content_type is not None:
+            plan["content_type"] = self.content_type
+        return plan
+
+
+def string_body_part(name, value):
+    """Gatling's ``StringBodyPart(name, value)``."""
+    return StringBodyPart(_name(name, "string_body_part"), str(value))
+
+
+def raw_file_body_part(name, path, *, file_name=None, content_type=None):
+    """Gatling's ``RawFileBodyPart(name, path)``."""
+    return RawFileBodyPart(_name(name, "raw_file_body_part"), str(path), file_name, content_type)
+
+
+def string_body(text):
+    """A raw body, sent as it is after templating."""
+    return {"type": "raw", "text": str(text)}
+
+
+def json_body(value):
+    """A JSON body; Content-Type application/json unless a header says otherwise. Strings in it
+    may hold ``${name}`` templates."""
+    json.dumps(value)  # refuse what JSON cannot hold now, not at run time
+    return {"type": "json", "value": value}
+
+
+def _name(value, what):
+    if not isinstance(value, str) or not value:
+        raise DslError(f"{what}() needs a non-empty name, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """An immutable HTTP request builder; every method returns a new request."""
+
+    name: str
+    method: str
+    url: str
+    header_pairs: tuple = ()
+    query_pairs: tuple = ()
+    form_pairs: tuple = ()
+    parts: tuple = ()
+    raw_body: Optional[dict] = None
+    checks: tuple = ()
+
+    def header(self, name, value):
+        return replace(self, header_pairs=self.header_pairs + ((_name(name, "header"), str(value)),))
+
+    def headers(self, mapping):
+        """Several headers from a dict, as Gatling's ``.headers(Map(...))``."""
+        request = self
+        for name, value in dict(mapping).items():
+            request = request.header(name, value)
+        return request
+
+    def query_param(self, name, value):
+        return replace(self, query_pairs=self.query_pairs + ((str(name), str(value)),))
+
+    def form_param(self, name, value):
+        """An application/x-www-form-urlencoded field."""
+        return replace(self, form_pairs=self.form_pairs + ((str(name), str(value)),))
+
+    def body(self, body):
+        """A raw text body, or one made by :func:`string_body` or :func:`json_body`."""
+        if isinstance(body, str):
+            body = string_body(body)
+        if not isinstance(body, dict) or body.get("type") not in ("raw", "json"):
+            raise DslError(f"body() takes text, string_body() or json_body(), got {body!r}")
+        return replace(self, raw_body=body)
+
+    def body_part(self, part):
+        """A multipart part: :func:`string_body_part` or :func:`raw_file_body_part`."""
+        if not isinstance(part, (StringBodyPart, RawFileBodyPart)):
+            raise DslError(f"body_part() takes string_body_part() or raw_file_body_part(), got {part!r}")
+        return replace(self, parts=self.parts + (part,))
+
+    def check(self, *checks):
+        for check in checks:
+            if not isinstance(check, Check):
+                raise DslError(f"check() takes checks such as status().is_(200), got {check!r}")
+        return replace(self, checks=self.checks + tuple(checks))
+
+    def to_step(self):
+        kinds = [k for k, present in (("form", self.form_pairs), ("multipart", self.parts), ("body", self.raw_body)) if present]
+        if len(kinds) > 1:
+            raise DslError(f"request {self.name!r} has both {kinds[0]} and {kinds[1]}: pick one kind of body")
+        step = {"type": "request", "name": self.name, "method": self.method, "url": self.url}
+        if self.header_pairs:
+            step["headers"] = [{"name": n, "value": v} for n, v in self.header_pairs]
+        if self.query_pairs:
+            step["query"] = [{"name": n, "value": v} for n, v in self.query_pairs]
+        if self.form_pairs:
+            step["body"] = {"type": "form", "params": [{"name": n, "value": v} for n, v in self.form_pairs]}
+        elif self.parts:
+            step["body"] = {"type": "multipart", "parts": [p.to_plan() for p in self.parts]}
+        elif self.raw_body is not None:
+            step["body"] = dict(self.raw_body)
+        if self.checks:
+            step["checks"] = [c.to_plan() for c in self.checks]
+        return step
+
+
+class _RequestName:
+    """What ``http(name)`` returns: pick the method."""
+
+    def __init__(self, name):
+        self._name = _name(name, "http")
+
+    def _request(self, method, url):
+        if not isinstance(url, str) or not url:
+            raise DslError(f"http({self._name!r}).{method.lower()}() needs a URL, got {url!r}")
+        return HttpRequest(self._name, method, url)
+
+    def get(self, url):
+        return self._request("GET", url)
+
+    def post(self, url):
+        return self._request("POST", url)
+
+    def put(self, url):
+        return self._request("PUT", url)
+
+    def patch(self, url):
+        return self._request("PATCH", url)
+
+    def delete(self, url):
+        return self._request("DELETE", url)
+
+    def head(self, url):
+        return self._request("HEAD", url)
+
+    def options(self, url):
+        return self._request("OPTIONS", url)
+
+
+@dataclass(frozen=True)
+class HttpProtocol:
+    """Defaults for every request: base URL, headers, timeouts, redirects."""
+
+    base: Optional[str] = None
+    header_pairs: tuple = ()
+    connect_timeout_ms: Optional[int] = None
+    request_timeout_ms: Optional[int] = None
+    follow_redirects: bool = True
+    redirects: Optional[int] = None
+
+    def base_url(self, url):
+        return replace(self, base=str(url))
+
+    def header(self, name, value):
+        return replace(self, header_pairs=self.header_pairs + ((_name(name, "header"), str(value)),))
+
+    def headers(self, mapping):
+        protocol = self
+        for name, value in dict(mapping).items():
+            protocol = protocol.header(name, value)
+        return protocol
+
+    def request_timeout(self, seconds):
+        """From sending a request to the end of its response (default 60 s)."""
+        return replace(self, request_timeout_ms=to_ms(seconds, "request_timeout"))
+
+    def connect_timeout(self, seconds):
+        return replace(self, connect_timeout_ms=to_ms(seconds, "connect_timeout"))
+
+    def disable_follow_redirect(self):
+        return replace(self, follow_redirects=False)
+
+    def max_redirects(self, count):
+        return replace(self, redirects=int(count))
+
+    def to_plan(self):
+        plan = {"follow_redirects": self.follow_redirects}
+        if self.base is not None:
+            plan["base_url"] = self.base
+        if self.header_pairs:
+            plan["headers"] = [{"name": n, "value": v} for n, v in self.header_pairs]
+        if self.connect_timeout_ms is not None:
+            plan["connect_timeout_ms"] = self.connect_timeout_ms
+        if self.request_timeout_ms is not None:
+            plan["request_timeout_ms"] = self.request_timeout_ms
+        if self.redirects is not None:
+            plan["max_redirects"] = self.redirects
+        return plan
+
+
+class _Http:
+    """``http(name)`` starts a request; ``http.base_url(...)`` starts a protocol, as in Gatling."""
+
+    def __call__(self, name):
+        return _RequestName(name)
+
+    def base_url(self, url):
+        return HttpProtocol().base_url(url)
+
+    def header(self, name, value):
+        return HttpProtocol().header(name, value)
+
+    def headers(self, mapping):
+        return HttpProtocol().headers(mapping)
+
+    def request_timeout(self, seconds):
+        return HttpProtocol().request_timeout(seconds)
+
+    def disable_follow_redirect(self):
+        return HttpProtocol().disable_follow_redirect()
+
+
+http = _Http()

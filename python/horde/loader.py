@@ -1,0 +1,84 @@
+"""Turns a simulation file into a plan. The engine calls :func:`load_simulation` in-process;
+``python -m horde.loader load sim.py -D name=value`` does the same for the standalone binary.
+"""
+
+import json
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+from . import simulation as _simulation
+from .errors import HordeError, SimulationError
+
+
+def load_simulation(path, params=None):
+    """Runs the simulation file and returns its plan as JSON text. Raises SimulationError with
+    the file and line of the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise SimulationError(f"simulation file not found: {path}")
+    loading = _simulation._loading
+    saved = (loading.params, loading.simulation, loading.base_dir)
+    loading.params = dict(params or {})
+    loading.simulation = None
+    loading.base_dir = str(path.resolve().parent)
+    # The simulation may import helpers sitting next to it.
+    sys.path.insert(0, loading.base_dir)
+    try:
+        try:
+            runpy.run_path(str(path), run_name="__horde_simulation__")
+        except SystemExit as exit:
+            raise SimulationError(f"{path}: the simulation called exit({exit.code})") from None
+        except Exception as error:
+            raise SimulationError(_describe(path, error)) from None
+        if loading.simulation is None:
+            raise SimulationError(f"{path}: the simulation never called setup(...)")
+        try:
+            return json.dumps(loading.simulation.to_plan())
+        except HordeError as error:
+            raise SimulationError(f"{path}: {error}") from None
+    finally:
+        sys.path.remove(loading.base_dir)
+        loading.params, loading.simulation, loading.base_dir = saved
+
+
+def _describe(path, error):
+    """`sim.py:12: DslError: ...`: the deepest frame in the simulation file names the line."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+    where = f"{path}:{frames[-1].lineno}" if frames else str(path)
+    return f"{where}: {type(error).__name__}: {error}"
+
+
+def demo_simulation_path():
+    """The seed-000 JSF journey that ``horde demo`` runs (examples/jsf_journey.py)."""
+    return str(Path(__file__).resolve().parent / "demo" / "jsf_journey.py")
+
+
+def main(argv):
+    if argv[:1] == ["demo-path"]:
+        print(demo_simulation_path())
+        return 0
+    if len(argv) >= 2 and argv[0] == "load":
+        params = {}
+        rest = argv[2:]
+        while rest:
+            if rest[0] != "-D" or len(rest) < 2 or "=" not in rest[1]:
+                print(f"usage: python -m horde.loader load SIM.py [-D NAME=VALUE]...", file=sys.stderr)
+                return 2
+            name, value = rest[1].split("=", 1)
+            params[name] = value
+            rest = rest[2:]
+        try:
+            print(load_simulation(argv[1], params))
+        except SimulationError as error:
+            print(error, file=sys.stderr)
+            return 2
+        return 0
+    print("usage: python -m horde.loader (load SIM.py [-D NAME=VALUE]... | demo-path)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""``setup()``: scenarios, protocol and run options become a Simulation, which becomes a Plan.
+
+A simulation file calls ``setup(...)`` once; ``horde run sim.py`` runs what it set up::
+
+    >>> from horde import setup, scenario, http, at_once_users
+    >>> sim = setup(scenario("s").exec(http("home").get("/")).inject(at_once_users(1)),
+    ...             protocol=http.base_url("http://127.0.0.1:8080"), max_duration=60)
+    >>> sim.to_plan()["options"]["max_duration_ms"]
+    60000
+
+Parameters come from ``-D name=value`` on the command line, then the environment, then the
+default, as seed 004 passes URL, users and ramp time::
+
+    >>> from horde import param
+    >>> param("users", 10)
+    10
+"""
+
+import json
+import os
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from ._durations import to_ms
+from .chains import Population
+from .errors import DslError, ParameterError
+from .http import HttpProtocol
+
+PLAN_VERSION = 1
+
+
+class _Loading:
+    """What the loader shares with the simulation file it is running."""
+
+    def __init__(self):
+        self.params = {}
+        self.simulation = None
+        self.base_dir = None
+
+
+_loading = _Loading()
+
+
+def param(name, default=None, type=None):
+    """A simulation parameter: ``-D name=value``, else the environment variable ``name``,
+    else ``default``. Converted to ``type``, or to the type of ``default``."""
+    if name in _loading.params:
+        raw = _loading.params[name]
+    elif name in os.environ:
+        raw = os.environ[name]
+    elif default is not None:
+        return default
+    else:
+        raise ParameterError(f"parameter {name!r} is not set: pass -D {name}=VALUE or set the environment variable {name}")
+    convert = type or (default.__class__ if default is not None else str)
+    if convert is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ParameterError(f"parameter {name!r}: {raw!r} is not a boolean")
+    try:
+        return convert(raw)
+    except (TypeError, ValueError):
+        raise ParameterError(f"parameter {name!r}: {raw!r} is not a valid {convert.__name__}") from None
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """An immutable simulation; methods return new ones (the newest is the one that runs)."""
+
+    populations: tuple
+    protocol: HttpProtocol = HttpProtocol()
+    name: Optional[str] = None
+    options: tuple = ()
+
+    def _derive(self, **changes):
+        derived = replace(self, **changes)
+        if _loading.simulation is self:
+            _loading.simulation = derived
+        return derived
+
+    def protocols(self, protocol):
+        """Gatling's ``.protocols(httpProtocol)``."""
+        if not isinstance(protocol, HttpProtocol):
+            raise DslError(f"protocols() takes http.base_url(...), got {protocol!r}")
+        return self._derive(protocol=protocol)
+
+    def max_duration(self, seconds):
+        return self._derive(options=self.options + (("max_duration_ms", to_ms(seconds, "max_duration")),))
+
+    def to_plan(self):
+        options = dict(self.options)
+        plan = {
+            "version": PLAN_VERSION,
+            "name": self.name or (self.populations[0].scenario.name if self.populations else "simulation"),
+            "protocol": self.protocol.to_plan(),
+            "scenarios": [p.to_plan() for p in self.populations],
+            "options": options,
+        }
+        if _loading.base_dir is not None:
+            plan["base_dir"] = _loading.base_dir
+        return plan
+
+    def to_json(self, indent=2):
+        return json.dumps(self.to_plan(), indent=indent)
+
+
+_OPTION_NAMES = {
+    "max_duration": ("max_duration_ms", lambda v: to_ms(v, "max_duration")),
+    "seed": ("seed", int),
+    "on_check_failure": ("on_check_failure", str),
+    "percentiles": ("percentiles", lambda v: [float(p) for p in v]),
+    "response_time_bounds_ms": ("response_time_bounds_ms", lambda v: [int(b) for b in v]),
+    "max_requests": ("max_requests", int),
+    "workers": ("workers", int),
+}
+
+
+def setup(*populations, protocol=None, name=None, **options):
+    """The simulation to run: populations (``scenario(...).inject(...)``), the HTTP protocol,
+    and run options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
+    ("stop_iteration" or "continue"), ``percentiles``, ``response_time_bounds_ms``,
+    ``max_requests``, ``workers``."""
+    flat = []
+    for population in populations:
+        items = population if isinstance(population, (list, tuple)) else [population]
+        for item in items:
+            if not isinstance(item, Population):
+                raise DslError(f"setup() takes scenario(...).inject(...), got {item!r}")
+            flat.append(item)
+    if not flat:
+        raise DslError("setup() needs at least one scenario(...).inject(...)")
+    converted = []
+    for key, value in options.items():
+        if key not in _OPTION_NAMES:
+            raise DslError(f"setup(): unknown option {key!r} (known: {', '.join(sorted(_OPTION_NAMES))})")
+        plan_key, convert = _OPTION_NAMES[key]
+        converted.append((plan_key, convert(value)))
+    simulation = Simulation(tuple(flat), protocol or HttpProtocol(), name, tuple(converted))
+    _loading.simulation = simulation
+    return simulation
