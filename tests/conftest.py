@@ -1,0 +1,197 @@
+"""Fixtures: real servers on 127.0.0.1, started by the tests and stopped by PID.
+
+- ``target``: the built-in target (``horde target``), which counts what it serves (/stats).
+- ``nginx``: nginx with one worker; ``stub_status`` gives the server-side request count.
+- ``horde``: runs the installed ``horde`` command and reads the summary it wrote.
+
+Servers are polled for readiness, never waited for with sleeps.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DOCS = ROOT / "docs"
+
+
+def wait_until(predicate, timeout=15.0, what="condition"):
+    """Polls ``predicate`` until it is true (readiness polling, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+def can_connect(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url):
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+class Target:
+    """The built-in target in its own process."""
+
+    def __init__(self):
+        self.process = subprocess.Popen(
+            ["horde", "target", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        line = self.process.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if not match:
+            self.process.kill()
+            raise RuntimeError(f"horde target did not announce its port: {line!r} {self.process.stderr.read()}")
+        self.port = int(match.group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stats(self):
+        return get_json(self.url + "/stats")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def target():
+    server = Target()
+    yield server
+    server.stop()
+
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port};
+    location = /nginx_status {{ stub_status; }}
+    location = /redirect {{ return 302 /hello; }}
+    location / {{ return 200 "hello\\n"; }}
+  }}
+}}
+"""
+
+
+class Nginx:
+    def __init__(self, directory):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        conf = directory / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(dir=directory, port=self.port))
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
+        wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+
+    def requests_served(self):
+        """nginx's own count of requests, not counting the status request itself."""
+        with urllib.request.urlopen(self.url + "/nginx_status", timeout=5) as response:
+            text = response.read().decode()
+        # "server accepts handled requests\n 1 1 5 \n"
+        return int(text.splitlines()[2].split()[2]) - 1
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory):
+    server = Nginx(tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()
+
+
+class Result:
+    def __init__(self, completed, results_dir):
+        self.code = completed.returncode
+        self.stdout = completed.stdout
+        self.stderr = completed.stderr
+        self.results_dir = results_dir
+
+    @property
+    def summary(self):
+        paths = sorted(self.results_dir.glob("*/summary.json"))
+        assert len(paths) == 1, f"expected one summary in {self.results_dir}: {paths}\n{self.stderr}"
+        return json.loads(paths[0].read_text())
+
+    def row(self, name):
+        rows = [r for r in self.summary["requests"] if r["name"] == name]
+        assert rows, f"no row {name!r} in {[r['name'] for r in self.summary['requests']]}"
+        return rows[0]
+
+
+@pytest.fixture
+def horde(tmp_path):
+    """Runs ``horde ARGS... --results TMP`` (for commands that write results)."""
+    counter = [0]
+
+    def run(*args, results=True, timeout=120, env=None):
+        counter[0] += 1
+        results_dir = tmp_path / f"results-{counter[0]}"
+        argv = ["horde", *map(str, args)]
+        if results:
+            argv += ["--results", str(results_dir)]
+        completed = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+        )
+        return Result(completed, results_dir)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def summary_schema():
+    return json.loads((DOCS / "summary.schema.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def plan_schema():
+    return json.loads((DOCS / "plan.schema.json").read_text())

@@ -1,0 +1,151 @@
+"""The DSL produces plain data: the Plan. It validates against the committed schema and the
+engine's own validation, builders are immutable, and misuse is refused early."""
+
+import json
+
+import jsonschema
+import pytest
+
+import horde
+from horde import (
+    at_once_users,
+    constant_concurrent_users,
+    constant_users_per_sec,
+    css,
+    during,
+    exec_,
+    group,
+    header,
+    http,
+    json_body,
+    jsonpath,
+    nothing_for,
+    param,
+    pause,
+    ramp_users,
+    raw_file_body_part,
+    regex,
+    repeat,
+    scenario,
+    setup,
+    status,
+    string_body_part,
+    substring,
+)
+from horde.errors import DslError, ParameterError, PlanError
+
+
+def full_simulation():
+    view_state = regex(r'value="([^"]*)"').save_as("viewState")
+
+    def jsf_post(name, url):
+        return http(name).post(url).form_param("javax.faces.ViewState", "${viewState}").check(view_state)
+
+    scn = (
+        scenario("everything")
+        .exec(http("home").get("/").header("Accept", "text/html").query_param("q", "1").check(status().in_(200, 304), view_state))
+        .pause(1)
+        .pause(0.5, 2)
+        .pause(1, exponential=True)
+        .exec(jsf_post("post", "/form").headers({"X-A": "1"}))
+        .repeat(2, http("json").put("/api").body(json_body({"a": "${viewState}"})).check(jsonpath("$.a").is_("x")), counter="i")
+        .during(3, pause(0.1), http("raw").patch("/raw").body("text ${i}"))
+        .group("g", exec_(http("del").delete("/d").check(header("X").exists(), substring("ok"), css("p", "id").not_exists())))
+        .exec(http("upload").post("/up").body_part(string_body_part("a", "b")).body_part(raw_file_body_part("f", "file.txt")))
+        .exec([http("head").head("/h"), repeat(1, http("opt").options("/o"))])
+    )
+    closed = scenario("closed").exec(http("c").get("/c")).inject(constant_concurrent_users(5).during(2))
+    return setup(
+        scn.inject(nothing_for(1), at_once_users(1), ramp_users(2).during(1), constant_users_per_sec(2).randomized().during(1)),
+        closed,
+        protocol=http.base_url("http://127.0.0.1:9").header("User-Agent", "horde").request_timeout(5),
+        max_duration=30,
+        seed=7,
+    )
+
+
+def test_a_simulation_produces_a_plan_that_matches_the_schema(plan_schema):
+    plan = full_simulation().to_plan()
+    jsonschema.validate(plan, plan_schema)
+    steps = plan["scenarios"][0]["steps"]
+    assert [s["type"] for s in steps] == [
+        "request", "pause", "pause_uniform", "pause_exponential", "request", "repeat", "during", "group",
+        "request", "request", "repeat",
+    ]
+    assert steps[4]["body"] == {"type": "form", "params": [{"name": "javax.faces.ViewState", "value": "${viewState}"}]}
+    assert plan["scenarios"][0]["injection"][-1] == {"type": "constant_users_per_sec", "rate": 2.0, "duration_ms": 1000, "randomized": True}
+    assert plan["options"] == {"max_duration_ms": 30000, "seed": 7}
+    assert plan["protocol"]["request_timeout_ms"] == 5000
+
+
+def test_the_engine_accepts_the_plan():
+    horde.validate(full_simulation())
+
+
+def test_the_engine_lists_every_problem_with_its_path():
+    sim = setup(
+        scenario("s").exec(http("a").get("relative"), http("b").get("/${unclosed")).inject(at_once_users(1)),
+        percentiles=[50, 150],
+    )
+    with pytest.raises(PlanError) as error:
+        horde.validate(sim)
+    paths = [path for path, _ in error.value.problems]
+    assert "scenarios[0].steps[0].url" in paths
+    assert "scenarios[0].steps[1].url" in paths
+    assert "options.percentiles[1]" in paths
+
+
+def test_builders_are_immutable():
+    base = http("r").get("/")
+    with_header = base.header("A", "1")
+    assert base.header_pairs == ()
+    assert with_header.header_pairs == (("A", "1"),)
+    scn = scenario("s")
+    longer = scn.exec(base)
+    assert scn.steps == () and len(longer.steps) == 1
+    check = status()
+    assert check.is_(200) is not check and check.validation is None
+
+
+def test_misuse_is_refused_with_a_clear_message():
+    with pytest.raises(DslError, match=r"ramp_users\(\.\.\.\) needs \.during\(seconds\)"):
+        scenario("s").exec(http("a").get("/")).inject(ramp_users(10))
+    with pytest.raises(DslError, match="expected a request"):
+        scenario("s").exec("GET /")
+    with pytest.raises(DslError, match="unknown option 'max_duraton'"):
+        setup(scenario("s").exec(http("a").get("/")).inject(at_once_users(1)), max_duraton=5)
+    with pytest.raises(DslError, match="negative"):
+        pause(-1)
+    with pytest.raises(DslError, match="pick one kind of body"):
+        http("a").post("/").form_param("a", "b").body("x").to_step()
+
+
+def test_plain_functions_compose_chains():
+    def login(user):
+        return exec_(http("login page").get("/login"), http("login").post("/login").form_param("u", user))
+
+    steps = scenario("s").exec(login("a")).group("g", login("b")).to_steps()
+    assert [s["name"] for s in steps[:2]] == ["login page", "login"]
+    assert steps[2]["type"] == "group" and len(steps[2]["steps"]) == 2
+    assert during(1, login("c")).to_steps()[0]["steps"][1]["body"]["params"][0]["value"] == "c"
+    assert group("x", login("d")).to_steps()[0]["name"] == "x"
+
+
+def test_params_come_from_d_flags_then_environment_then_default(monkeypatch):
+    from horde import simulation
+
+    assert param("users", 10) == 10
+    monkeypatch.setenv("users", "25")
+    assert param("users", 10) == 25
+    monkeypatch.setattr(simulation._loading, "params", {"users": "40"})
+    assert param("users", 10) == 40
+    with pytest.raises(ParameterError, match="not a valid int"):
+        monkeypatch.setattr(simulation._loading, "params", {"users": "many"})
+        param("users", 10)
+    with pytest.raises(ParameterError, match="-D url=VALUE"):
+        param("url")
+
+
+def test_plan_json_round_trips():
+    plan = full_simulation().to_plan()
+    assert json.loads(json.dumps(plan)) == plan
