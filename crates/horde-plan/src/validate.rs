@@ -304,10 +304,8 @@ impl Validator {
             match step {
                 Injection::NothingFor { .. } => {}
                 Injection::AtOnceUsers { users } => self.positive(&path, "users", *users),
-                Injection::RampUsers { users, duration_ms } => {
-                    self.positive(&path, "users", *users);
-                    self.positive(&path, "duration_ms", *duration_ms);
-                }
+                // A ramp over 0 ms starts everyone at once, as in Gatling.
+                Injection::RampUsers { users, .. } => self.positive(&path, "users", *users),
                 Injection::ConstantUsersPerSec { rate, duration_ms, .. } => {
                     if !(*rate > 0.0 && rate.is_finite()) {
                         self.error(format!("{path}.rate"), "must be more than 0");

@@ -1,0 +1,70 @@
+"""Every example under examples/ runs, against the server it is written for."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import EXAMPLES
+
+
+def run_example(command, tmp_path, env=None):
+    completed = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **(env or {})}
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed
+
+
+def summaries(tmp_path):
+    return [json.loads(p.read_text()) for p in sorted(tmp_path.glob("results/*/summary.json"))]
+
+
+def test_jsf_journey(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "jsf_journey.py", "-D", f"base_url={target.url}", "-D", "users=5"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0 and summary["global"]["count"] == 45
+
+
+def test_seed004_load_simulation(nginx, tmp_path):
+    before = nginx.requests_served()
+    env = {"GATLING_URL": nginx.url + "/", "GATLING_USERS": "10", "GATLING_REQUESTS": "500", "GATLING_RAMP_TIME": "0"}
+    run_example(["horde", "run", EXAMPLES / "seed004_load_simulation.py"], tmp_path, env)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["count"] == 500 and summary["global"]["ko"] == 0
+    assert nginx.requests_served() - before == 500
+
+
+def test_json_api(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "json_api.py", "-D", f"base_url={target.url}", "-D", "rate=10", "-D", "seconds=1"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    assert summary["users"]["started"] == 10
+    assert [g["name"] for g in summary["groups"]] == ["catalogue"]
+    assert target.stats()["total"] == 30
+
+
+def test_plan_file(target, tmp_path):
+    plan = json.loads((EXAMPLES / "plan.json").read_text())
+    plan["protocol"]["base_url"] = target.url
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    run_example(["horde", "run", path], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    assert summary["global"]["count"] == target.stats()["total"] > 0
+
+
+def test_quick_mode(nginx, tmp_path):
+    before = nginx.requests_served()
+    run_example(["bash", EXAMPLES / "quick_mode.sh", nginx.url + "/", "--results", tmp_path / "results", "-q"], tmp_path)
+    runs = summaries(tmp_path)
+    assert len(runs) == 3
+    assert runs[1]["global"]["count"] == 1000
+    assert nginx.requests_served() - before == sum(r["global"]["count"] for r in runs)
+
+
+def test_every_example_is_covered():
+    covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json", "quick_mode.sh"}
+    assert {p.name for p in EXAMPLES.iterdir()} == covered

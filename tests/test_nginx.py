@@ -1,0 +1,59 @@
+"""Quick mode and simulations against a real nginx: horde's count is nginx's count."""
+
+import jsonschema
+
+
+def test_quick_mode_sends_exactly_n_requests(horde, nginx, summary_schema):
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/", "-c", "8", "-n", "2500", "-q")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    jsonschema.validate(summary, summary_schema)
+    assert summary["run"]["status"] == "limit_reached"
+    assert summary["global"]["count"] == 2500
+    assert summary["global"]["ok"] == 2500
+    assert nginx.requests_served() - before == 2500
+    # Each connection is kept alive: 8 connections opened in all.
+    assert summary["global"]["phases"]["connect"]["count"] == 8
+    assert summary["global"]["bytes_received"] > 2500 * 100
+
+
+def test_quick_mode_for_a_duration_counts_what_nginx_served(horde, nginx):
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/", "-c", "4", "-d", "1s", "-q")
+    assert result.code == 0, result.stderr
+    count = result.summary["global"]["count"]
+    assert count > 1000
+    assert nginx.requests_served() - before == count
+
+
+def test_quick_mode_with_a_rate_paces_requests(horde, nginx):
+    result = horde("http", nginx.url + "/", "-c", "4", "-d", "2s", "--rate", "200", "-q")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert 390 <= summary["global"]["count"] <= 410
+    assert summary["scheduling"]["scheduled_starts"] >= summary["global"]["count"]
+
+
+def test_redirects_are_followed_and_counted_per_hop(horde, nginx):
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/redirect", "-c", "2", "-n", "10", "-q")
+    assert result.code == 0, result.stderr
+    rows = {r["name"]: r for r in result.summary["requests"]}
+    assert rows[f"GET {nginx.url}/redirect"]["ok"] == 10
+    assert rows[f"GET {nginx.url}/redirect Redirect 1"]["ok"] == 10
+    assert nginx.requests_served() - before == 20
+
+
+def test_a_refused_connection_is_a_ko_with_its_reason(horde):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = horde("http", f"http://127.0.0.1:{port}/", "-c", "2", "-n", "20", "-q")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert summary["global"]["ko"] == 20
+    assert summary["errors"][0]["kind"] == "connect_refused"
+    assert summary["errors"][0]["count"] == 20
