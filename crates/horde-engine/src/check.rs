@@ -3,7 +3,7 @@
 use crate::lower::{CheckProgram, Extractor};
 use bytes::Bytes;
 use horde_plan::Validation;
-use hyper::{HeaderMap, StatusCode};
+use http::{HeaderMap, StatusCode};
 use std::borrow::Cow;
 
 /// The response as checks see it. The body is parsed as HTML or JSON at most once, and only

@@ -8,8 +8,8 @@ use horde_plan::{
     parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Segment,
     Step, Validation,
 };
-use hyper::header::{HeaderName, HeaderValue};
-use hyper::{Method, Uri};
+use http::header::{HeaderName, HeaderValue};
+use http::Method;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,6 +26,8 @@ pub struct Program {
     pub rows: Vec<Arc<str>>,
     pub groups: Vec<Arc<str>>,
     pub protocol: ProtocolProgram,
+    /// Some check reads a response header: the client then keeps every header.
+    pub reads_response_headers: bool,
 }
 
 pub struct ProtocolProgram {
@@ -89,9 +91,10 @@ pub struct Target {
     pub url: Url,
     /// `host:port`: the key of the connection a virtual user keeps.
     pub authority: Arc<str>,
-    pub host_header: HeaderValue,
+    /// The Host header: the authority as the URL spells it (no default port).
+    pub host_header: String,
     /// The request target in origin form (`/path?query`).
-    pub uri: Uri,
+    pub origin_form: String,
 }
 
 impl Target {
@@ -106,13 +109,11 @@ impl Target {
             Some(port) => format!("{host}:{port}"),
             None => host.to_string(),
         };
-        let host_header = HeaderValue::from_str(&host_header).map_err(|e| format!("{url}: {e}"))?;
-        let origin = match url.query() {
+        let origin_form = match url.query() {
             Some(query) => format!("{}?{}", url.path(), query),
             None => url.path().to_string(),
         };
-        let uri = origin.parse::<Uri>().map_err(|e| format!("{url}: {e}"))?;
-        Ok(Target { url, authority, host_header, uri })
+        Ok(Target { url, authority, host_header, origin_form })
     }
 }
 
@@ -231,12 +232,14 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     if !lowering.errors.is_empty() {
         return Err(lowering.errors);
     }
+    let reads_response_headers = plan.scenarios.iter().any(|s| steps_read_headers(&s.steps));
     Ok(Program {
         plan: plan.clone(),
         scenarios,
         variables: lowering.variable_names,
         rows: lowering.rows,
         groups: lowering.groups,
+        reads_response_headers,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -557,6 +560,14 @@ impl Lowering {
     }
 }
 
+fn steps_read_headers(steps: &[Step]) -> bool {
+    steps.iter().any(|step| match step {
+        Step::Request(r) => r.checks.iter().any(|c| matches!(c.source, CheckSource::Header { .. })),
+        Step::Repeat { steps, .. } | Step::During { steps, .. } | Step::Group { steps, .. } => steps_read_headers(steps),
+        _ => false,
+    })
+}
+
 fn text_body(text: Template, content_type: Option<HeaderValue>) -> BodyProgram {
     match text.as_static() {
         Some(literal) => BodyProgram::Static { bytes: Bytes::from(literal.to_string()), content_type },
@@ -585,7 +596,7 @@ mod tests {
         .unwrap();
         let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
         let UrlProgram::Static(target) = &request.url else { panic!("static") };
-        assert_eq!(target.uri, "/app/items?x=1");
+        assert_eq!(target.origin_form, "/app/items?x=1");
         assert_eq!(&*target.authority, "127.0.0.1:9");
         assert_eq!(target.host_header, "127.0.0.1:9");
     }

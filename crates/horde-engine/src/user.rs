@@ -2,16 +2,15 @@
 //! running a scenario's steps once.
 
 use crate::check::{run_checks, ResponseView};
-use crate::client::{read_body, request_failure, Connection, Failure};
+use crate::client::{Connection, Failure, KeepHeaders, RequestHead, Response, WireTiming};
 use crate::lower::{BodyProgram, PartProgram, PauseKind, RequestProgram, StepProgram, Target, UrlProgram};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
 use cookie_store::CookieStore;
 use horde_metrics::RequestTiming;
 use horde_plan::OnCheckFailure;
-use http_body_util::Full;
-use hyper::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, HOST, LOCATION, SET_COOKIE};
-use hyper::{Method, StatusCode};
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use http::{Method, StatusCode};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::future::Future;
@@ -75,6 +74,8 @@ pub(crate) struct VirtualUser {
     next_intended: Option<Instant>,
     /// KO requests so far: a group is OK when this did not change inside it.
     failures: u64,
+    /// Some check of the scenario reads a response header, so all headers are kept.
+    keep_all_headers: bool,
 }
 
 /// A request ready to go on the wire.
@@ -85,16 +86,11 @@ struct Prepared {
     body: Bytes,
 }
 
-struct Response {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
 impl VirtualUser {
     pub fn new(ctx: Rc<WorkerContext>, seed: u64, intended_start: Option<Instant>) -> VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
+            keep_all_headers: ctx.program.reads_response_headers,
             ctx,
             variables: vec![None; slots],
             cookies: CookieStore::default(),
@@ -214,7 +210,7 @@ impl VirtualUser {
                 _ => started,
             };
             let target = prepared.target.clone();
-            let (result, timing) = self.exchange(prepared, from, started, request.needs_body).await;
+            let (result, timing) = self.exchange(&mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,
                 Err(failure) => {
@@ -276,7 +272,7 @@ impl VirtualUser {
     /// Renders everything the request needs; an unset variable fails it before it is sent.
     fn prepare(&self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
         let target = self.target(request)?;
-        let mut headers = HeaderMap::with_capacity(request.headers.len() + 3);
+        let mut headers = HeaderMap::new();
         for header in &request.headers {
             let value = match &header.fixed {
                 Some(value) => value.clone(),
@@ -410,7 +406,7 @@ impl VirtualUser {
     /// response. The timing is filled in whatever happens.
     async fn exchange(
         &mut self,
-        prepared: Prepared,
+        prepared: &mut Prepared,
         intended: Instant,
         started: Instant,
         keep_body: bool,
@@ -421,9 +417,9 @@ impl VirtualUser {
             let end = Instant::now();
             timing.latency_us = end.duration_since(intended).as_micros() as u64;
             timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
+            end
         };
-        let Prepared { method, target, mut headers, body } = prepared;
-
+        let target = prepared.target.clone();
         let reusable = self.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
         if !reusable {
             self.connection = None;
@@ -439,7 +435,6 @@ impl VirtualUser {
                 }
             }
         }
-        headers.insert(HOST, target.host_header.clone());
         if self.has_cookies {
             let mut cookie = String::new();
             for (name, value) in self.cookies.get_request_values(&target.url) {
@@ -450,44 +445,43 @@ impl VirtualUser {
                 cookie.push('=');
                 cookie.push_str(value);
             }
-            if let (false, Ok(value)) = (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
-                headers.insert(COOKIE, value);
+            match (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
+                (false, Ok(value)) => {
+                    prepared.headers.insert(COOKIE, value);
+                }
+                _ => {
+                    prepared.headers.remove(COOKIE);
+                }
             }
         }
-        let mut request = hyper::Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = target.uri.clone();
-        *request.headers_mut() = headers;
-
-        let connection = self.connection.as_mut().expect("opened above");
-        let meter = connection.meter.clone();
-        meter.start_request();
-        let (read_before, written_before) = (meter.bytes_read.get(), meter.bytes_written.get());
-        let send_started = Instant::now();
-        let exchange = async {
-            connection.sender.ready().await?;
-            let response = connection.sender.send_request(request).await?;
-            let (parts, body) = response.into_parts();
-            let body = read_body(body, keep_body).await?;
-            Ok::<_, hyper::Error>(Response { status: parts.status, headers: parts.headers, body })
+        let head = RequestHead {
+            method: &prepared.method,
+            target: &target.origin_form,
+            host: &target.host_header,
+            headers: &prepared.headers,
+            body: &prepared.body,
         };
+        // Without header checks, only the headers cookies and redirects need are kept.
+        let keep_headers = if self.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
+        // A reused connection sends at once: the start of the request is the start of sending.
+        let send_started = if reusable { started } else { Instant::now() };
+        let mut wire = WireTiming::default();
+        let connection = self.connection.as_mut().expect("opened above");
+        let exchange = connection.round_trip(head, keep_body, keep_headers, &mut wire);
         let result = match tokio::time::timeout(protocol.request_timeout, exchange).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(err)) => Err(request_failure(&err)),
+            Ok(result) => result,
             Err(_) => Err(Failure::new(
                 "request_timeout",
                 format!("no complete response within {} ms", protocol.request_timeout.as_millis()),
             )),
         };
-        finish(&mut timing);
-        let end = Instant::now();
-        let sent_at = meter.last_write_at.get().unwrap_or(send_started);
-        let first_byte_at = meter.first_read_at.get();
+        let end = finish(&mut timing);
+        let sent_at = wire.sent_at.unwrap_or(end);
         timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
-        timing.wait_us = first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
-        timing.receive_us = first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
-        timing.bytes_sent = meter.bytes_written.get() - written_before;
-        timing.bytes_received = meter.bytes_read.get() - read_before;
+        timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
+        timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
+        timing.bytes_sent = wire.bytes_sent;
+        timing.bytes_received = wire.bytes_received;
         if result.is_err() {
             // The connection is in an unknown state; the next request opens a fresh one.
             self.connection = None;

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""horde http against wrk on the same nginx, in the same run.
+
+nginx (one worker) is pinned to one core and the load generator to the other; the tools take
+turns, repetitions interleaved, so drift on a shared machine hits both alike. For each run:
+requests per second, CPU time per 1,000 requests (user + system, from wait4), and peak RSS.
+Prints the medians and the horde/wrk ratios as a Markdown table.
+
+    python3 bench/http_vs_wrk.py                 # 50 connections, 10 s, 3 repetitions
+    python3 bench/http_vs_wrk.py --duration 5 --repetitions 5 --connections 100
+
+Needs nginx and wrk (Debian packages; installed if missing and running as root) and horde on
+PATH (or --horde PATH, e.g. target/release/horde).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  keepalive_requests 100000000;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ return 200 "hello\\n"; }}
+  }}
+}}
+"""
+
+
+def ensure_tools():
+    missing = [tool for tool in ("nginx", "wrk") if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists()]
+    if missing and os.geteuid() == 0:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    elif missing:
+        sys.exit(f"missing: {', '.join(missing)} (apt-get install {' '.join(missing)})")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pinned(core, argv):
+    return ["taskset", "-c", str(core), *argv] if shutil.which("taskset") and os.cpu_count() > 1 else argv
+
+
+def measure(argv):
+    """Runs argv; returns (stdout, cpu seconds, peak RSS in KiB) of that child alone."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    stdout = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{argv} exited with {process.returncode}")
+    return stdout, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def run_wrk(url, connections, duration, core):
+    out, cpu, rss = measure(pinned(core, ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", url]))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    return rps, requests, cpu, rss
+
+
+def run_horde(horde, url, connections, duration, core, results):
+    before = set(results.glob("*/summary.json"))
+    argv = [horde, "http", url, "-c", str(connections), "-d", f"{duration}s", "--workers", "1", "-q", "--results", str(results)]
+    _, cpu, rss = measure(pinned(core, argv))
+    [path] = set(results.glob("*/summary.json")) - before
+    summary = json.loads(path.read_text())
+    requests = summary["global"]["count"]
+    rps = requests / (summary["run"]["duration_ms"] / 1000)
+    return rps, requests, cpu, rss
+
+
+def version(argv):
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per run")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--horde", default=shutil.which("horde") or "horde")
+    args = parser.parse_args()
+    ensure_tools()
+
+    work = Path(tempfile.mkdtemp(prefix="horde-bench-"))
+    port = free_port()
+    (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    server_core, client_core = (1, 0) if os.cpu_count() > 1 else (0, 0)
+    nginx = subprocess.Popen(pinned(server_core, [nginx_bin, "-c", str(work / "nginx.conf"), "-p", str(work)]))
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                sys.exit("nginx did not start")
+            time.sleep(0.02)
+
+    runs = {"wrk": [], "horde": []}
+    try:
+        for repetition in range(args.repetitions):
+            # Alternate who goes first so neither always gets the warmer machine.
+            order = ["wrk", "horde"] if repetition % 2 == 0 else ["horde", "wrk"]
+            for tool in order:
+                if tool == "wrk":
+                    result = run_wrk(url, args.connections, args.duration, client_core)
+                else:
+                    result = run_horde(args.horde, url, args.connections, args.duration, client_core, work / "results")
+                runs[tool].append(result)
+                rps, requests, cpu, rss = result
+                print(f"  {tool:5} #{repetition + 1}: {rps:10.0f} req/s, {cpu * 1e6 / requests:.2f} ms CPU/1k req, {rss / 1024:.1f} MiB", file=sys.stderr)
+    finally:
+        nginx.terminate()
+        nginx.wait()
+
+    def medians(tool):
+        rps = statistics.median(r[0] for r in runs[tool])
+        cpu = statistics.median(r[2] * 1e6 / r[1] for r in runs[tool])
+        rss = statistics.median(r[3] / 1024 for r in runs[tool])
+        return rps, cpu, rss
+
+    wrk, horde = medians("wrk"), medians("horde")
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    print(f"### {date}: horde http vs wrk, {args.connections} connections, {args.duration} s, median of {args.repetitions} interleaved runs\n")
+    print(f"Command: `python3 bench/http_vs_wrk.py --connections {args.connections} --duration {args.duration} --repetitions {args.repetitions}`  ")
+    print(f"Machine: {os.cpu_count()} cores, {version(['uname', '-sr'])}; nginx 1 worker on core {server_core}, clients on core {client_core}  ")
+    print(f"Versions: {version([args.horde, '--version'])}; {version(['wrk', '--version'])}; {version([nginx_bin, '-v'])}\n")
+    print("| tool | req/s | CPU ms per 1,000 requests | peak RSS (MiB) |")
+    print("|---|---|---|---|")
+    print(f"| wrk | {wrk[0]:,.0f} | {wrk[1]:.2f} | {wrk[2]:.1f} |")
+    print(f"| horde | {horde[0]:,.0f} | {horde[1]:.2f} | {horde[2]:.1f} |")
+    print(f"| horde / wrk | {horde[0] / wrk[0]:.2f} | {horde[1] / wrk[1]:.2f} | {horde[2] / wrk[2]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
