@@ -197,3 +197,26 @@ fn groups_have_their_own_statistics() {
     assert_eq!(&**name, "browse");
     assert_eq!((group.ok.len(), group.ko.len()), (0, 4));
 }
+
+#[test]
+fn a_slow_response_times_out_as_a_ko_and_the_run_goes_on() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}", "request_timeout_ms": 100}},
+            "options": {{"on_check_failure": "continue"}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 3}}],
+              "steps": [
+                {{"type": "request", "name": "slow", "method": "GET", "url": "/delay/2000"}},
+                {{"type": "request", "name": "fast", "method": "GET", "url": "/api/items"}}]}}]}}"#,
+        server.base_url()
+    );
+    let started = std::time::Instant::now();
+    let (totals, status) = run_plan(&plan);
+    assert_eq!(status, RunStatus::Completed);
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500), "the timeout must cut the wait");
+    assert_eq!(row(&totals, "slow").ko.len(), 3);
+    assert_eq!(row(&totals, "fast").ok.len(), 3);
+    let timeout = totals.errors.iter().find(|(k, _)| k.kind == "request_timeout").unwrap();
+    assert_eq!(timeout.1.count, 3);
+    assert_eq!(timeout.1.message, "no complete response within 100 ms");
+}

@@ -21,6 +21,7 @@
 //! | `GET /logout` | ends the session, 302 to `/` |
 //! | `GET /api/items`, `GET /api/items/{id}` | a small JSON API |
 //! | `GET /status/{code}` | answers with that status |
+//! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
 
 mod pages;

@@ -180,6 +180,8 @@ fn route_key(method: &Method, path: &str) -> String {
         "/api/items/{id}"
     } else if path.starts_with("/status/") {
         "/status/{code}"
+    } else if path.starts_with("/delay/") {
+        "/delay/{ms}"
     } else {
         path
     };
@@ -191,6 +193,11 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     let path = request.uri().path().to_string();
     if path == "/stats" {
         return json(StatusCode::OK, state.lock().expect("state lock").stats.to_json());
+    }
+    if let Some(ms) = path.strip_prefix("/delay/") {
+        // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).
+        let ms = ms.parse::<u64>().unwrap_or(0).min(60_000);
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     let cookie_session = session_id(&request);
     let content_type = request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -205,6 +212,9 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     // API routes need no session.
     if let Some(rest) = path.strip_prefix("/api/items") {
         return api_items(rest);
+    }
+    if path.starts_with("/delay/") {
+        return html(StatusCode::OK, "<p>slow</p>".into());
     }
     if let Some(code) = path.strip_prefix("/status/") {
         let status = code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The second quickstart command: installs what the tests need, builds and installs horde, and
+# runs every test, Rust and Python. The Python tests start their own servers on 127.0.0.1 (the
+# built-in target, nginx with one worker) and stop them by PID when they are done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+missing=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
+if [ ${#missing[@]} -gt 0 ]; then
+    step "installing ${missing[*]}"
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    else
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+fi
+
+step "installing the Python test tools"
+python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2"
+
+step "building and installing horde (release)"
+python3 -m pip install -q --disable-pip-version-check .
+
+step "Rust tests"
+# Release, to share the build above; horde-py is a Python extension and is tested from Python.
+cargo test --workspace --exclude horde-py --release
+
+step "Python tests"
+python3 -m pytest -q tests
