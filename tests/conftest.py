@@ -21,6 +21,10 @@ from pathlib import Path
 
 import pytest
 
+# The console script is installed beside the interpreter running the tests; make sure the
+# servers and runs started below find that one, whatever PATH the caller had.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs"
