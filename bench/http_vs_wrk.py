@@ -27,26 +27,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
-  keepalive_requests 100000000;
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{ return 200 "hello\\n"; }}
-  }}
-}}
-"""
+NGINX_TEMPLATE = Path(__file__).resolve().parent.parent / "scripts" / "nginx.conf.template"
 
 
 def ensure_tools():
@@ -116,7 +97,7 @@ def main():
 
     work = Path(tempfile.mkdtemp(prefix="horde-bench-"))
     port = free_port()
-    (work / "nginx.conf").write_text(NGINX_CONF.format(dir=work, port=port))
+    (work / "nginx.conf").write_text(NGINX_TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port)))
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     server_core, client_core = (1, 0) if os.cpu_count() > 1 else (0, 0)
     nginx = subprocess.Popen(pinned(server_core, [nginx_bin, "-c", str(work / "nginx.conf"), "-p", str(work)]))

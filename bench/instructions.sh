@@ -9,13 +9,7 @@ requests="${2:-20000}"
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1; daemon off; pid $work/nginx.pid; error_log $work/error.log warn;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 100000000;
-  client_body_temp_path $work/b; proxy_temp_path $work/p; fastcgi_temp_path $work/f; uwsgi_temp_path $work/u; scgi_temp_path $work/s;
-  server { listen 127.0.0.1:$port; location / { return 200 "hello\n"; } } }
-CONF
+sed -e "s|{dir}|$work|g" -e "s|{port}|$port|g" "$(dirname "$0")/../scripts/nginx.conf.template" > "$work/nginx.conf"
 nginx -c "$work/nginx.conf" -p "$work" & nginx_pid=$!
 trap 'kill $nginx_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done

@@ -94,28 +94,11 @@ def target():
     server.stop()
 
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
-  keepalive_requests 1000000;
-  server {{
-    listen 127.0.0.1:{port};
-    location = /nginx_status {{ stub_status; }}
-    location = /redirect {{ return 302 /hello; }}
-    location / {{ return 200 "hello\\n"; }}
-  }}
-}}
-"""
+NGINX_TEMPLATE = ROOT / "scripts" / "nginx.conf.template"
+
+
+def nginx_conf(directory, port):
+    return NGINX_TEMPLATE.read_text().replace("{dir}", str(directory)).replace("{port}", str(port))
 
 
 class Nginx:
@@ -124,7 +107,7 @@ class Nginx:
         self.url = f"http://127.0.0.1:{self.port}"
         self.status_requests = 0
         conf = directory / "nginx.conf"
-        conf.write_text(NGINX_CONF.format(dir=directory, port=self.port))
+        conf.write_text(nginx_conf(directory, self.port))
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
         wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")

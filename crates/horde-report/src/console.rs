@@ -132,38 +132,13 @@ pub fn render(summary: &Summary) -> String {
             "name", "count", "OK", "KO", "mean", "p50", "p99", "max"
         );
         for r in &summary.requests {
-            let all = &r.latency.all;
-            let pct = |p| all.percentile(p).map(ms).unwrap_or_else(|| "-".into());
-            let _ = writeln!(
-                out,
-                "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
-                truncate(&r.name, 27),
-                r.count,
-                r.ok,
-                r.ko,
-                ms_f(all.mean_us),
-                pct(50.0),
-                pct(99.0),
-                ms(all.max_us)
-            );
+            table_row(&mut out, &r.name, (r.count, r.ok, r.ko), &r.latency.all);
         }
     }
     if !summary.groups.is_empty() {
         rule(&mut out, "Groups (duration, ms)");
         for group in &summary.groups {
-            let d = &group.duration;
-            let _ = writeln!(
-                out,
-                "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
-                truncate(&group.name, 27),
-                group.count,
-                group.ok,
-                group.ko,
-                ms_f(d.mean_us),
-                d.percentile(50.0).map(ms).unwrap_or_else(|| "-".into()),
-                d.percentile(99.0).map(ms).unwrap_or_else(|| "-".into()),
-                ms(d.max_us)
-            );
+            table_row(&mut out, &group.name, (group.count, group.ok, group.ko), &group.duration);
         }
     }
     if !summary.errors.is_empty() {
@@ -175,6 +150,23 @@ pub fn render(summary: &Summary) -> String {
     }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
     out
+}
+
+/// One line of the requests or groups table: counts, then mean, p50, p99 and max.
+fn table_row(out: &mut String, name: &str, (count, ok, ko): (u64, u64, u64), stats: &LatencyStats) {
+    let pct = |p| stats.percentile(p).map(ms).unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        out,
+        "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+        truncate(name, 27),
+        count,
+        ok,
+        ko,
+        ms_f(stats.mean_us),
+        pct(50.0),
+        pct(99.0),
+        ms(stats.max_us)
+    );
 }
 
 fn truncate(text: &str, max: usize) -> String {
@@ -201,5 +193,72 @@ mod tests {
         assert_eq!(ms(0), "0.00");
         assert_eq!(ms(1234), "1.23");
         assert_eq!(ms(1_200_000), "1200.00");
+    }
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use crate::summary::{Environment, Summary};
+    use horde_metrics::{ErrorKey, ErrorRecord, Recorder, RequestTiming, RunStatus, Snapshot, Totals};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn summary() -> Summary {
+        let plan = horde_plan::Plan::from_json(
+            r#"{"version": 1, "name": "shop", "scenarios": [{"name": "s",
+                "steps": [{"type": "request", "name": "home", "method": "GET", "url": "http://127.0.0.1:1/"}],
+                "injection": [{"type": "at_once_users", "users": 2}]}]}"#,
+        )
+        .unwrap();
+        let mut home = Recorder::default();
+        for us in [1_000, 2_000, 3_000, 900_000] {
+            home.record(&RequestTiming { latency_us: us, uncorrected_us: us, ..Default::default() }, true);
+        }
+        home.record(&RequestTiming { latency_us: 5_000, uncorrected_us: 5_000, ..Default::default() }, false);
+        let mut snapshot = Snapshot { users_started: 2, users_finished: 2, ..Default::default() };
+        snapshot.requests.push(("home".into(), home));
+        snapshot.errors.insert(
+            ErrorKey { kind: "check_failed", request: "home".into(), detail: 500 },
+            ErrorRecord { message: "status: expected 2xx or 304, found 500".into(), count: 1 },
+        );
+        let mut totals = Totals::new(UNIX_EPOCH, 1);
+        totals.absorb(snapshot);
+        totals.elapsed = Duration::from_secs(2);
+        let environment = Environment::detect(1, "test");
+        Summary::from_totals(&totals, RunStatus::Completed, &plan, &environment)
+    }
+
+    /// The text users read, exactly. Update it deliberately when the layout changes.
+    #[test]
+    fn console_summary_layout() {
+        let expected = "\
+================================================================================
+shop | completed | 2.0 s | 2 users (0 interrupted)
+---- Global Information --------------------------------------------------------
+> request count                                        5 (OK=4         KO=1       )
+> min response time (ms)                            1.00 (OK=1.00      KO=5.00    )
+> max response time (ms)                          900.10 (OK=900.10    KO=5.00    )
+> mean response time (ms)                         182.17 (OK=226.46    KO=5.00    )
+> std deviation (ms)                              358.84 (OK=388.78    KO=0.00    )
+> response time 50th percentile (ms)                3.00 (OK=2.00      KO=5.00    )
+> response time 75th percentile (ms)                5.00 (OK=3.00      KO=5.00    )
+> response time 95th percentile (ms)              900.10 (OK=900.10    KO=5.00    )
+> response time 99th percentile (ms)              900.10 (OK=900.10    KO=5.00    )
+> mean requests/sec                                  2.5 (OK=2.0       KO=0.5     )
+> uncorrected 99th percentile (ms)                900.10
+---- Response Time Distribution ------------------------------------------------
+> t < 800 ms                                           3 ( 60%)
+> 800 ms <= t < 1200 ms                                1 ( 20%)
+> t >= 1200 ms                                         0 (  0%)
+> failed                                               1 ( 20%)
+---- Requests (ms) -------------------------------------------------------------
+name                            count      OK      KO     mean      p50      p99      max
+home                                5       4       1   182.17     3.00   900.10   900.10
+---- Errors --------------------------------------------------------------------
+> 1 [check_failed] home: status: expected 2xx or 304, found 500
+  100.00% of KO
+================================================================================
+";
+        let rendered = super::render(&summary());
+        assert!(rendered == expected, "the console summary changed:\n{rendered}");
     }
 }
