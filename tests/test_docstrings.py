@@ -1,0 +1,17 @@
+"""The examples in the DSL's docstrings run and say what they show."""
+
+import doctest
+import importlib
+
+import pytest
+
+# By name: `horde.http` is also the name of the request builder the package exports.
+MODULES = ["horde.chains", "horde.checks", "horde.http", "horde.injection", "horde.simulation"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, monkeypatch):
+    monkeypatch.delenv("users", raising=False)
+    failures, attempted = doctest.testmod(importlib.import_module(name))
+    assert attempted > 0
+    assert failures == 0
