@@ -149,3 +149,41 @@ def test_params_come_from_d_flags_then_environment_then_default(monkeypatch):
 def test_plan_json_round_trips():
     plan = full_simulation().to_plan()
     assert json.loads(json.dumps(plan)) == plan
+
+
+def test_workload_models_produce_plan_steps(plan_schema):
+    from horde import (
+        hold_for, increment_concurrent_users, increment_users_per_sec, jump_to_rps, pace, ramp_concurrent_users,
+        ramp_users_per_sec, reach_rps, stress_peak_users, throttle,
+    )
+
+    open_scn = scenario("open").exec(http("a").get("/")).inject(
+        ramp_users_per_sec(1).to(5).randomized().during(2),
+        stress_peak_users(10).during(3),
+        increment_users_per_sec(2).times(3).each_level_lasting(1).separated_by_ramps_lasting(0.5).starting_from(1),
+    )
+    closed_scn = scenario("closed").during(60, pace(1), http("b").get("/")).inject(
+        ramp_concurrent_users(1).to(3).during(2),
+        increment_concurrent_users(1).times(2).each_level_lasting(1),
+    )
+    sim = setup(open_scn, closed_scn, protocol=http.base_url("http://127.0.0.1:9"),
+                throttle=throttle(reach_rps(10).in_(1), hold_for(2), jump_to_rps(5)), graceful_stop=5)
+    plan = sim.to_plan()
+    jsonschema.validate(plan, plan_schema)
+    horde.validate(sim)
+    assert [i["type"] for i in plan["scenarios"][0]["injection"]] == ["ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec"]
+    assert plan["scenarios"][0]["injection"][2] == {
+        "type": "increment_users_per_sec", "increment": 2.0, "times": 3, "level_duration_ms": 1000,
+        "ramp_duration_ms": 500, "starting_from": 1,
+    }
+    assert plan["scenarios"][1]["steps"][0]["steps"][0] == {"type": "pace", "duration_ms": 1000}
+    assert plan["options"]["throttle"] == [
+        {"type": "reach_rps", "rps": 10.0, "duration_ms": 1000}, {"type": "hold_for", "duration_ms": 2000},
+        {"type": "jump_to_rps", "rps": 5.0},
+    ]
+    assert plan["options"]["graceful_stop_ms"] == 5000
+    assert sim.throttle(jump_to_rps(3)).to_plan()["options"]["throttle"] == [{"type": "jump_to_rps", "rps": 3.0}]
+    with pytest.raises(DslError, match=r"needs \.to\(b\)"):
+        ramp_users_per_sec(1).during(2)
+    with pytest.raises(DslError, match="each_level_lasting"):
+        scenario("s").exec(http("a").get("/")).inject(increment_users_per_sec(1).times(2)).to_plan()

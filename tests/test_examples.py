@@ -65,6 +65,19 @@ def test_quick_mode(nginx, tmp_path):
     assert nginx.requests_served() - before == sum(r["global"]["count"] for r in runs)
 
 
+def test_workload_models(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "workload_models.py", "-D", f"base_url={target.url}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    rows = {r["name"]: r for r in summary["requests"]}
+    # Arrivals: 12.5 in the ramp, then 10 + 6.25 + 15 in the stairs; each runs once.
+    assert rows["item"]["count"] == 44
+    # The loopers ramp up to 4 users, then are cut 1 s after the profile's end.
+    assert summary["users"]["interrupted"] >= 3
+    assert target.stats()["total"] == summary["global"]["count"]
+
+
 def test_every_example_is_covered():
-    covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json", "quick_mode.sh"}
+    covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
+               "quick_mode.sh", "workload_models.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered

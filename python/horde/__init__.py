@@ -9,7 +9,7 @@ a native Rust engine runs them.
 Run it with ``horde run sim.py``; ``horde plan sim.py`` prints the Plan it makes.
 """
 
-from .chains import Chain, Population, Scenario, during, exec_, group, pause, repeat, scenario
+from .chains import Chain, Population, Scenario, during, exec_, group, pace, pause, repeat, scenario
 from .checks import Check, css, header, jsonpath, regex, status, substring
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
 from .http import (
@@ -25,10 +25,15 @@ from .injection import (
     at_once_users,
     constant_concurrent_users,
     constant_users_per_sec,
+    increment_concurrent_users,
+    increment_users_per_sec,
     nothing_for,
+    ramp_concurrent_users,
     ramp_users,
+    ramp_users_per_sec,
+    stress_peak_users,
 )
-from .simulation import Simulation, param, setup
+from .simulation import Simulation, hold_for, jump_to_rps, param, reach_rps, setup, throttle
 
 # Gatling spells it exec; here exec_ avoids the builtin, and exec works on chains.
 __all__ = [
@@ -38,6 +43,9 @@ __all__ = [
     "exec_", "group", "header", "http", "json_body", "jsonpath", "nothing_for", "param", "pause",
     "ramp_users", "raw_file_body_part", "regex", "repeat", "scenario", "setup", "status",
     "string_body", "string_body_part", "substring", "validate",
+    "pace", "ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec",
+    "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
+    "hold_for",
 ]
 
 

@@ -47,6 +47,11 @@ class Chain:
         ``exponential=True``, an exponential draw of mean ``duration``."""
         return self._then(_pause_step(duration, max_duration, exponential))
 
+    def pace(self, duration):
+        """Wait so that successive passes through this step are at least ``duration`` seconds
+        apart: put it in a loop to run the loop at a steady rate."""
+        return self._then({"type": "pace", "duration_ms": to_ms(duration, "pace()")})
+
     def repeat(self, times, *items, counter=None):
         """Run ``items`` ``times`` times; ``counter`` names a variable holding 0, 1, ..."""
         if isinstance(times, bool) or not isinstance(times, int) or times < 0:
@@ -95,6 +100,10 @@ def pause(duration, max_duration=None, *, exponential=False):
 
 def repeat(times, *items, counter=None):
     return Chain().repeat(times, *items, counter=counter)
+
+
+def pace(duration):
+    return Chain().pace(duration)
 
 
 def during(duration, *items, counter=None):

@@ -90,6 +90,10 @@ class Simulation:
     def max_duration(self, seconds):
         return self._derive(options=self.options + (("max_duration_ms", to_ms(seconds, "max_duration")),))
 
+    def throttle(self, *steps):
+        """Gatling's ``.throttle(reachRps(100).in(10), holdFor(60))``: caps the request rate."""
+        return self._derive(options=self.options + (("throttle", _throttle_steps(steps)),))
+
     def to_plan(self):
         options = dict(self.options)
         plan = {
@@ -115,7 +119,59 @@ _OPTION_NAMES = {
     "response_time_bounds_ms": ("response_time_bounds_ms", lambda v: [int(b) for b in v]),
     "max_requests": ("max_requests", int),
     "workers": ("workers", int),
+    "graceful_stop": ("graceful_stop_ms", lambda v: to_ms(v, "graceful_stop")),
+    "throttle": ("throttle", lambda v: _throttle_steps(v if isinstance(v, (list, tuple)) else [v])),
 }
+
+
+def _throttle_steps(steps):
+    plans = []
+    for step in steps:
+        if isinstance(step, (list, tuple)):
+            plans.extend(_throttle_steps(step))
+        elif isinstance(step, dict) and step.get("type") in ("jump_to_rps", "reach_rps", "hold_for"):
+            plans.append(dict(step))
+        elif isinstance(step, _ReachRps):
+            raise DslError(f"reach_rps({step.rps}) needs .in_(seconds)")
+        else:
+            raise DslError(f"throttle takes reach_rps(r).in_(s), hold_for(s) and jump_to_rps(r), got {step!r}")
+    if not plans:
+        raise DslError("throttle needs at least one step")
+    return plans
+
+
+@dataclass(frozen=True)
+class _ReachRps:
+    rps: float
+
+    def in_(self, duration):
+        return {"type": "reach_rps", "rps": self.rps, "duration_ms": to_ms(duration, "reach_rps().in_()")}
+
+
+def _positive_rps(rps, what):
+    if isinstance(rps, bool) or not isinstance(rps, (int, float)) or rps <= 0:
+        raise DslError(f"{what}: expected a positive rate, got {rps!r}")
+    return float(rps)
+
+
+def reach_rps(rps):
+    """Throttle step: go linearly to ``rps`` requests per second, ``.in_(seconds)``."""
+    return _ReachRps(_positive_rps(rps, "reach_rps()"))
+
+
+def jump_to_rps(rps):
+    """Throttle step: from now on, at most ``rps`` requests per second."""
+    return {"type": "jump_to_rps", "rps": _positive_rps(rps, "jump_to_rps()")}
+
+
+def hold_for(duration):
+    """Throttle step: keep the current rate this long."""
+    return {"type": "hold_for", "duration_ms": to_ms(duration, "hold_for()")}
+
+
+def throttle(*steps):
+    """The throttle steps, for ``setup(..., throttle=throttle(reach_rps(100).in_(10), hold_for(60)))``."""
+    return _throttle_steps(steps)
 
 
 def setup(*populations, protocol=None, name=None, **options):

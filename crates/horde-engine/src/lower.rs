@@ -28,6 +28,8 @@ pub struct Program {
     pub protocol: ProtocolProgram,
     /// Some check reads a response header: the client then keeps every header.
     pub reads_response_headers: bool,
+    /// Pace steps in the plan; each user remembers when it last passed each one.
+    pub paces: usize,
 }
 
 pub struct ProtocolProgram {
@@ -45,6 +47,8 @@ pub struct ScenarioProgram {
 pub enum StepProgram {
     Request(Box<RequestProgram>),
     Pause(PauseKind),
+    /// `id` indexes the user's record of when it last passed this step.
+    Pace { id: usize, duration: Duration },
     Repeat { times: u64, counter: Option<usize>, body: Vec<StepProgram> },
     During { duration: Duration, counter: Option<usize>, body: Vec<StepProgram> },
     Group { group: usize, body: Vec<StepProgram> },
@@ -212,6 +216,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         base_dir: plan.base_dir.as_ref().map(PathBuf::from),
         default_headers: Vec::new(),
         boundary_counter: 0,
+        paces: 0,
     };
     for (i, header) in plan.protocol.headers.iter().enumerate() {
         let path = format!("protocol.headers[{i}]");
@@ -240,6 +245,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         rows: lowering.rows,
         groups: lowering.groups,
         reads_response_headers,
+        paces: lowering.paces,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -258,6 +264,7 @@ struct Lowering {
     base_dir: Option<PathBuf>,
     default_headers: Vec<(HeaderName, Template)>,
     boundary_counter: u32,
+    paces: usize,
 }
 
 impl Lowering {
@@ -324,6 +331,10 @@ impl Lowering {
                     )),
                     Step::PauseExponential { mean_ms } => {
                         StepProgram::Pause(PauseKind::Exponential(Duration::from_millis(*mean_ms)))
+                    }
+                    Step::Pace { duration_ms } => {
+                        self.paces += 1;
+                        StepProgram::Pace { id: self.paces - 1, duration: Duration::from_millis(*duration_ms) }
                     }
                     Step::Repeat { times, counter, steps } => StepProgram::Repeat {
                         times: *times,

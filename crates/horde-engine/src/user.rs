@@ -76,6 +76,8 @@ pub(crate) struct VirtualUser {
     failures: u64,
     /// Some check of the scenario reads a response header, so all headers are kept.
     keep_all_headers: bool,
+    /// When this user last passed each pace step.
+    paces: Vec<Option<Instant>>,
 }
 
 /// A request ready to go on the wire.
@@ -91,6 +93,7 @@ impl VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
             keep_all_headers: ctx.program.reads_response_headers,
+            paces: vec![None; ctx.program.paces],
             ctx,
             variables: vec![None; slots],
             cookies: CookieStore::default(),
@@ -115,6 +118,10 @@ impl VirtualUser {
                 StepProgram::Request(request) => self.request(request).await,
                 StepProgram::Pause(kind) => {
                     self.pause(*kind).await;
+                    Flow::Next
+                }
+                StepProgram::Pace { id, duration } => {
+                    self.pace(*id, *duration).await;
                     Flow::Next
                 }
                 // Boxed once per entry into a block (not per iteration), which is what lets
@@ -167,7 +174,9 @@ impl VirtualUser {
                     self.ctx.metrics.borrow_mut().group(*group).record(duration_us, ok);
                     flow
                 }
-                StepProgram::Request(_) | StepProgram::Pause(_) => unreachable!("handled by chain"),
+                StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
+                    unreachable!("handled by chain")
+                }
             }
         })
     }
@@ -180,6 +189,20 @@ impl VirtualUser {
         };
         let target = self.next_intended.unwrap_or_else(Instant::now) + duration;
         tokio::time::sleep_until(target).await;
+        self.next_intended = Some(target);
+    }
+
+    /// Waits until `duration` after this user last passed this pace step, so the loop around
+    /// it runs at most once per `duration`. A late pass is not caught up: the next one is
+    /// measured from it.
+    async fn pace(&mut self, id: usize, duration: std::time::Duration) {
+        let now = Instant::now();
+        let target = match self.paces[id] {
+            Some(last) if last + duration > now => last + duration,
+            _ => now,
+        };
+        tokio::time::sleep_until(target).await;
+        self.paces[id] = Some(target);
         self.next_intended = Some(target);
     }
 

@@ -2,7 +2,7 @@
 //! recorders. Nothing on the per-request path is shared with other workers; only snapshots
 //! leave the thread, once per interval.
 
-use crate::injection::{arrivals, closed_slots};
+use crate::injection::{arrivals, closed_slots, RateSchedule};
 use crate::lower::Program;
 use crate::user::{UserOutcome, VirtualUser};
 use horde_metrics::{new_histogram, record_value, Histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
@@ -187,39 +187,23 @@ impl WorkerMetrics {
 }
 
 /// The run-wide throttle's share for one worker: the k-th request of this worker is intended
-/// to start at the k-th slot. Slots follow the plan's steps; the last rate holds after them.
+/// to start when the worker's share of the throttle schedule reaches k.
 struct Throttle {
-    /// (offset from the start at which this rate begins, requests per second for this worker)
-    rates: Vec<(Duration, f64)>,
+    schedule: RateSchedule,
     start: Instant,
-    next: Instant,
+    issued: u64,
 }
 
 impl Throttle {
     fn new(steps: &[ThrottleStep], workers: usize, start: Instant) -> Option<Throttle> {
-        let mut rates = Vec::new();
-        let mut offset = Duration::ZERO;
-        for step in steps {
-            match step {
-                ThrottleStep::JumpToRps { rps } => rates.push((offset, rps / workers as f64)),
-                ThrottleStep::HoldFor { duration_ms } => offset += Duration::from_millis(*duration_ms),
-            }
-        }
-        (!rates.is_empty()).then_some(Throttle { rates, start, next: start })
+        let schedule = RateSchedule::throttle(steps, 1.0 / workers as f64)?;
+        Some(Throttle { schedule, start, issued: 0 })
     }
 
     fn next_slot(&mut self) -> Instant {
-        let slot = self.next;
-        let offset = slot.saturating_duration_since(self.start);
-        let rate = self
-            .rates
-            .iter()
-            .rev()
-            .find(|(from, _)| *from <= offset)
-            .map(|(_, rate)| *rate)
-            .unwrap_or(self.rates[0].1);
-        self.next = slot + Duration::from_secs_f64(1.0 / rate);
-        slot
+        let at = self.schedule.time_of(self.issued as f64).unwrap_or(f64::MAX / 4.0);
+        self.issued += 1;
+        self.start + Duration::from_secs_f64(at.min(1e9))
     }
 }
 
@@ -272,15 +256,17 @@ async fn worker_main(setup: WorkerSetup) {
     for scenario in 0..program.scenarios.len() {
         let injection = &program.scenarios[scenario].injection;
         if injection.iter().any(Injection::is_closed) {
-            for slot in closed_slots(injection, worker, workers) {
+            for periods in closed_slots(injection, worker, workers) {
                 ctx.injectors_running.set(ctx.injectors_running.get() + 1);
                 let ctx = ctx.clone();
                 tokio::task::spawn_local(async move {
-                    tokio::time::sleep_until(ctx.start + slot.from).await;
-                    let until = ctx.start + slot.until;
-                    while Instant::now() < until && !ctx.budget_exhausted() {
-                        if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
-                            break;
+                    'periods: for period in periods {
+                        tokio::time::sleep_until(ctx.start + period.from).await;
+                        let until = ctx.start + period.until;
+                        while Instant::now() < until && !ctx.budget_exhausted() {
+                            if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
+                                break 'periods;
+                            }
                         }
                     }
                     ctx.injectors_running.set(ctx.injectors_running.get() - 1);
@@ -317,8 +303,25 @@ async fn worker_main(setup: WorkerSetup) {
 
     let interval = Duration::from_millis(options.snapshot_interval_ms);
     let mut ticker = tokio::time::interval_at(start + interval, interval);
+    // With a graceful stop, users still running this long after the last profile ended are
+    // interrupted.
+    let profiles_end = program
+        .scenarios
+        .iter()
+        .map(|s| s.injection.iter().map(|i| Duration::from_millis(i.duration_ms())).sum::<Duration>())
+        .max()
+        .unwrap_or_default();
+    let graceful_deadline = options.graceful_stop_ms.map(|grace| start + profiles_end + Duration::from_millis(grace));
+    let graceful_stop = async {
+        match graceful_deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(graceful_stop);
     loop {
         tokio::select! {
+            _ = &mut graceful_stop => break,
             _ = ticker.tick() => {
                 let snapshot = ctx.metrics.borrow_mut().take_snapshot(worker, ctx.active_users.get(), false);
                 if snapshots.send(snapshot).is_err() {
@@ -361,7 +364,7 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn throttle_slots_follow_the_rate_and_its_jumps() {
+    async fn throttle_slots_are_a_workers_share_of_the_rate() {
         let start = Instant::now();
         let steps = [
             ThrottleStep::JumpToRps { rps: 10.0 },

@@ -220,3 +220,47 @@ fn a_slow_response_times_out_as_a_ko_and_the_run_goes_on() {
     assert_eq!(timeout.1.count, 3);
     assert_eq!(timeout.1.message, "no complete response within 100 ms");
 }
+
+#[test]
+fn pacing_holds_a_closed_loop_to_its_rate_and_graceful_stop_interrupts_stragglers() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // 4 users for 1 s, each looping at most once per 100 ms: about 40 requests, not thousands.
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"graceful_stop_ms": 200}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "constant_concurrent_users", "users": 4, "duration_ms": 1000}}],
+              "steps": [{{"type": "during", "duration_ms": 60000, "steps": [
+                {{"type": "pace", "duration_ms": 100}},
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items"}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let started = std::time::Instant::now();
+    let (totals, status) = run_plan(&plan);
+    let elapsed = started.elapsed();
+    assert_eq!(status, RunStatus::Completed);
+    // The profile ends at 1 s; the users' 60 s loops are cut 200 ms later.
+    assert!(elapsed >= std::time::Duration::from_millis(1200) && elapsed < std::time::Duration::from_millis(2000), "{elapsed:?}");
+    assert_eq!(totals.users_interrupted, 4);
+    let (ok, ko) = totals.request_counts();
+    assert_eq!(ko, 0);
+    // 1.2 s at 10 per second per user, for 4 users, give or take one pass each.
+    assert!((44..=52).contains(&ok), "{ok}");
+}
+
+#[test]
+fn a_reach_rps_throttle_ramps_the_request_rate() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // Ramp to 200 rps over 1 s (100 requests), then hold 200 rps for 0.5 s (100 more).
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}},
+            "options": {{"max_duration_ms": 1500, "throttle": [
+                {{"type": "reach_rps", "rps": 200, "duration_ms": 1000}}, {{"type": "hold_for", "duration_ms": 500}}]}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 8}}],
+              "steps": [{{"type": "during", "duration_ms": 60000, "steps": [
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items"}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let (totals, _) = run_plan(&plan);
+    let (ok, _) = totals.request_counts();
+    assert!((190..=210).contains(&ok), "{ok}");
+    assert!(totals.start_lag_us.len() >= ok);
+}

@@ -177,6 +177,11 @@ pub struct RunOptions {
     /// counted as late.
     #[serde(default = "default_late_start_threshold_us")]
     pub late_start_threshold_us: u64,
+    /// Once every injection profile has ended, users still running get this long to finish;
+    /// then they are interrupted and counted as such. Without it they run to their end (as in
+    /// Gatling), bounded only by `max_duration_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graceful_stop_ms: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -192,6 +197,7 @@ impl Default for RunOptions {
             workers: None,
             snapshot_interval_ms: default_snapshot_interval_ms(),
             late_start_threshold_us: default_late_start_threshold_us(),
+            graceful_stop_ms: None,
         }
     }
 }
@@ -224,6 +230,8 @@ pub enum OnCheckFailure {
 pub enum ThrottleStep {
     /// From now on, at most this many requests per second.
     JumpToRps { rps: f64 },
+    /// Go linearly from the current rate (0 at the start) to `rps` over the duration.
+    ReachRps { rps: f64, duration_ms: u64 },
     /// Keep the current rate this long.
     HoldFor { duration_ms: u64 },
 }
@@ -263,6 +271,9 @@ pub enum Step {
     PauseUniform { min_ms: u64, max_ms: u64 },
     /// A pause drawn from an exponential distribution (think times of independent users).
     PauseExponential { mean_ms: u64 },
+    /// Wait so that successive passes through this step are at least `duration_ms` apart:
+    /// pacing for closed-model loops.
+    Pace { duration_ms: u64 },
     /// Run `steps` this many times; `counter` holds the 0-based iteration number.
     Repeat {
         times: u64,
@@ -402,14 +413,73 @@ pub enum Injection {
         #[serde(default)]
         randomized: bool,
     },
+    /// Open: the arrival rate goes linearly from `from` to `to` users per second.
+    RampUsersPerSec {
+        from: f64,
+        to: f64,
+        duration_ms: u64,
+        #[serde(default)]
+        randomized: bool,
+    },
+    /// Open: this many users, arriving along a smooth step (the normal distribution's CDF)
+    /// stretched over the duration: a peak of arrivals in the middle.
+    StressPeakUsers { users: u64, duration_ms: u64 },
+    /// Open: stairs of arrival rates: `times` levels of `level_duration_ms`, the first at
+    /// `starting_from` users per second and each `increment` higher, joined by linear ramps of
+    /// `ramp_duration_ms`.
+    IncrementUsersPerSec {
+        increment: f64,
+        times: u32,
+        level_duration_ms: u64,
+        #[serde(default)]
+        ramp_duration_ms: u64,
+        #[serde(default)]
+        starting_from: f64,
+    },
     /// Closed: keep this many users running; a user that finishes is replaced by a new one.
     ConstantConcurrentUsers { users: u64, duration_ms: u64 },
+    /// Closed: the number of concurrent users goes linearly from `from` to `to`.
+    RampConcurrentUsers { from: u64, to: u64, duration_ms: u64 },
+    /// Closed: stairs of concurrency: `times` levels, the first at `starting_from` users and
+    /// each `increment` higher, joined by ramps of `ramp_duration_ms`.
+    IncrementConcurrentUsers {
+        increment: u64,
+        times: u32,
+        level_duration_ms: u64,
+        #[serde(default)]
+        ramp_duration_ms: u64,
+        #[serde(default)]
+        starting_from: u64,
+    },
 }
 
 impl Injection {
     /// Closed-model steps keep a number of users; open-model steps start arrivals.
     pub fn is_closed(&self) -> bool {
-        matches!(self, Injection::ConstantConcurrentUsers { .. })
+        matches!(
+            self,
+            Injection::ConstantConcurrentUsers { .. }
+                | Injection::RampConcurrentUsers { .. }
+                | Injection::IncrementConcurrentUsers { .. }
+        )
+    }
+
+    /// How long the step lasts (an `at_once_users` step takes no time).
+    pub fn duration_ms(&self) -> u64 {
+        match *self {
+            Injection::AtOnceUsers { .. } => 0,
+            Injection::NothingFor { duration_ms }
+            | Injection::RampUsers { duration_ms, .. }
+            | Injection::ConstantUsersPerSec { duration_ms, .. }
+            | Injection::RampUsersPerSec { duration_ms, .. }
+            | Injection::StressPeakUsers { duration_ms, .. }
+            | Injection::ConstantConcurrentUsers { duration_ms, .. }
+            | Injection::RampConcurrentUsers { duration_ms, .. } => duration_ms,
+            Injection::IncrementUsersPerSec { times, level_duration_ms, ramp_duration_ms, .. }
+            | Injection::IncrementConcurrentUsers { times, level_duration_ms, ramp_duration_ms, .. } => {
+                u64::from(times) * level_duration_ms + u64::from(times.saturating_sub(1)) * ramp_duration_ms
+            }
+        }
     }
 }
 

@@ -108,14 +108,17 @@ impl Validator {
                 ThrottleStep::JumpToRps { rps } if !(*rps > 0.0 && rps.is_finite()) => {
                     self.error(format!("{path}.rps"), "must be more than 0");
                 }
-                ThrottleStep::HoldFor { duration_ms: 0 } => {
+                ThrottleStep::HoldFor { duration_ms: 0 } | ThrottleStep::ReachRps { duration_ms: 0, .. } => {
                     self.error(format!("{path}.duration_ms"), "must be more than 0");
+                }
+                ThrottleStep::ReachRps { rps, .. } if !(*rps > 0.0 && rps.is_finite()) => {
+                    self.error(format!("{path}.rps"), "must be more than 0");
                 }
                 _ => {}
             }
         }
         if let Some(ThrottleStep::HoldFor { .. }) = options.throttle.first() {
-            self.error("options.throttle[0]", "a throttle starts with jump_to_rps");
+            self.error("options.throttle[0]", "a throttle starts with jump_to_rps or reach_rps");
         }
     }
 
@@ -143,6 +146,11 @@ impl Validator {
                 Step::PauseExponential { mean_ms } => {
                     if *mean_ms == 0 {
                         self.error(format!("{path}.mean_ms"), "must be more than 0");
+                    }
+                }
+                Step::Pace { duration_ms } => {
+                    if *duration_ms == 0 {
+                        self.error(format!("{path}.duration_ms"), "must be more than 0");
                     }
                 }
                 Step::Repeat { counter, steps, .. } => {
@@ -315,6 +323,42 @@ impl Validator {
                 Injection::ConstantConcurrentUsers { users, duration_ms } => {
                     self.positive(&path, "users", *users);
                     self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::RampUsersPerSec { from, to, duration_ms, .. } => {
+                    for (field, rate) in [("from", from), ("to", to)] {
+                        if !(*rate >= 0.0 && rate.is_finite()) {
+                            self.error(format!("{path}.{field}"), "must be 0 or more");
+                        }
+                    }
+                    if *from == 0.0 && *to == 0.0 {
+                        self.error(&path, "a ramp from 0 to 0 users per second starts nobody");
+                    }
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::StressPeakUsers { users, duration_ms } => {
+                    self.positive(&path, "users", *users);
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::IncrementUsersPerSec { increment, times, level_duration_ms, starting_from, .. } => {
+                    if !(*increment > 0.0 && increment.is_finite()) {
+                        self.error(format!("{path}.increment"), "must be more than 0");
+                    }
+                    if !(*starting_from >= 0.0 && starting_from.is_finite()) {
+                        self.error(format!("{path}.starting_from"), "must be 0 or more");
+                    }
+                    self.positive(&path, "times", u64::from(*times));
+                    self.positive(&path, "level_duration_ms", *level_duration_ms);
+                }
+                Injection::RampConcurrentUsers { from, to, duration_ms } => {
+                    if *from == 0 && *to == 0 {
+                        self.error(&path, "a ramp from 0 to 0 users runs nobody");
+                    }
+                    self.positive(&path, "duration_ms", *duration_ms);
+                }
+                Injection::IncrementConcurrentUsers { increment, times, level_duration_ms, .. } => {
+                    self.positive(&path, "increment", *increment);
+                    self.positive(&path, "times", u64::from(*times));
+                    self.positive(&path, "level_duration_ms", *level_duration_ms);
                 }
             }
         }
