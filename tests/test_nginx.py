@@ -57,3 +57,24 @@ def test_a_refused_connection_is_a_ko_with_its_reason(horde):
     assert summary["global"]["ko"] == 20
     assert summary["errors"][0]["kind"] == "connect_refused"
     assert summary["errors"][0]["count"] == 20
+
+
+def test_the_time_series_adds_up_to_the_summary(horde, nginx):
+    import csv
+    import json
+
+    result = horde("http", nginx.url + "/", "-c", "4", "-d", "2500ms", "--rate", "400", "-q")
+    assert result.code == 0, result.stderr
+    directory = next(result.results_dir.iterdir())
+    with open(directory / "timeseries.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    all_rows = [r for r in rows if r["name"] == "all"]
+    # 2.5 s in 1 s intervals: 3 intervals (the last one partial), each with an "all" row.
+    assert [int(r["start_ms"]) for r in all_rows] == [0, 1000, 2000]
+    assert sum(int(r["ok"]) + int(r["ko"]) for r in all_rows) == result.summary["global"]["count"]
+    # Paced at 400 req/s, a full interval holds 400 requests.
+    assert 390 <= int(all_rows[1]["ok"]) <= 410
+    assert set(rows[0]) >= {"p50_us", "p99_us", "rps", "users_active"}
+    samples = [json.loads(line) for line in (directory / "timeseries.jsonl").read_text().splitlines()]
+    assert len(samples) == len(rows)
+    assert samples[1]["latency"]["count"] == int(rows[1]["ok"]) + int(rows[1]["ko"])

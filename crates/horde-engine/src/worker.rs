@@ -156,7 +156,7 @@ impl WorkerMetrics {
             .or_insert_with(|| ErrorRecord { message: message(), count: 1 });
     }
 
-    fn take_snapshot(&mut self, worker: usize, users_active: u64, finished: bool) -> Snapshot {
+    fn take_snapshot(&mut self, worker: usize, users_active: u64, finished: bool, interval: u64) -> Snapshot {
         let requests = self
             .rows
             .iter_mut()
@@ -182,6 +182,7 @@ impl WorkerMetrics {
             start_lag_us: (!lag.is_empty()).then_some(lag),
             late_starts: std::mem::take(&mut self.late_starts),
             finished,
+            interval,
         }
     }
 }
@@ -319,11 +320,13 @@ async fn worker_main(setup: WorkerSetup) {
         }
     };
     tokio::pin!(graceful_stop);
+    let mut intervals_done = 0u64;
     loop {
         tokio::select! {
             _ = &mut graceful_stop => break,
             _ = ticker.tick() => {
-                let snapshot = ctx.metrics.borrow_mut().take_snapshot(worker, ctx.active_users.get(), false);
+                intervals_done += 1;
+                let snapshot = ctx.metrics.borrow_mut().take_snapshot(worker, ctx.active_users.get(), false, intervals_done);
                 if snapshots.send(snapshot).is_err() {
                     return;
                 }
@@ -339,7 +342,7 @@ async fn worker_main(setup: WorkerSetup) {
     let interrupted = ctx.active_users.get();
     let mut metrics = ctx.metrics.borrow_mut();
     metrics.users_interrupted += interrupted;
-    let snapshot = metrics.take_snapshot(worker, 0, true);
+    let snapshot = metrics.take_snapshot(worker, 0, true, intervals_done + 1);
     let _ = snapshots.send(snapshot);
 }
 

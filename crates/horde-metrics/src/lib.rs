@@ -15,8 +15,10 @@
 
 mod recorder;
 mod summary;
+mod timeseries;
 mod totals;
 
+pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};
 pub use hdrhistogram::Histogram;
 pub use recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot};

@@ -166,6 +166,9 @@ pub struct Snapshot {
     pub late_starts: u64,
     /// True in the worker's last snapshot.
     pub finished: bool,
+    /// Which snapshot interval this covers: interval i is ((i-1)·T, i·T] from the start of
+    /// the run; a worker's last snapshot covers the part of an interval it lived through.
+    pub interval: u64,
 }
 
 impl Snapshot {

@@ -1,6 +1,7 @@
 //! The collector's running totals, merged from worker snapshots, and the Sink interface that
 //! outputs (progress line, results files) implement.
 
+use crate::timeseries::PendingIntervals;
 use crate::recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
@@ -51,6 +52,8 @@ pub struct Totals {
     /// OK and KO requests since the previous call to [`Totals::take_interval_counts`].
     interval_ok: u64,
     interval_ko: u64,
+    /// Per-interval measurements not yet taken by a sink.
+    pub intervals: PendingIntervals,
 }
 
 impl Totals {
@@ -71,10 +74,12 @@ impl Totals {
             late_starts: 0,
             interval_ok: 0,
             interval_ko: 0,
+            intervals: PendingIntervals::default(),
         }
     }
 
     pub fn absorb(&mut self, snapshot: Snapshot) {
+        self.intervals.add(&snapshot);
         let (ok, ko) = snapshot.request_count();
         self.interval_ok += ok;
         self.interval_ko += ko;

@@ -10,7 +10,9 @@
 mod console;
 mod results;
 mod summary;
+mod timeseries;
 
 pub use console::render as render_console;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use timeseries::TimeSeriesWriter;
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};

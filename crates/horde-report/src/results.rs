@@ -1,7 +1,8 @@
 //! The results directory, written as the run goes, and the live progress line.
 
 use crate::summary::{Environment, Summary};
-use horde_metrics::{RunStatus, Sink, Totals};
+use crate::timeseries::TimeSeriesWriter;
+use horde_metrics::{RunStatus, Sink, SummaryOptions, Totals};
 use horde_plan::Plan;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,7 @@ pub struct ResultsSink {
     last_progress: Instant,
     last_progress_counts: (u64, u64),
     show_progress: bool,
+    timeseries: Option<TimeSeriesWriter>,
     /// The first write error, reported at the end; the run itself goes on.
     pub write_error: Option<ResultsError>,
     pub final_summary: Option<Summary>,
@@ -80,6 +82,14 @@ pub struct ResultsSink {
 
 impl ResultsSink {
     pub fn new(dir: PathBuf, plan: Plan, environment: Environment, show_progress: bool) -> ResultsSink {
+        let mut write_error = None;
+        let timeseries = match TimeSeriesWriter::create(&dir, &plan.options.percentiles) {
+            Ok(writer) => Some(writer),
+            Err(source) => {
+                write_error = Some(ResultsError::Write { path: dir.join("timeseries.csv"), source });
+                None
+            }
+        };
         ResultsSink {
             dir,
             plan,
@@ -88,8 +98,28 @@ impl ResultsSink {
             last_progress: Instant::now(),
             last_progress_counts: (0, 0),
             show_progress,
-            write_error: None,
+            timeseries,
+            write_error,
             final_summary: None,
+        }
+    }
+
+    /// Appends the intervals no worker will add to any more (all of them at the end).
+    fn write_intervals(&mut self, totals: &mut Totals, finished: bool) {
+        let interval_ms = self.plan.options.snapshot_interval_ms.max(1);
+        let options = SummaryOptions {
+            percentiles: self.plan.options.percentiles.clone(),
+            response_time_bounds_ms: self.plan.options.response_time_bounds_ms,
+        };
+        // A worker's snapshot can arrive a little after the collector's tick: keep the
+        // newest interval open until the next one.
+        let current = totals.elapsed.as_millis() as u64 / interval_ms;
+        let last = if finished { None } else { Some(current.saturating_sub(1)) };
+        let samples = totals.intervals.take(last, interval_ms, &options);
+        if let Some(writer) = &mut self.timeseries {
+            if let Err(source) = writer.write(&samples) {
+                self.write_error.get_or_insert(ResultsError::Write { path: self.dir.join("timeseries.csv"), source });
+            }
         }
     }
 
@@ -127,6 +157,7 @@ impl ResultsSink {
 
 impl Sink for ResultsSink {
     fn interval(&mut self, totals: &mut Totals) {
+        self.write_intervals(totals, false);
         self.write(totals, RunStatus::Running);
         if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
             self.progress(totals);
@@ -134,6 +165,7 @@ impl Sink for ResultsSink {
     }
 
     fn finish(&mut self, totals: &mut Totals, status: RunStatus) {
+        self.write_intervals(totals, true);
         let summary = self.write(totals, status);
         self.final_summary = Some(summary);
     }

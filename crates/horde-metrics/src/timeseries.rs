@@ -1,0 +1,129 @@
+//! Time series: what happened in each snapshot interval, per request row and for all rows
+//! together, for the report's charts and for users' own tools.
+
+use crate::recorder::{Recorder, Snapshot};
+use crate::summary::{LatencyStats, SummaryOptions};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The name of the row that merges all requests of an interval.
+pub const ALL_REQUESTS: &str = "all";
+
+/// One row of the time series: one request row (or all of them) in one interval.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct IntervalSample {
+    /// Interval i covers ((i-1)·T, i·T] from the start of the run.
+    pub interval: u64,
+    /// Offset of the interval's start from the start of the run.
+    pub start_ms: u64,
+    pub duration_ms: u64,
+    /// A request row, or `all`.
+    pub name: String,
+    pub ok: u64,
+    pub ko: u64,
+    /// (ok + ko) / interval length.
+    pub rps: f64,
+    /// Latency from the intended start, all requests.
+    pub latency: LatencyStats,
+    /// Users running at the end of the interval (summed over workers).
+    pub users_active: u64,
+}
+
+#[derive(Default, Debug, Clone)]
+struct PendingInterval {
+    rows: Vec<(Arc<str>, Recorder)>,
+    users_by_worker: BTreeMap<usize, u64>,
+}
+
+/// Intervals still receiving snapshots from some worker.
+#[derive(Default, Debug, Clone)]
+pub struct PendingIntervals {
+    by_interval: BTreeMap<u64, PendingInterval>,
+}
+
+impl PendingIntervals {
+    /// Adds what a snapshot measured to its interval (the snapshot itself goes on to the totals).
+    pub fn add(&mut self, snapshot: &Snapshot) {
+        let pending = self.by_interval.entry(snapshot.interval).or_default();
+        for (name, recorder) in &snapshot.requests {
+            match pending.rows.iter_mut().find(|(n, _)| n == name) {
+                Some((_, existing)) => existing.merge(recorder),
+                None => pending.rows.push((name.clone(), recorder.clone())),
+            }
+        }
+        if !snapshot.finished {
+            pending.users_by_worker.insert(snapshot.worker, snapshot.users_active);
+        }
+    }
+
+    /// Samples of the intervals up to `last` (all of them when None), oldest first; those
+    /// intervals are forgotten.
+    pub fn take(&mut self, last: Option<u64>, interval_ms: u64, options: &SummaryOptions) -> Vec<IntervalSample> {
+        let keep = match last {
+            Some(last) => self.by_interval.split_off(&(last + 1)),
+            None => BTreeMap::new(),
+        };
+        let done = std::mem::replace(&mut self.by_interval, keep);
+        let mut samples = Vec::new();
+        for (interval, pending) in done {
+            let users_active = pending.users_by_worker.values().sum();
+            let start_ms = interval.saturating_sub(1) * interval_ms;
+            let sample = |name: &str, recorder: &Recorder| {
+                let mut all = recorder.ok.clone();
+                all.add(&recorder.ko).expect("auto-resizing histograms always merge");
+                IntervalSample {
+                    interval,
+                    start_ms,
+                    duration_ms: interval_ms,
+                    name: name.to_string(),
+                    ok: recorder.ok.len(),
+                    ko: recorder.ko.len(),
+                    rps: all.len() as f64 * 1000.0 / interval_ms.max(1) as f64,
+                    latency: LatencyStats::from_histogram(&all, &options.percentiles),
+                    users_active,
+                }
+            };
+            let mut global = Recorder::default();
+            for (_, recorder) in &pending.rows {
+                global.merge(recorder);
+            }
+            samples.push(sample(ALL_REQUESTS, &global));
+            for (name, recorder) in &pending.rows {
+                samples.push(sample(name, recorder));
+            }
+        }
+        samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RequestTiming;
+
+    fn snapshot(worker: usize, interval: u64, requests: u64, users: u64) -> Snapshot {
+        let mut recorder = Recorder::default();
+        for _ in 0..requests {
+            recorder.record(&RequestTiming { latency_us: 1000, uncorrected_us: 1000, ..Default::default() }, true);
+        }
+        Snapshot { worker, interval, users_active: users, requests: vec![("home".into(), recorder)], ..Default::default() }
+    }
+
+    #[test]
+    fn intervals_merge_workers_and_come_out_in_order() {
+        let mut pending = PendingIntervals::default();
+        pending.add(&snapshot(0, 2, 5, 3));
+        pending.add(&snapshot(0, 1, 10, 2));
+        pending.add(&snapshot(1, 1, 20, 4));
+        let options = SummaryOptions::default();
+        let first = pending.take(Some(1), 1000, &options);
+        assert_eq!(first.len(), 2, "the all row and the home row of interval 1");
+        assert_eq!((first[0].name.as_str(), first[0].ok, first[0].users_active), ("all", 30, 6));
+        assert_eq!((first[1].name.as_str(), first[1].rps), ("home", 30.0));
+        let rest = pending.take(None, 1000, &options);
+        assert_eq!((rest[0].interval, rest[0].start_ms, rest[0].ok), (2, 1000, 5));
+        assert!(pending.take(None, 1000, &options).is_empty());
+    }
+}
