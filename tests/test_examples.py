@@ -77,7 +77,14 @@ def test_workload_models(target, tmp_path):
     assert target.stats()["total"] == summary["global"]["count"]
 
 
+def test_capacity_sweep_runs_as_a_plain_simulation_too(target, tmp_path):
+    # The sweep itself is tested in test_sweep.py; here the file also runs on its own.
+    run_example(["horde", "run", EXAMPLES / "capacity_sweep.py", "-D", f"base_url={target.url}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0 and summary["global"]["count"] > 50
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
-               "quick_mode.sh", "workload_models.py"}
+               "quick_mode.sh", "workload_models.py", "capacity_sweep.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered

@@ -44,7 +44,12 @@ pub enum Command {
         /// 0 picks a free port; the first line printed names it.
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Requests to /work/{ms} served at once (capacity = slots / service time).
+        #[arg(long, default_value_t = 4)]
+        work_slots: usize,
     },
+    /// Find capacity: run a simulation at increasing levels of load and read off where it breaks.
+    Sweep(SweepArgs),
     /// Print the console summary of a saved run.
     Report {
         /// A results directory or its summary.json.
@@ -107,6 +112,53 @@ pub struct HttpArgs {
     /// Do not follow redirects.
     #[arg(long)]
     pub no_follow: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("levels").required(true).args(["users", "rate", "auto"])))]
+pub struct SweepArgs {
+    /// A Python simulation, a plan.json, or an http:// URL to GET.
+    pub target: String,
+    /// A simulation parameter, read with horde.param(NAME).
+    #[arg(short = 'D', value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Closed model: these numbers of concurrent users, e.g. 10,25,50,100.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub users: Option<Vec<u64>>,
+    /// Open model: these arrival rates (users per second), e.g. 100,200,400.
+    #[arg(long, value_delimiter = ',', value_name = "R,R,...")]
+    pub rate: Option<Vec<f64>>,
+    /// Search by itself: step up geometrically until an SLO breaks or throughput stops
+    /// growing, then bisect between the last good and the first bad level.
+    #[arg(long)]
+    pub auto: bool,
+    /// With --auto: sweep concurrent users (closed) or arrival rates (open).
+    #[arg(long, value_parser = ["users", "rate"], default_value = "users")]
+    pub model: String,
+    /// With --auto: the first level.
+    #[arg(long)]
+    pub start: Option<f64>,
+    /// With --auto: each level is this many times the previous one.
+    #[arg(long, default_value_t = 2.0)]
+    pub factor: f64,
+    /// With --auto: never go above this level.
+    #[arg(long)]
+    pub max_level: Option<f64>,
+    /// With --auto: bisection steps after the geometric search.
+    #[arg(long, default_value_t = 3)]
+    pub bisect: u32,
+    /// Measured time of each level: 10s, 500ms, 2m.
+    #[arg(long, default_value = "10s")]
+    pub level_duration: String,
+    /// Time at the start of each level that is run but not measured.
+    #[arg(long, default_value = "2s")]
+    pub warmup: String,
+    /// A service-level objective every measured level is checked against, e.g. 'p99<500ms',
+    /// 'errors<1%', 'rps>=1000'; repeatable.
+    #[arg(long = "slo", value_name = "SLO")]
+    pub slos: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

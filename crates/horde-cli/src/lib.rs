@@ -14,6 +14,7 @@ pub mod exit;
 mod loader;
 mod quick;
 mod signals;
+mod sweep;
 
 pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 
@@ -25,7 +26,7 @@ use horde_metrics::RunStatus;
 use horde_plan::Plan;
 use horde_report::{create_results_dir, render_console, Environment, ResultsSink};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Runs the command line and returns the process exit code (see [`exit`]).
@@ -52,7 +53,7 @@ pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
 }
 
 /// Why a command could not do its job, which decides the exit code.
-enum Failure {
+pub(crate) enum Failure {
     /// The user's input is wrong (exit 2).
     Invalid(String),
     /// Something failed while running (exit 3).
@@ -95,16 +96,18 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             );
             Ok(code)
         }
-        Command::Target { host, port } => {
+        Command::Target { host, port, work_slots } => {
             let addr = format!("{host}:{port}");
             let addr = addr.parse().map_err(|_| Failure::Invalid(format!("{addr} is not a socket address")))?;
-            let server = horde_target::TargetServer::start(addr).with_context(|| format!("binding {addr}"))?;
+            let options = horde_target::TargetOptions { work_slots };
+            let server = horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
             // Tests and scripts read this line to learn the port.
             println!("horde target listening on {}", server.base_url());
             signals::wait_for_termination();
             drop(server);
             Ok(exit::OK)
         }
+        Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Report { results } => {
             let summary = horde_report::read_summary(&results).map_err(|e| Failure::Invalid(e.to_string()))?;
             print!("{}", render_console(&summary));
@@ -115,7 +118,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
 
 /// Reads a plan file or runs a simulation, then validates and lowers it; every problem is
 /// listed with its path.
-fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Plan, Failure> {
+pub(crate) fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Plan, Failure> {
     let is_python = file.extension().is_some_and(|e| e == "py");
     let text = if is_python {
         let pairs = parse_params(params)?;
@@ -169,28 +172,31 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
 
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout.
 fn execute(plan: Plan, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
-    let program = Arc::new(lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(Path::new("plan"), &errors)))?);
     let dir = create_results_dir(&output.results, &plan.name).map_err(|e| Failure::Runtime(e.into()))?;
-    let environment = Environment::detect(worker_count(&program), front_end);
-    let mut sink = ResultsSink::new(dir.clone(), plan, environment, !output.quiet);
-    let control = RunControl::new();
-    signals::route_interruptions_to(&control);
     eprintln!("horde: running; results in {}", dir.display());
-    let result = run(program, &control, &mut sink);
-    signals::stop_routing();
-    if let Some(summary) = &sink.final_summary {
-        if !output.quiet {
-            print!("{}", render_console(summary));
-        }
+    let (status, summary) = run_into(plan, &dir, !output.quiet, front_end)?;
+    if !output.quiet {
+        print!("{}", render_console(&summary));
     }
-    let summary_path: PathBuf = dir.join("summary.json");
-    if let Some(err) = sink.write_error.take() {
-        return Err(Failure::Runtime(anyhow::Error::new(err)));
-    }
-    eprintln!("horde: results written to {}", summary_path.display());
-    Ok(match result.status {
+    eprintln!("horde: results written to {}", dir.join("summary.json").display());
+    Ok(match status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ => exit::OK,
     })
 }
 
+/// Runs a plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
+pub(crate) fn run_into(plan: Plan, dir: &Path, progress: bool, front_end: &str) -> Result<(RunStatus, horde_report::Summary), Failure> {
+    let program = Arc::new(lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(Path::new("plan"), &errors)))?);
+    let environment = Environment::detect(worker_count(&program), front_end);
+    let mut sink = ResultsSink::new(dir.to_path_buf(), plan, environment, progress);
+    let control = RunControl::new();
+    signals::route_interruptions_to(&control);
+    let result = run(program, &control, &mut sink);
+    signals::stop_routing();
+    if let Some(err) = sink.write_error.take() {
+        return Err(Failure::Runtime(anyhow::Error::new(err)));
+    }
+    let summary = sink.final_summary.take().expect("a finished run has a final summary");
+    Ok((result.status, summary))
+}

@@ -5,7 +5,7 @@ use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunO
 use horde_plan::{HttpProtocol, PLAN_VERSION};
 
 /// Parses `10s`, `500ms`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);

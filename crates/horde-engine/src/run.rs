@@ -84,6 +84,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     drop(snapshots);
 
     let mut totals = Totals::new(started_at, workers);
+    totals.warmup = Duration::from_millis(options.warmup_ms.unwrap_or(0));
     let deadline = options.max_duration_ms.map(|ms| start + Duration::from_millis(ms));
     let interval = Duration::from_millis(options.snapshot_interval_ms);
     let mut next_report = start + interval;

@@ -171,7 +171,9 @@ impl VirtualUser {
                     let flow = self.chain(body).await;
                     let duration_us = started.elapsed().as_micros() as u64;
                     let ok = self.failures == failures;
-                    self.ctx.metrics.borrow_mut().group(*group).record(duration_us, ok);
+                    if self.ctx.measures(started) {
+                        self.ctx.metrics.borrow_mut().group(*group).record(duration_us, ok);
+                    }
                     flow
                 }
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
@@ -219,7 +221,7 @@ impl VirtualUser {
         let mut prepared = match self.prepare(request) {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
-                self.record_failure(request.row_id, &RequestTiming::default(), &failure, detail);
+                self.record_failure(request.row_id, Instant::now(), &RequestTiming::default(), &failure, detail);
                 return self.after_failure();
             }
         };
@@ -237,18 +239,18 @@ impl VirtualUser {
             let response = match result {
                 Ok(response) => response,
                 Err(failure) => {
-                    self.record_failure(row_id, &timing, &failure, 0);
+                    self.record_failure(row_id, started, &timing, &failure, 0);
                     return self.after_failure();
                 }
             };
             self.store_cookies(&response.headers, &target.url);
             if hop < max_redirects && response.status.is_redirection() {
                 if let Some(location) = response.headers.get(LOCATION) {
-                    self.ctx.metrics.borrow_mut().row(row_id).record(&timing, true);
+                    self.record_ok(row_id, started, &timing);
                     let next = match self.redirect(request, &target, response.status, location) {
                         Ok(next) => next,
                         Err(failure) => {
-                            self.record_failure(row_id, &RequestTiming::default(), &failure, 0);
+                            self.record_failure(row_id, started, &RequestTiming::default(), &failure, 0);
                             return self.after_failure();
                         }
                     };
@@ -261,12 +263,13 @@ impl VirtualUser {
             let mut view = ResponseView::new(response.status, &response.headers, &response.body);
             return match run_checks(&request.checks, &mut view, &mut self.variables) {
                 Ok(()) => {
-                    self.ctx.metrics.borrow_mut().row(row_id).record(&timing, true);
+                    self.record_ok(row_id, started, &timing);
                     Flow::Next
                 }
                 Err(failure) => {
                     let failure_detail = failure.detail;
-                    self.record_failure(row_id, &timing, &Failure::new("check_failed", failure.message), failure_detail);
+                    let failure = Failure::new("check_failed", failure.message);
+                    self.record_failure(row_id, started, &timing, &failure, failure_detail);
                     self.after_failure()
                 }
             };
@@ -280,8 +283,17 @@ impl VirtualUser {
         }
     }
 
-    fn record_failure(&mut self, row_id: usize, timing: &RequestTiming, failure: &Failure, detail: u32) {
+    fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming) {
+        if self.ctx.measures(started) {
+            self.ctx.metrics.borrow_mut().row(row_id).record(timing, true);
+        }
+    }
+
+    fn record_failure(&mut self, row_id: usize, started: Instant, timing: &RequestTiming, failure: &Failure, detail: u32) {
         self.failures += 1;
+        if !self.ctx.measures(started) {
+            return;
+        }
         let mut metrics = self.ctx.metrics.borrow_mut();
         metrics.row(row_id).record(timing, false);
         metrics.error(failure.kind, row_id, detail, || failure.message.clone());

@@ -35,6 +35,8 @@ pub(crate) struct WorkerContext {
     budget: Cell<Option<u64>>,
     throttle: Option<RefCell<Throttle>>,
     late_threshold: Duration,
+    /// Requests that start before this are the warm-up: run, but not measured.
+    measure_from: Instant,
     seed: u64,
     users_created: Cell<u64>,
     active_users: Cell<u64>,
@@ -53,6 +55,11 @@ impl WorkerContext {
                 true
             }
         }
+    }
+
+    /// Whether something that started at `started` is measured (it is not in the warm-up).
+    pub fn measures(&self, started: Instant) -> bool {
+        started >= self.measure_from
     }
 
     pub fn budget_exhausted(&self) -> bool {
@@ -247,6 +254,7 @@ async fn worker_main(setup: WorkerSetup) {
         budget: Cell::new(budget),
         throttle: Throttle::new(&options.throttle, workers, start).map(RefCell::new),
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
+        measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
         seed,
         users_created: Cell::new(0),
         active_users: Cell::new(0),

@@ -15,9 +15,11 @@
 
 mod recorder;
 mod summary;
+mod threshold;
 mod timeseries;
 mod totals;
 
+pub use threshold::{Comparison, Metric, Observed, Threshold};
 pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};
 pub use hdrhistogram::Histogram;

@@ -37,6 +37,8 @@ pub struct Totals {
     pub started_at: SystemTime,
     /// Time since the run started, as of the last merged snapshot.
     pub elapsed: Duration,
+    /// The unmeasured start of the run: rates are computed over `elapsed - warmup`.
+    pub warmup: Duration,
     pub requests: Vec<(Arc<str>, Recorder)>,
     row_index: HashMap<Arc<str>, usize>,
     pub groups: Vec<(Arc<str>, GroupRecorder)>,
@@ -61,6 +63,7 @@ impl Totals {
         Totals {
             started_at,
             elapsed: Duration::ZERO,
+            warmup: Duration::ZERO,
             requests: Vec::new(),
             row_index: HashMap::new(),
             groups: Vec::new(),
@@ -115,6 +118,11 @@ impl Totals {
             self.start_lag_us.add(lag).expect("auto-resizing histograms always merge");
         }
         self.late_starts += snapshot.late_starts;
+    }
+
+    /// The measured part of the run so far.
+    pub fn measured(&self) -> Duration {
+        self.elapsed.saturating_sub(self.warmup)
     }
 
     /// OK and KO counts since the last call: what the progress line shows as a rate.

@@ -182,6 +182,10 @@ pub struct RunOptions {
     /// Gatling), bounded only by `max_duration_ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graceful_stop_ms: Option<u64>,
+    /// Requests that start in the first `warmup_ms` of the run are not measured; rates are
+    /// computed over the rest of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_ms: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -198,6 +202,7 @@ impl Default for RunOptions {
             snapshot_interval_ms: default_snapshot_interval_ms(),
             late_start_threshold_us: default_late_start_threshold_us(),
             graceful_stop_ms: None,
+            warmup_ms: None,
         }
     }
 }

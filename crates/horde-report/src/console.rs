@@ -92,12 +92,13 @@ pub fn render(summary: &Summary) -> String {
     rule(&mut out, "Global Information");
     line(&mut out, "request count", g.count.to_string(), Some(g.ok.to_string()), Some(g.ko.to_string()));
     latency_lines(&mut out, g);
+    let measured_ms = duration_ms.saturating_sub(summary.run.warmup_ms);
     line(
         &mut out,
         "mean requests/sec",
-        rate(g.count, duration_ms),
-        Some(rate(g.ok, duration_ms)),
-        (g.ko > 0).then(|| rate(g.ko, duration_ms)),
+        rate(g.count, measured_ms),
+        Some(rate(g.ok, measured_ms)),
+        (g.ko > 0).then(|| rate(g.ko, measured_ms)),
     );
     if let Some(p) = g.latency.uncorrected.percentiles.last() {
         let _ = writeln!(

@@ -10,9 +10,11 @@
 mod console;
 mod results;
 mod summary;
+mod sweep;
 mod timeseries;
 
 pub use console::render as render_console;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use sweep::{format_level, SweepLevel, SweepReport};
 pub use timeseries::TimeSeriesWriter;
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};

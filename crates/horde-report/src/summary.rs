@@ -39,6 +39,8 @@ pub struct RunInfo {
     pub started_at: String,
     pub started_at_unix_ms: u64,
     pub duration_ms: u64,
+    /// The unmeasured start of the run; rates are over `duration_ms - warmup_ms`.
+    pub warmup_ms: u64,
     pub horde_version: String,
 }
 
@@ -94,7 +96,7 @@ impl Summary {
             percentiles: plan.options.percentiles.clone(),
             response_time_bounds_ms: plan.options.response_time_bounds_ms,
         };
-        let seconds = totals.elapsed.as_secs_f64();
+        let seconds = totals.measured().as_secs_f64();
         let global = totals.global().stats("Global", seconds, &options);
         let requests = redirects_after_their_request(
             totals.requests.iter().map(|(name, r)| r.stats(name, seconds, &options)).collect(),
@@ -122,6 +124,7 @@ impl Summary {
                 started_at: rfc3339(started_at_unix_ms),
                 started_at_unix_ms,
                 duration_ms: totals.elapsed.as_millis() as u64,
+                warmup_ms: totals.warmup.as_millis() as u64,
                 horde_version: env!("CARGO_PKG_VERSION").to_string(),
             },
             global,

@@ -22,9 +22,10 @@
 //! | `GET /api/items`, `GET /api/items/{id}` | a small JSON API |
 //! | `GET /status/{code}` | answers with that status |
 //! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
+//! | `GET /work/{ms}` | takes one of `work_slots` slots (default 4) for that many milliseconds: capacity = slots / service time |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
 
 mod pages;
 mod server;
 
-pub use server::{Stats, TargetServer};
+pub use server::{Stats, TargetOptions, TargetServer};

@@ -60,7 +60,28 @@ struct State {
     stats: Stats,
 }
 
-type Shared = Arc<Mutex<State>>;
+/// What every connection shares.
+struct Server {
+    state: Mutex<State>,
+    /// Bounds how many `/work` requests are served at once: with a fixed service time, the
+    /// capacity is known by construction (slots / service time), for testing capacity search.
+    work_slots: tokio::sync::Semaphore,
+}
+
+type Shared = Arc<Server>;
+
+/// How the target is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetOptions {
+    /// `/work/{ms}` requests served at once; more wait their turn.
+    pub work_slots: usize,
+}
+
+impl Default for TargetOptions {
+    fn default() -> Self {
+        TargetOptions { work_slots: 4 }
+    }
+}
 
 /// A running target. Dropping it stops the server.
 pub struct TargetServer {
@@ -73,10 +94,17 @@ pub struct TargetServer {
 impl TargetServer {
     /// Binds `addr` (port 0 for an ephemeral port) and serves on a thread of its own.
     pub fn start(addr: SocketAddr) -> std::io::Result<TargetServer> {
+        TargetServer::start_with(addr, TargetOptions::default())
+    }
+
+    pub fn start_with(addr: SocketAddr, options: TargetOptions) -> std::io::Result<TargetServer> {
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let state: Shared = Arc::default();
+        let state: Shared = Arc::new(Server {
+            state: Mutex::new(State::default()),
+            work_slots: tokio::sync::Semaphore::new(options.work_slots.max(1)),
+        });
         let (shutdown, stopped) = oneshot::channel();
         let serving = state.clone();
         let thread = std::thread::Builder::new().name("horde-target".into()).spawn(move || {
@@ -104,7 +132,7 @@ impl TargetServer {
     }
 
     pub fn stats(&self) -> Stats {
-        self.state.lock().expect("state lock").stats.clone()
+        self.state.state.lock().expect("state lock").stats.clone()
     }
 
     /// Blocks until the server stops (it only stops when dropped, so: forever).
@@ -182,6 +210,8 @@ fn route_key(method: &Method, path: &str) -> String {
         "/status/{code}"
     } else if path.starts_with("/delay/") {
         "/delay/{ms}"
+    } else if path.starts_with("/work/") {
+        "/work/{ms}"
     } else {
         path
     };
@@ -192,11 +222,17 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     if path == "/stats" {
-        return json(StatusCode::OK, state.lock().expect("state lock").stats.to_json());
+        return json(StatusCode::OK, state.state.lock().expect("state lock").stats.to_json());
     }
     if let Some(ms) = path.strip_prefix("/delay/") {
         // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).
         let ms = ms.parse::<u64>().unwrap_or(0).min(60_000);
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    if let Some(ms) = path.strip_prefix("/work/") {
+        // Fixed service time in one of a bounded number of slots: a queue forms beyond them.
+        let ms = ms.parse::<u64>().unwrap_or(0).min(60_000);
+        let _slot = state.work_slots.acquire().await.expect("the semaphore is never closed");
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
     let cookie_session = session_id(&request);
@@ -205,7 +241,7 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     // Parsed before the state is locked: the lock is never held across an await.
     let form = if method == Method::POST { Some(parse_form(content_type.as_deref(), body).await) } else { None };
 
-    let mut state = state.lock().expect("state lock");
+    let mut state = state.state.lock().expect("state lock");
     state.stats.total += 1;
     *state.stats.by_route.entry(route_key(&method, &path)).or_default() += 1;
 
@@ -213,8 +249,8 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     if let Some(rest) = path.strip_prefix("/api/items") {
         return api_items(rest);
     }
-    if path.starts_with("/delay/") {
-        return html(StatusCode::OK, "<p>slow</p>".into());
+    if path.starts_with("/delay/") || path.starts_with("/work/") {
+        return html(StatusCode::OK, "<p>done</p>".into());
     }
     if let Some(code) = path.strip_prefix("/status/") {
         let status = code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);

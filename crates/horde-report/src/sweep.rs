@@ -1,0 +1,390 @@
+//! The capacity sweep's report: the table seed 004 builds by hand (level, requests, p50, p99,
+//! error rate, throughput), what it means (the highest level meeting the SLOs, the knee where
+//! throughput stops growing, the level where errors begin), and a chart of it.
+
+use crate::summary::Summary;
+use horde_metrics::{Observed, Threshold};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+use std::path::Path;
+
+/// A level counts as the knee when its throughput is within this share of the best.
+const PLATEAU: f64 = 0.95;
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct SweepLevel {
+    /// Concurrent users (closed sweep) or arrivals per second (open sweep).
+    pub level: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub ko: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub mean_us: f64,
+    /// KO / requests.
+    pub error_rate: f64,
+    /// OK requests per second over the measured part of the level (after the warm-up).
+    pub throughput_rps: f64,
+    /// The SLOs this level broke.
+    pub broken_slos: Vec<String>,
+    /// This level's own results directory, relative to the sweep's.
+    pub results: String,
+    /// The level was cut short by an interruption.
+    pub interrupted: bool,
+}
+
+impl SweepLevel {
+    pub fn from_summary(level: f64, summary: &Summary, slos: &[Threshold], results: String) -> SweepLevel {
+        let global = &summary.global;
+        let latency = &global.latency.all;
+        let measured_s = (summary.run.duration_ms.saturating_sub(summary.run.warmup_ms)) as f64 / 1000.0;
+        let error_rate = if global.count > 0 { global.ko as f64 / global.count as f64 } else { 0.0 };
+        let throughput_rps = if measured_s > 0.0 { global.ok as f64 / measured_s } else { 0.0 };
+        let observed = Observed { latency, error_rate, throughput: throughput_rps };
+        SweepLevel {
+            level,
+            requests: global.count,
+            ok: global.ok,
+            ko: global.ko,
+            p50_us: latency.percentile(50.0).unwrap_or(0),
+            p99_us: latency.percentile(99.0).unwrap_or(0),
+            mean_us: latency.mean_us,
+            error_rate,
+            throughput_rps,
+            broken_slos: slos.iter().filter(|t| !t.holds(&observed)).map(|t| t.text.clone()).collect(),
+            results,
+            interrupted: summary.run.status == "interrupted",
+        }
+    }
+
+    pub fn meets_slos(&self) -> bool {
+        self.broken_slos.is_empty() && self.requests > 0
+    }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct SweepReport {
+    pub name: String,
+    /// `users` (closed: concurrent users) or `rate` (open: arrivals per second).
+    pub model: String,
+    pub slos: Vec<String>,
+    pub level_duration_ms: u64,
+    pub warmup_ms: u64,
+    /// In increasing order of level.
+    pub levels: Vec<SweepLevel>,
+    /// The highest level meeting every SLO, below which every level also met them.
+    pub highest_meeting_slos: Option<f64>,
+    /// The first level whose throughput is within 5 % of the best: where throughput stops
+    /// growing.
+    pub knee: Option<f64>,
+    pub best_throughput_rps: f64,
+    /// The first level with any failed request.
+    pub errors_begin: Option<f64>,
+    pub interrupted: bool,
+}
+
+impl SweepReport {
+    pub fn analyse(name: &str, model: &str, slos: &[Threshold], level_duration_ms: u64, warmup_ms: u64, mut levels: Vec<SweepLevel>) -> SweepReport {
+        levels.sort_by(|a, b| a.level.total_cmp(&b.level));
+        let highest_meeting_slos = levels.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
+        let best = levels.iter().map(|l| l.throughput_rps).fold(0.0, f64::max);
+        let knee = (best > 0.0).then(|| levels.iter().find(|l| l.throughput_rps >= PLATEAU * best).map(|l| l.level)).flatten();
+        let errors_begin = levels.iter().find(|l| l.ko > 0).map(|l| l.level);
+        let interrupted = levels.iter().any(|l| l.interrupted);
+        SweepReport {
+            name: name.to_string(),
+            model: model.to_string(),
+            slos: slos.iter().map(|t| t.text.clone()).collect(),
+            level_duration_ms,
+            warmup_ms,
+            levels,
+            highest_meeting_slos,
+            knee,
+            best_throughput_rps: best,
+            errors_begin,
+            interrupted,
+        }
+    }
+
+    fn level_label(&self) -> &'static str {
+        if self.model == "rate" { "users/s" } else { "users" }
+    }
+
+    /// The table and the conclusions, for the console.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", "=".repeat(80));
+        let _ = writeln!(
+            out,
+            "{} | sweep of {} | {:.1} s per level after {:.1} s of warm-up{}",
+            self.name,
+            self.level_label(),
+            self.level_duration_ms as f64 / 1000.0,
+            self.warmup_ms as f64 / 1000.0,
+            if self.interrupted { " | interrupted" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "{:>10}{:>11}{:>11}{:>11}{:>10}{:>13}  {}",
+            self.level_label(),
+            "requests",
+            "p50 (ms)",
+            "p99 (ms)",
+            "errors",
+            "throughput",
+            "SLOs"
+        );
+        for l in &self.levels {
+            let slo = if self.slos.is_empty() {
+                String::new()
+            } else if l.broken_slos.is_empty() {
+                "met".to_string()
+            } else {
+                format!("broken: {}", l.broken_slos.join(", "))
+            };
+            let _ = writeln!(
+                out,
+                "{:>10}{:>11}{:>11.2}{:>11.2}{:>9.1}%{:>9.1} r/s  {}",
+                format_level(l.level),
+                l.requests,
+                l.p50_us as f64 / 1000.0,
+                l.p99_us as f64 / 1000.0,
+                l.error_rate * 100.0,
+                l.throughput_rps,
+                slo
+            );
+        }
+        let or_none = |v: Option<f64>, none: &str| v.map(format_level).unwrap_or_else(|| none.to_string());
+        if !self.slos.is_empty() {
+            let _ = writeln!(
+                out,
+                "> highest level meeting {}: {}",
+                self.slos.join(" and "),
+                or_none(self.highest_meeting_slos, "none")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "> knee (throughput stops growing): {} ({:.1} req/s at best)",
+            or_none(self.knee, "none"),
+            self.best_throughput_rps
+        );
+        let _ = writeln!(out, "> errors begin at: {}", or_none(self.errors_begin, "no errors at any level"));
+        let _ = writeln!(out, "{}", "=".repeat(80));
+        out
+    }
+
+    pub fn csv(&self) -> String {
+        let mut out = String::from("level,requests,ok,ko,p50_us,p99_us,mean_us,error_rate,throughput_rps,slos_met,results\n");
+        for l in &self.levels {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{:.1},{:.6},{:.3},{},{}",
+                format_level(l.level),
+                l.requests,
+                l.ok,
+                l.ko,
+                l.p50_us,
+                l.p99_us,
+                l.mean_us,
+                l.error_rate,
+                l.throughput_rps,
+                l.meets_slos(),
+                l.results
+            );
+        }
+        out
+    }
+
+    /// Throughput, p50 and p99 against level: throughput on the left axis, latency on the
+    /// right, the knee and the SLO limit marked.
+    pub fn svg(&self) -> String {
+        chart(self)
+    }
+
+    /// Writes sweep.json, sweep.csv and sweep.svg into `dir`.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let json = serde_json::to_string_pretty(self).expect("reports serialize");
+        std::fs::write(dir.join("sweep.json"), json + "\n")?;
+        std::fs::write(dir.join("sweep.csv"), self.csv())?;
+        std::fs::write(dir.join("sweep.svg"), self.svg())
+    }
+}
+
+pub fn format_level(level: f64) -> String {
+    if level.fract() == 0.0 {
+        format!("{level:.0}")
+    } else {
+        format!("{level:.2}")
+    }
+}
+
+fn chart(report: &SweepReport) -> String {
+    let (width, height) = (760.0, 420.0);
+    let (left, right, top, bottom) = (70.0, 80.0, 40.0, 60.0);
+    let plot_w = width - left - right;
+    let plot_h = height - top - bottom;
+    let levels = &report.levels;
+    let max_level = levels.iter().map(|l| l.level).fold(0.0, f64::max).max(1.0);
+    let max_rps = levels.iter().map(|l| l.throughput_rps).fold(0.0, f64::max).max(1.0) * 1.1;
+    let max_ms = levels.iter().map(|l| l.p99_us as f64 / 1000.0).fold(0.0, f64::max).max(1.0) * 1.1;
+    let x = |level: f64| left + plot_w * level / max_level;
+    let y_rps = |rps: f64| top + plot_h * (1.0 - rps / max_rps);
+    let y_ms = |ms: f64| top + plot_h * (1.0 - ms / max_ms);
+    let polyline = |points: Vec<(f64, f64)>, colour: &str, dash: &str| {
+        let path: Vec<String> = points.iter().map(|(px, py)| format!("{px:.1},{py:.1}")).collect();
+        let dots: String = points
+            .iter()
+            .map(|(px, py)| format!(r#"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="{colour}"/>"#))
+            .collect();
+        format!(r#"<polyline fill="none" stroke="{colour}" stroke-width="2" {dash} points="{}"/>{dots}"#, path.join(" "))
+    };
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = write!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="15">{}: throughput and latency by {}</text>"#,
+        width / 2.0,
+        escape(&report.name),
+        report.level_label()
+    );
+    // Axes and grid.
+    let _ = write!(
+        svg,
+        r##"<line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#333"/><line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/><line x1="{r}" y1="{top}" x2="{r}" y2="{b}" stroke="#333"/>"##,
+        b = top + plot_h,
+        r = left + plot_w
+    );
+    for i in 0..=5 {
+        let fraction = i as f64 / 5.0;
+        let gy = top + plot_h * (1.0 - fraction);
+        let _ = write!(
+            svg,
+            r##"<line x1="{left}" y1="{gy:.1}" x2="{:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1f77b4">{:.0}</text><text x="{:.1}" y="{:.1}" fill="#d62728">{:.1}</text>"##,
+            left + plot_w,
+            left - 6.0,
+            gy + 4.0,
+            max_rps * fraction,
+            left + plot_w + 6.0,
+            gy + 4.0,
+            max_ms * fraction
+        );
+    }
+    for l in levels {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x(l.level),
+            top + plot_h + 18.0,
+            format_level(l.level)
+        );
+    }
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="18" y="{:.1}" transform="rotate(-90 18 {:.1})" text-anchor="middle" fill="#1f77b4">throughput (OK req/s)</text><text x="{:.1}" y="{:.1}" transform="rotate(90 {:.1} {:.1})" text-anchor="middle" fill="#d62728">latency (ms)</text>"##,
+        left + plot_w / 2.0,
+        height - 20.0,
+        report.level_label(),
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        width - 22.0,
+        top + plot_h / 2.0,
+        width - 22.0,
+        top + plot_h / 2.0
+    );
+    if let Some(knee) = report.knee {
+        let _ = write!(
+            svg,
+            r##"<line x1="{kx:.1}" y1="{top}" x2="{kx:.1}" y2="{:.1}" stroke="#2ca02c" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" fill="#2ca02c">knee {}</text>"##,
+            top + plot_h,
+            x(knee) + 4.0,
+            top + 14.0,
+            format_level(knee),
+            kx = x(knee)
+        );
+    }
+    if let Some(slo) = report.highest_meeting_slos {
+        let _ = write!(
+            svg,
+            r##"<line x1="{sx:.1}" y1="{top}" x2="{sx:.1}" y2="{:.1}" stroke="#9467bd" stroke-dasharray="2 2"/><text x="{:.1}" y="{:.1}" fill="#9467bd">SLOs met up to {}</text>"##,
+            top + plot_h,
+            x(slo) + 4.0,
+            top + 30.0,
+            format_level(slo),
+            sx = x(slo)
+        );
+    }
+    svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_rps(l.throughput_rps))).collect(), "#1f77b4", ""));
+    svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_ms(l.p50_us as f64 / 1000.0))).collect(), "#ff7f0e", ""));
+    svg.push_str(&polyline(
+        levels.iter().map(|l| (x(l.level), y_ms(l.p99_us as f64 / 1000.0))).collect(),
+        "#d62728",
+        r#"stroke-dasharray="6 3""#,
+    ));
+    let legend_y = height - 8.0;
+    let _ = write!(
+        svg,
+        r##"<text x="{left}" y="{legend_y}" fill="#1f77b4">— throughput</text><text x="{:.1}" y="{legend_y}" fill="#ff7f0e">— p50</text><text x="{:.1}" y="{legend_y}" fill="#d62728">- - p99</text>"##,
+        left + 110.0,
+        left + 170.0
+    );
+    svg.push_str("</svg>\n");
+    svg
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(level: f64, throughput: f64, p99_ms: u64, ko: u64) -> SweepLevel {
+        SweepLevel {
+            level,
+            requests: 100 + ko,
+            ok: 100,
+            ko,
+            p50_us: 1000,
+            p99_us: p99_ms * 1000,
+            mean_us: 1000.0,
+            error_rate: ko as f64 / (100 + ko) as f64,
+            throughput_rps: throughput,
+            broken_slos: if p99_ms >= 500 { vec!["p99<500ms".into()] } else { vec![] },
+            results: String::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn the_analysis_names_the_slo_level_the_knee_and_the_first_errors() {
+        let slos = vec!["p99<500ms".parse().unwrap()];
+        // Seed 004's shape: throughput grows to 300 users, p99 breaks the SLO at 150.
+        let levels = vec![
+            level(300.0, 1000.0, 1700, 1),
+            level(10.0, 125.0, 171, 0),
+            level(50.0, 500.0, 421, 0),
+            level(100.0, 800.0, 701, 0),
+            level(200.0, 960.0, 4120, 0),
+            level(400.0, 990.0, 2600, 40),
+        ];
+        let report = SweepReport::analyse("seed004", "users", &slos, 10_000, 2_000, levels);
+        assert_eq!(report.levels.iter().map(|l| l.level).collect::<Vec<_>>(), vec![10.0, 50.0, 100.0, 200.0, 300.0, 400.0]);
+        assert_eq!(report.highest_meeting_slos, Some(50.0));
+        assert_eq!(report.knee, Some(200.0));
+        assert_eq!(report.errors_begin, Some(300.0));
+        let text = report.render();
+        assert!(text.contains("> highest level meeting p99<500ms: 50"), "{text}");
+        assert!(text.contains("> knee (throughput stops growing): 200"), "{text}");
+        assert!(report.csv().lines().count() == 7);
+        let svg = report.svg();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 3);
+    }
+}

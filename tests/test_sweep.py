@@ -1,0 +1,113 @@
+"""horde sweep against a server whose capacity is known by construction: the built-in target's
+/work/20 serves 4 requests at a time for 20 ms each, so throughput cannot pass 4 / 20 ms =
+200 requests per second, reached at 4 concurrent users."""
+
+import json
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import EXAMPLES, wait_until
+
+KNEE_USERS = 4
+
+
+class WorkTarget:
+    def __init__(self):
+        self.process = subprocess.Popen(
+            ["horde", "target", "--port", "0", "--work-slots", "4"], stdout=subprocess.PIPE, text=True
+        )
+        self.url = re.search(r"http://[0-9.:]+", self.process.stdout.readline()).group(0)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def work_target():
+    target = WorkTarget()
+    yield target
+    target.stop()
+
+
+def sweep_dir(result):
+    [directory] = [p for p in result.results_dir.iterdir() if p.name.startswith("sweep-")]
+    return directory
+
+
+def test_a_closed_sweep_finds_the_knee_and_writes_table_and_chart(horde, work_target):
+    result = horde(
+        "sweep", EXAMPLES / "capacity_sweep.py", "-D", f"base_url={work_target.url}",
+        "--users", "1,2,4,8,16", "--level-duration", "1s", "--warmup", "500ms", "--slo", "p99<60ms", "-q",
+        timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    directory = sweep_dir(result)
+    report = json.loads((directory / "sweep.json").read_text())
+    levels = {level["level"]: level for level in report["levels"]}
+    assert sorted(levels) == [1, 2, 4, 8, 16]
+    # Within one step of the capacity by construction.
+    assert report["knee"] in (2, 4, 8), report
+    assert 150 <= report["best_throughput_rps"] <= 205
+    # One user makes about 1 / 20 ms = 50 requests a second; the warm-up is not counted.
+    assert 40 <= levels[1]["requests"] <= 52
+    # Past capacity, requests queue: at 16 users each waits for 3 others, p99 near 80 ms.
+    assert levels[16]["p99_us"] > 60_000 and levels[16]["broken_slos"] == ["p99<60ms"]
+    assert report["highest_meeting_slos"] in (4, 8)
+    assert report["errors_begin"] is None
+    # The table, the chart, and each level's own results.
+    assert (directory / "sweep.csv").read_text().count("\n") == 6
+    svg = (directory / "sweep.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 3
+    for level in report["levels"]:
+        summary = json.loads((directory / level["results"] / "summary.json").read_text())
+        assert summary["global"]["count"] == level["requests"]
+    assert "> knee (throughput stops growing):" in result.stdout
+
+
+def test_auto_search_steps_up_then_bisects(horde, work_target):
+    result = horde(
+        "sweep", f"{work_target.url}/work/20", "--auto", "--level-duration", "1s", "--warmup", "500ms", "-q",
+        timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    report = json.loads((sweep_dir(result) / "sweep.json").read_text())
+    levels = [level["level"] for level in report["levels"]]
+    # Geometric up to the first level that stops scaling, then bisection below it.
+    assert levels[:3] == [1, 2, 4], levels
+    assert any(level not in (1, 2, 4, 8, 16, 32) for level in levels), levels
+    assert report["knee"] in (2, 4, 8), report
+
+
+def test_an_open_sweep_finds_where_errors_begin(horde, work_target, tmp_path):
+    # Each arrival sends one request; with a 100 ms timeout, arrivals beyond capacity queue
+    # until they time out.
+    sim = tmp_path / "open.py"
+    sim.write_text(
+        "from horde import *\n"
+        "scn = scenario('one').exec(http('work').get('/work/20'))\n"
+        "setup(scn.inject(at_once_users(1)), protocol=http.base_url(param('base_url')).request_timeout(0.1))\n"
+    )
+    result = horde(
+        "sweep", sim, "-D", f"base_url={work_target.url}",
+        "--rate", "50,100,400", "--level-duration", "1s", "--warmup", "500ms", "--slo", "errors<1%", "-q",
+        timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    report = json.loads((sweep_dir(result) / "sweep.json").read_text())
+    assert report["errors_begin"] == 400, report["levels"]
+    assert report["highest_meeting_slos"] == 100
+    kinds = json.loads((sweep_dir(result) / "rate-400" / "summary.json").read_text())["errors"][0]["kind"]
+    assert kinds == "request_timeout"
+
+
+def test_bad_sweep_input_is_refused(horde, work_target):
+    result = horde("sweep", EXAMPLES / "capacity_sweep.py", "--users", "1,2", "--slo", "p99 under 5", results=False)
+    assert result.code == 2
+    assert "--slo" in result.stderr and "p99 under 5" in result.stderr
+    result = horde("sweep", EXAMPLES / "capacity_sweep.py", results=False)
+    assert result.code == 2
+    assert "--users" in result.stderr
