@@ -31,6 +31,8 @@ use std::sync::Arc;
 
 /// Runs the command line and returns the process exit code (see [`exit`]).
 pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
+    // Every virtual user holds a connection: allow as many open files as the system lets us.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => {

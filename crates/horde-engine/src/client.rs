@@ -90,7 +90,12 @@ pub struct WireTiming {
 
 const MAX_HEADERS: usize = 64;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-const READ_CHUNK: usize = 16 * 1024;
+/// A connection's read buffer starts this small (a typical response fits) and doubles when a
+/// read would have less than MIN_READ_SPACE: ten thousand idle users cost little memory.
+const INITIAL_READ_BUFFER: usize = 2048;
+const MIN_READ_SPACE: usize = 512;
+/// A buffer that grew past this for a large response is shrunk back after it.
+const MAX_KEPT_READ_BUFFER: usize = 64 * 1024;
 
 /// One open keep-alive connection.
 pub struct Connection {
@@ -129,8 +134,8 @@ impl Connection {
         Ok(Connection {
             authority: authority.clone(),
             stream,
-            write_buffer: Vec::with_capacity(1024),
-            read_buffer: Vec::with_capacity(READ_CHUNK),
+            write_buffer: Vec::with_capacity(256),
+            read_buffer: Vec::with_capacity(INITIAL_READ_BUFFER),
             reusable: true,
         })
     }
@@ -179,6 +184,9 @@ impl Connection {
             }
         };
         self.reusable = complete && !close;
+        if self.read_buffer.capacity() > MAX_KEPT_READ_BUFFER {
+            self.read_buffer = Vec::with_capacity(INITIAL_READ_BUFFER);
+        }
         Ok(Response { status, headers, body: Bytes::from(body) })
     }
 
@@ -211,8 +219,8 @@ impl Connection {
     /// Reads more bytes into the buffer; an end of stream is an error here.
     async fn fill(&mut self, wire: &mut WireTiming) -> Result<(), Failure> {
         let filled = self.read_buffer.len();
-        if self.read_buffer.capacity() - filled < READ_CHUNK / 4 {
-            self.read_buffer.reserve(READ_CHUNK);
+        if self.read_buffer.capacity() - filled < MIN_READ_SPACE {
+            self.read_buffer.reserve(self.read_buffer.capacity().max(INITIAL_READ_BUFFER));
         }
         let read = self.stream.read_buf(&mut self.read_buffer).await.map_err(|e| Failure::io(&e))?;
         if read == 0 {

@@ -25,6 +25,7 @@ mod check;
 mod client;
 mod injection;
 pub mod lower;
+mod precise_timer;
 mod run;
 mod user;
 mod worker;

@@ -4,6 +4,7 @@
 
 use crate::injection::{arrivals, closed_slots, RateSchedule};
 use crate::lower::Program;
+use crate::precise_timer::PreciseTimer;
 use crate::user::{UserOutcome, VirtualUser};
 use horde_metrics::{new_histogram, record_value, Histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use horde_plan::{Injection, ThrottleStep};
@@ -288,6 +289,7 @@ async fn worker_main(setup: WorkerSetup) {
             let seed = seed ^ scenario as u64;
             tokio::task::spawn_local(async move {
                 let injection = &ctx.program.scenarios[scenario].injection;
+                let mut timer = PreciseTimer::new();
                 for (k, offset) in arrivals(injection, seed).enumerate() {
                     if k % ctx.workers != ctx.worker {
                         continue;
@@ -296,7 +298,7 @@ async fn worker_main(setup: WorkerSetup) {
                         break;
                     }
                     let intended = ctx.start + offset;
-                    tokio::time::sleep_until(intended).await;
+                    timer.sleep_until(intended).await;
                     ctx.record_start_lag(intended, Instant::now());
                     let user_ctx = ctx.clone();
                     tokio::task::spawn_local(async move {
