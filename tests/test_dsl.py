@@ -187,3 +187,15 @@ def test_workload_models_produce_plan_steps(plan_schema):
         ramp_users_per_sec(1).during(2)
     with pytest.raises(DslError, match="each_level_lasting"):
         scenario("s").exec(http("a").get("/")).inject(increment_users_per_sec(1).times(2)).to_plan()
+
+
+def test_and_then_chains_scenarios():
+    first = scenario("first").exec(http("a").get("/")).inject(at_once_users(1))
+    second = scenario("second").exec(http("b").get("/")).inject(at_once_users(2))
+    third = scenario("third").exec(http("c").get("/")).inject(at_once_users(3))
+    sim = setup(first.and_then(second.and_then(third)), protocol=http.base_url("http://127.0.0.1:9"))
+    scenarios = sim.to_plan()["scenarios"]
+    assert [(s["name"], s.get("after")) for s in scenarios] == [("first", None), ("second", "first"), ("third", "second")]
+    horde.validate(sim)
+    with pytest.raises(DslError, match="and_then"):
+        first.and_then(scenario("x"))

@@ -72,8 +72,10 @@ def test_workload_models(target, tmp_path):
     rows = {r["name"]: r for r in summary["requests"]}
     # Arrivals: 12.5 in the ramp, then 10 + 6.25 + 15 in the stairs; each runs once.
     assert rows["item"]["count"] == 44
-    # The loopers ramp up to 4 users, then are cut 1 s after the profile's end.
+    # The loopers ramp up to 4 users, then the maximum duration cuts them.
     assert summary["users"]["interrupted"] >= 3
+    assert summary["run"]["status"] == "limit_reached"
+    assert rows["after the arrivals"]["count"] == 1
     assert target.stats()["total"] == summary["global"]["count"]
 
 

@@ -141,6 +141,22 @@ class Population:
 
     scenario: Scenario
     injection: tuple
+    children: tuple = ()
 
-    def to_plan(self):
-        return {"name": self.scenario.name, "steps": self.scenario.to_steps(), "injection": [dict(i) for i in self.injection]}
+    def and_then(self, *populations):
+        """Gatling's ``andThen``: these start once this one has finished (its injection ended
+        and all its users done); their profiles count from then."""
+        for population in populations:
+            if not isinstance(population, Population):
+                raise DslError(f"and_then() takes scenario(...).inject(...), got {population!r}")
+        return replace(self, children=self.children + tuple(populations))
+
+    def to_plans(self, after=None):
+        """This scenario's plan, then its children's, each naming the scenario it waits for."""
+        plan = {"name": self.scenario.name, "steps": self.scenario.to_steps(), "injection": [dict(i) for i in self.injection]}
+        if after is not None:
+            plan["after"] = after
+        plans = [plan]
+        for child in self.children:
+            plans.extend(child.to_plans(after=self.scenario.name))
+        return plans

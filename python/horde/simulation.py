@@ -100,7 +100,7 @@ class Simulation:
             "version": PLAN_VERSION,
             "name": self.name or (self.populations[0].scenario.name if self.populations else "simulation"),
             "protocol": self.protocol.to_plan(),
-            "scenarios": [p.to_plan() for p in self.populations],
+            "scenarios": [plan for p in self.populations for plan in p.to_plans()],
             "options": options,
         }
         if _loading.base_dir is not None:

@@ -82,6 +82,7 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, String> {
             name: "http".into(),
             steps,
             injection: vec![Injection::AtOnceUsers { users: args.connections }],
+            after: None,
         }],
         options: RunOptions {
             // Like wrk, a failed request does not stop a connection's loop.

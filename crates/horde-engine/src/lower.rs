@@ -42,6 +42,8 @@ pub struct ScenarioProgram {
     pub name: Arc<str>,
     pub steps: Vec<StepProgram>,
     pub injection: Vec<Injection>,
+    /// The scenario that must finish before this one starts.
+    pub after: Option<usize>,
 }
 
 pub enum StepProgram {
@@ -232,6 +234,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             name: scenario.name.as_str().into(),
             steps: lowering.steps(&format!("scenarios[{i}].steps"), &scenario.steps, ""),
             injection: scenario.injection.clone(),
+            after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
     if !lowering.errors.is_empty() {

@@ -2,7 +2,7 @@
 //! merging their snapshots and feeding the sink.
 
 use crate::lower::Program;
-use crate::worker::{run_worker, StopSignal, WorkerSetup};
+use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
 use horde_metrics::{RunStatus, Sink, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -64,6 +64,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     let started_at = SystemTime::now();
     let start = Instant::now();
     let (snapshots, received) = mpsc::channel();
+    let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
             let setup = WorkerSetup {
@@ -74,6 +75,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 seed,
                 snapshots: snapshots.clone(),
                 stop: control.stop.subscribe(),
+                gates: gates.clone(),
             };
             std::thread::Builder::new()
                 .name(format!("horde-worker-{worker}"))

@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -23,6 +24,40 @@ pub enum StopSignal {
     Run,
     /// Stop now: running users are interrupted.
     Stop,
+}
+
+/// Shared by all workers: a scenario counts as finished once every worker has finished its
+/// share. Scenarios that start `after` it wait here.
+pub(crate) struct ScenarioGate {
+    workers_left: AtomicUsize,
+    finished: AtomicBool,
+    notify: Notify,
+}
+
+impl ScenarioGate {
+    pub fn new(workers: usize) -> ScenarioGate {
+        ScenarioGate { workers_left: AtomicUsize::new(workers), finished: AtomicBool::new(false), notify: Notify::new() }
+    }
+
+    fn worker_finished(&self) {
+        if self.workers_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.finished.store(true, Ordering::Release);
+            self.notify.notify_waiters();
+        }
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a finish in between is not missed.
+            notified.as_mut().enable();
+            if self.finished.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Everything one worker's users share. Lives on the worker thread only.
@@ -41,8 +76,14 @@ pub(crate) struct WorkerContext {
     seed: u64,
     users_created: Cell<u64>,
     active_users: Cell<u64>,
+    /// Scenarios of this worker not yet finished (injection ended, users done).
     injectors_running: Cell<usize>,
     idle: Notify,
+    /// Users running per scenario, and a wake-up for when a scenario's count drops to 0.
+    scenario_users: Vec<Cell<u64>>,
+    scenario_idle: Vec<Notify>,
+    /// Run-wide: when each scenario has finished on every worker (`after`).
+    gates: Arc<[ScenarioGate]>,
 }
 
 impl WorkerContext {
@@ -88,13 +129,19 @@ impl WorkerContext {
         splitmix64(self.seed ^ ((self.worker as u64) << 40) ^ n)
     }
 
-    fn user_started(&self) {
+    fn user_started(&self, scenario: usize) {
         self.active_users.set(self.active_users.get() + 1);
+        self.scenario_users[scenario].set(self.scenario_users[scenario].get() + 1);
         self.metrics.borrow_mut().users_started += 1;
     }
 
-    fn user_finished(&self) {
+    fn user_finished(&self, scenario: usize) {
         self.active_users.set(self.active_users.get() - 1);
+        let left = self.scenario_users[scenario].get() - 1;
+        self.scenario_users[scenario].set(left);
+        if left == 0 {
+            self.scenario_idle[scenario].notify_one();
+        }
         self.metrics.borrow_mut().users_finished += 1;
         self.wake_if_idle();
     }
@@ -224,6 +271,7 @@ pub(crate) struct WorkerSetup {
     pub seed: u64,
     pub snapshots: Sender<Snapshot>,
     pub stop: watch::Receiver<StopSignal>,
+    pub gates: Arc<[ScenarioGate]>,
 }
 
 /// Runs one worker to the end of its share of the plan, or until told to stop.
@@ -239,7 +287,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) {
 }
 
 async fn worker_main(setup: WorkerSetup) {
-    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop } = setup;
+    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates } = setup;
     let start = Instant::from_std(start);
     let options = &program.plan.options;
     let budget = options.max_requests.map(|total| {
@@ -261,54 +309,14 @@ async fn worker_main(setup: WorkerSetup) {
         active_users: Cell::new(0),
         injectors_running: Cell::new(0),
         idle: Notify::new(),
+        scenario_users: program.scenarios.iter().map(|_| Cell::new(0)).collect(),
+        scenario_idle: program.scenarios.iter().map(|_| Notify::new()).collect(),
+        gates,
     });
 
     for scenario in 0..program.scenarios.len() {
-        let injection = &program.scenarios[scenario].injection;
-        if injection.iter().any(Injection::is_closed) {
-            for periods in closed_slots(injection, worker, workers) {
-                ctx.injectors_running.set(ctx.injectors_running.get() + 1);
-                let ctx = ctx.clone();
-                tokio::task::spawn_local(async move {
-                    'periods: for period in periods {
-                        tokio::time::sleep_until(ctx.start + period.from).await;
-                        let until = ctx.start + period.until;
-                        while Instant::now() < until && !ctx.budget_exhausted() {
-                            if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
-                                break 'periods;
-                            }
-                        }
-                    }
-                    ctx.injectors_running.set(ctx.injectors_running.get() - 1);
-                    ctx.wake_if_idle();
-                });
-            }
-        } else {
-            ctx.injectors_running.set(ctx.injectors_running.get() + 1);
-            let ctx = ctx.clone();
-            let seed = seed ^ scenario as u64;
-            tokio::task::spawn_local(async move {
-                let injection = &ctx.program.scenarios[scenario].injection;
-                let mut timer = PreciseTimer::new();
-                for (k, offset) in arrivals(injection, seed).enumerate() {
-                    if k % ctx.workers != ctx.worker {
-                        continue;
-                    }
-                    if ctx.budget_exhausted() {
-                        break;
-                    }
-                    let intended = ctx.start + offset;
-                    timer.sleep_until(intended).await;
-                    ctx.record_start_lag(intended, Instant::now());
-                    let user_ctx = ctx.clone();
-                    tokio::task::spawn_local(async move {
-                        run_user(&user_ctx, scenario, Some(intended)).await;
-                    });
-                }
-                ctx.injectors_running.set(ctx.injectors_running.get() - 1);
-                ctx.wake_if_idle();
-            });
-        }
+        ctx.injectors_running.set(ctx.injectors_running.get() + 1);
+        tokio::task::spawn_local(run_scenario(ctx.clone(), scenario, seed ^ scenario as u64));
     }
     ctx.wake_if_idle();
 
@@ -356,11 +364,71 @@ async fn worker_main(setup: WorkerSetup) {
     let _ = snapshots.send(snapshot);
 }
 
+/// This worker's share of one scenario: wait for the scenario it starts after, inject its
+/// users, wait for them, then tell the other workers.
+async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
+    let program = &ctx.program.scenarios[scenario];
+    // Profile times count from the run's start, or from when the scenario waited for ended.
+    let begin = match program.after {
+        Some(parent) => {
+            ctx.gates[parent].wait().await;
+            Instant::now()
+        }
+        None => ctx.start,
+    };
+    let injection = &program.injection;
+    if injection.iter().any(Injection::is_closed) {
+        let slots: Vec<_> = closed_slots(injection, ctx.worker, ctx.workers)
+            .into_iter()
+            .map(|periods| {
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    for period in periods {
+                        tokio::time::sleep_until(begin + period.from).await;
+                        let until = begin + period.until;
+                        while Instant::now() < until && !ctx.budget_exhausted() {
+                            if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
+                                return;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for slot in slots {
+            let _ = slot.await;
+        }
+    } else {
+        let mut timer = PreciseTimer::new();
+        for (k, offset) in arrivals(injection, seed).enumerate() {
+            if k % ctx.workers != ctx.worker {
+                continue;
+            }
+            if ctx.budget_exhausted() {
+                break;
+            }
+            let intended = begin + offset;
+            timer.sleep_until(intended).await;
+            ctx.record_start_lag(intended, Instant::now());
+            let user_ctx = ctx.clone();
+            tokio::task::spawn_local(async move {
+                run_user(&user_ctx, scenario, Some(intended)).await;
+            });
+        }
+    }
+    while ctx.scenario_users[scenario].get() > 0 {
+        ctx.scenario_idle[scenario].notified().await;
+    }
+    ctx.gates[scenario].worker_finished();
+    ctx.injectors_running.set(ctx.injectors_running.get() - 1);
+    ctx.wake_if_idle();
+}
+
 async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
-    ctx.user_started();
+    ctx.user_started(scenario);
     let mut user = VirtualUser::new(ctx.clone(), ctx.new_user_seed(), intended);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
-    ctx.user_finished();
+    ctx.user_finished(scenario);
     outcome
 }
 

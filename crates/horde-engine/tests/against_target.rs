@@ -264,3 +264,45 @@ fn a_reach_rps_throttle_ramps_the_request_rate() {
     assert!((190..=210).contains(&ok), "{ok}");
     assert!(totals.start_lag_us.len() >= ok);
 }
+
+#[test]
+fn a_scenario_after_another_starts_when_the_first_has_finished_everywhere() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // Both take 300 ms a user; one after the other they take at least 600 ms, side by side 300.
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"workers": 2}},
+            "scenarios": [
+              {{"name": "second", "after": "first", "injection": [{{"type": "at_once_users", "users": 3}}],
+                "steps": [{{"type": "request", "name": "b", "method": "GET", "url": "/delay/300"}}]}},
+              {{"name": "first", "injection": [{{"type": "ramp_users", "users": 4, "duration_ms": 100}}],
+                "steps": [{{"type": "request", "name": "a", "method": "GET", "url": "/delay/300"}}]}}]}}"#,
+        server.base_url()
+    );
+    let started = std::time::Instant::now();
+    let (totals, status) = run_plan(&plan);
+    let elapsed = started.elapsed();
+    assert_eq!(status, RunStatus::Completed);
+    // The last of the first arrives at 75 ms and ends at 375 ms; side by side all would end by then.
+    assert!(elapsed >= std::time::Duration::from_millis(650), "{elapsed:?}");
+    assert_eq!(row(&totals, "a").ok.len(), 4);
+    assert_eq!(row(&totals, "b").ok.len(), 3);
+    assert_eq!(totals.users_started, 7);
+}
+
+#[test]
+fn after_must_name_a_scenario_and_must_not_loop() {
+    let plan = Plan::from_json(
+        r#"{"version": 1, "scenarios": [
+            {"name": "a", "after": "b", "injection": [{"type": "at_once_users", "users": 1}],
+             "steps": [{"type": "pause", "duration_ms": 1}]},
+            {"name": "b", "after": "a", "injection": [{"type": "at_once_users", "users": 1}],
+             "steps": [{"type": "pause", "duration_ms": 1}]},
+            {"name": "c", "after": "nobody", "injection": [{"type": "at_once_users", "users": 1}],
+             "steps": [{"type": "pause", "duration_ms": 1}]}]}"#,
+    )
+    .unwrap();
+    let errors = plan.validate();
+    let messages: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert!(messages.contains(&r#"scenarios[0].after: scenario "a" would wait for itself"#.to_string()), "{messages:?}");
+    assert!(messages.contains(&r#"scenarios[2].after: no scenario is named "nobody""#.to_string()), "{messages:?}");
+}

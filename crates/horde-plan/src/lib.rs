@@ -263,6 +263,11 @@ pub struct Scenario {
     pub name: String,
     pub steps: Vec<Step>,
     pub injection: Vec<Injection>,
+    /// Gatling's `andThen`: this scenario starts once the named one has finished (its
+    /// injection ended and all its users done, on every worker); its profile's times count
+    /// from then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// One element of a scenario's chain.

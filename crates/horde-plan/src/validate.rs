@@ -76,6 +76,34 @@ impl Validator {
             }
             self.steps(&format!("{path}.steps"), &scenario.steps, has_base_url);
             self.injection(&format!("{path}.injection"), &scenario.injection);
+            self.after(plan, i);
+        }
+        if plan.options.graceful_stop_ms.is_some() && plan.scenarios.iter().any(|s| s.after.is_some()) {
+            self.error("options.graceful_stop_ms", "a graceful stop cannot be combined with scenarios that start after others yet");
+        }
+    }
+
+    /// `after` names another scenario, and following the chain never comes back.
+    fn after(&mut self, plan: &Plan, index: usize) {
+        let Some(first) = &plan.scenarios[index].after else { return };
+        let path = format!("scenarios[{index}].after");
+        let mut seen = vec![index];
+        let mut next = Some(first);
+        while let Some(name) = next {
+            match plan.scenarios.iter().position(|s| &s.name == name) {
+                None => {
+                    self.error(&path, format!("no scenario is named {name:?}"));
+                    return;
+                }
+                Some(parent) if seen.contains(&parent) => {
+                    self.error(&path, format!("scenario {:?} would wait for itself", plan.scenarios[index].name));
+                    return;
+                }
+                Some(parent) => {
+                    seen.push(parent);
+                    next = plan.scenarios[parent].after.as_ref();
+                }
+            }
         }
     }
 
