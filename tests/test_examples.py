@@ -76,7 +76,9 @@ def test_workload_models(target, tmp_path):
     assert summary["users"]["interrupted"] >= 3
     assert summary["run"]["status"] == "limit_reached"
     assert rows["after the arrivals"]["count"] == 1
-    assert target.stats()["total"] == summary["global"]["count"]
+    # Every request the server saw was counted, but at most one in flight per cut-off user.
+    served = target.stats()["total"]
+    assert summary["global"]["count"] <= served <= summary["global"]["count"] + summary["users"]["interrupted"]
 
 
 def test_capacity_sweep_runs_as_a_plain_simulation_too(target, tmp_path):
