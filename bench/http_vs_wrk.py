@@ -18,16 +18,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-NGINX_TEMPLATE = Path(__file__).resolve().parent.parent / "scripts" / "nginx.conf.template"
+from local_nginx import pinned, start_nginx, stop_nginx
 
 
 def ensure_tools():
@@ -39,14 +37,6 @@ def ensure_tools():
         sys.exit(f"missing: {', '.join(missing)} (apt-get install {' '.join(missing)})")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pinned(core, argv):
-    return ["taskset", "-c", str(core), *argv] if shutil.which("taskset") and os.cpu_count() > 1 else argv
 
 
 def measure(argv):
@@ -96,21 +86,10 @@ def main():
     ensure_tools()
 
     work = Path(tempfile.mkdtemp(prefix="horde-bench-"))
-    port = free_port()
-    (work / "nginx.conf").write_text(NGINX_TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port)))
-    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     server_core, client_core = (1, 0) if os.cpu_count() > 1 else (0, 0)
-    nginx = subprocess.Popen(pinned(server_core, [nginx_bin, "-c", str(work / "nginx.conf"), "-p", str(work)]))
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                sys.exit("nginx did not start")
-            time.sleep(0.02)
+    nginx, base = start_nginx(work, server_core)
+    nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
+    url = base + "/"
 
     runs = {"wrk": [], "horde": []}
     try:
@@ -126,8 +105,7 @@ def main():
                 rps, requests, cpu, rss = result
                 print(f"  {tool:5} #{repetition + 1}: {rps:10.0f} req/s, {cpu * 1e6 / requests:.2f} ms CPU/1k req, {rss / 1024:.1f} MiB", file=sys.stderr)
     finally:
-        nginx.terminate()
-        nginx.wait()
+        stop_nginx(nginx)
 
     def medians(tool):
         rps = statistics.median(r[0] for r in runs[tool])

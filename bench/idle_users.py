@@ -13,15 +13,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from local_nginx import start_nginx, stop_nginx
 
 SIMULATION = """
 from horde import constant_concurrent_users, http, pace, param, scenario, setup
@@ -32,26 +30,6 @@ setup(scn.inject(constant_concurrent_users(param("users", 10)).during(param("sec
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_nginx(work):
-    port = free_port()
-    conf = (ROOT / "scripts" / "nginx.conf.template").read_text().replace("{dir}", str(work)).replace("{port}", str(port))
-    (work / "nginx.conf").write_text(conf)
-    nginx = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(work / "nginx.conf"), "-p", str(work)])
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return nginx, f"http://127.0.0.1:{port}"
-        except OSError:
-            if time.monotonic() > deadline:
-                sys.exit("nginx did not start")
-            time.sleep(0.02)
 
 
 def run(horde, sim, url, users, seconds, results):
@@ -83,8 +61,7 @@ def main():
         base_rss, _ = run(args.horde, sim, url, args.baseline_users, args.duration, work / "results")
         rss, summary = run(args.horde, sim, url, args.users, args.duration, work / "results")
     finally:
-        nginx.terminate()
-        nginx.wait()
+        stop_nginx(nginx)
 
     per_user = (rss - base_rss) * 1024 / (args.users - args.baseline_users)
     g = summary["global"]

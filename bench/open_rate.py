@@ -21,16 +21,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from local_nginx import pinned, start_nginx, stop_nginx
 
 OPEN_SIMULATION = """
 from horde import constant_users_per_sec, http, param, scenario, setup
@@ -41,14 +39,6 @@ setup(scn.inject(constant_users_per_sec(param("rate", 5000)).during(param("secon
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pinned(core, argv):
-    return ["taskset", "-c", str(core), *argv] if shutil.which("taskset") and os.cpu_count() > 1 else argv
 
 
 def percentile(stats, p):
@@ -83,21 +73,9 @@ def main():
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="horde-rate-"))
-    port = free_port()
-    conf = (ROOT / "scripts" / "nginx.conf.template").read_text().replace("{dir}", str(work)).replace("{port}", str(port))
-    (work / "nginx.conf").write_text(conf)
     server_core, client_core = (1, 0) if os.cpu_count() > 1 else (0, 0)
-    nginx = subprocess.Popen(pinned(server_core, [shutil.which("nginx") or "/usr/sbin/nginx", "-c", str(work / "nginx.conf"), "-p", str(work)]))
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                sys.exit("nginx did not start")
-            time.sleep(0.02)
+    nginx, base = start_nginx(work, server_core)
+    url = base + "/"
     sim = work / "open.py"
     sim.write_text(OPEN_SIMULATION)
     results = work / "results"
@@ -129,8 +107,7 @@ def main():
                 if rows:
                     print(f"  {name} #{repetition + 1}: {rows[-1]}", file=sys.stderr)
     finally:
-        nginx.terminate()
-        nginx.wait()
+        stop_nginx(nginx)
 
     def median(name, key):
         values = [r[key] for r in runs[name] if r.get(key) is not None]

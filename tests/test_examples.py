@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 
-import pytest
 
 from conftest import EXAMPLES
 

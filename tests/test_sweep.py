@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import EXAMPLES, wait_until
+from conftest import EXAMPLES
 
 KNEE_USERS = 4
 

@@ -3,7 +3,6 @@
 """
 
 import json
-import os
 import runpy
 import sys
 import traceback
@@ -65,7 +64,7 @@ def main(argv):
         rest = argv[2:]
         while rest:
             if rest[0] != "-D" or len(rest) < 2 or "=" not in rest[1]:
-                print(f"usage: python -m horde.loader load SIM.py [-D NAME=VALUE]...", file=sys.stderr)
+                print("usage: python -m horde.loader load SIM.py [-D NAME=VALUE]...", file=sys.stderr)
                 return 2
             name, value = rest[1].split("=", 1)
             params[name] = value

@@ -1,0 +1,47 @@
+"""nginx on loopback for the benchmarks: one worker, the shared config template, a free port,
+optionally pinned to a core; polled until it accepts connections."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "scripts" / "nginx.conf.template"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pinned(core, argv):
+    """argv run on one core, when there is more than one and taskset is there."""
+    if core is None or not shutil.which("taskset") or os.cpu_count() < 2:
+        return argv
+    return ["taskset", "-c", str(core), *argv]
+
+
+def start_nginx(work, core=None):
+    """Starts nginx with its files in `work`; returns (process, base URL without a slash)."""
+    port = free_port()
+    (work / "nginx.conf").write_text(TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port)))
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen(pinned(core, [binary, "-c", str(work / "nginx.conf"), "-p", str(work)]))
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process, f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                sys.exit("nginx did not start")
+            time.sleep(0.02)
+
+
+def stop_nginx(process):
+    process.terminate()
+    process.wait()
