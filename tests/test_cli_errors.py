@@ -105,3 +105,17 @@ def test_help_exits_zero(horde):
     result = horde("--help", results=False)
     assert result.code == 0
     assert "Exit codes" in result.stdout
+
+
+def test_a_bad_schema_file_is_named_with_its_problem(horde, tmp_path):
+    (tmp_path / "schema.xml").write_text("<object>\n  <entry><name>a</name><value><decimal/></value></entry>\n</object>\n")
+    path = write(tmp_path, "sim.py", """\
+        from horde import scenario, http, at_once_users, setup, document_from_schema
+
+        scn = scenario("s").exec(http("p").post("http://127.0.0.1:9/").body(document_from_schema("schema.xml")))
+        setup(scn.inject(at_once_users(1)))
+    """)
+    result = horde("run", path, results=False)
+    assert result.code == INVALID_INPUT
+    assert "scenarios[0].steps[0].body.path" in result.stderr
+    assert "schema.xml: invalid XML schema at line 2, column 31: unknown element <decimal>" in result.stderr

@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 
 from conftest import EXAMPLES
 
@@ -87,7 +89,19 @@ def test_capacity_sweep_runs_as_a_plain_simulation_too(target, tmp_path):
     assert summary["global"]["ko"] == 0 and summary["global"]["count"] > 50
 
 
+@pytest.mark.parametrize("schema", ["document_schema.json", "document_schema.xml"])
+def test_generated_documents(target, tmp_path, schema):
+    run_example(["horde", "run", EXAMPLES / "generated_documents.py", "-D", f"base_url={target.url}",
+                 "-D", f"schema={schema}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    assert summary["global"]["count"] == 100
+    # The server parsed 100 JSON documents of the schema's shape.
+    assert target.stats()["json_documents"] == 100
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
-               "quick_mode.sh", "workload_models.py", "capacity_sweep.py"}
+               "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
+               "document_schema.json", "document_schema.xml"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered

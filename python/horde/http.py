@@ -69,6 +69,18 @@ def json_body(value):
     return {"type": "json", "value": value}
 
 
+def document_from_schema(path):
+    """A new JSON document for every request, generated from a schema file by Iron Cushion's
+    rules: a JSON document as template (any CouchDB document; ``_id`` and ``_rev`` are
+    dropped), or the XML schema format when the file ends in ``.xml``. A relative path is
+    resolved next to the simulation.
+
+        >>> document_from_schema("doc.json")
+        {'type': 'document_from_schema', 'path': 'doc.json'}
+    """
+    return {"type": "document_from_schema", "path": str(path)}
+
+
 def _name(value, what):
     if not isinstance(value, str) or not value:
         raise DslError(f"{what}() needs a non-empty name, got {value!r}")
@@ -107,11 +119,12 @@ class HttpRequest:
         return replace(self, form_pairs=self.form_pairs + ((str(name), str(value)),))
 
     def body(self, body):
-        """A raw text body, or one made by :func:`string_body` or :func:`json_body`."""
+        """A raw text body, or one made by :func:`string_body`, :func:`json_body` or
+        :func:`document_from_schema`."""
         if isinstance(body, str):
             body = string_body(body)
-        if not isinstance(body, dict) or body.get("type") not in ("raw", "json"):
-            raise DslError(f"body() takes text, string_body() or json_body(), got {body!r}")
+        if not isinstance(body, dict) or body.get("type") not in ("raw", "json", "document_from_schema"):
+            raise DslError(f"body() takes text, string_body(), json_body() or document_from_schema(), got {body!r}")
         return replace(self, raw_body=body)
 
     def body_part(self, part):

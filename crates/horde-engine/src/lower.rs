@@ -30,6 +30,8 @@ pub struct Program {
     pub reads_response_headers: bool,
     /// Pace steps in the plan; each user remembers when it last passed each one.
     pub paces: usize,
+    /// Schemas of generated bodies, by id: each user gets a generator for each.
+    pub schemas: Vec<Arc<horde_docgen::Schema>>,
 }
 
 pub struct ProtocolProgram {
@@ -129,6 +131,8 @@ pub enum BodyProgram {
     Raw { text: Template, content_type: Option<HeaderValue> },
     Form(Vec<(Template, Template)>),
     Multipart { boundary: String, parts: Vec<PartProgram> },
+    /// A fresh document per request; `id` indexes the user's generators.
+    Generated { id: usize, schema: Arc<horde_docgen::Schema> },
 }
 
 pub enum PartProgram {
@@ -219,6 +223,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         default_headers: Vec::new(),
         boundary_counter: 0,
         paces: 0,
+        schemas: Vec::new(),
     };
     for (i, header) in plan.protocol.headers.iter().enumerate() {
         let path = format!("protocol.headers[{i}]");
@@ -249,6 +254,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         groups: lowering.groups,
         reads_response_headers,
         paces: lowering.paces,
+        schemas: lowering.schemas,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -268,6 +274,7 @@ struct Lowering {
     default_headers: Vec<(HeaderName, Template)>,
     boundary_counter: u32,
     paces: usize,
+    schemas: Vec<Arc<horde_docgen::Schema>>,
 }
 
 impl Lowering {
@@ -450,6 +457,20 @@ impl Lowering {
                 let text = serde_json::to_string(value).expect("JSON values serialize");
                 let text = self.template_of(&text);
                 text_body(text, Some(HeaderValue::from_static("application/json")))
+            }
+            Body::DocumentFromSchema { path: file } => {
+                let resolved = self.resolve_file(file);
+                match horde_docgen::Schema::from_file(&resolved) {
+                    Ok(schema) => {
+                        let schema = Arc::new(schema);
+                        self.schemas.push(schema.clone());
+                        BodyProgram::Generated { id: self.schemas.len() - 1, schema }
+                    }
+                    Err(err) => {
+                        self.errors.push(PlanError::new(format!("{path}.path"), format!("{}: {err}", resolved.display())));
+                        BodyProgram::None
+                    }
+                }
             }
             Body::Form { params } => {
                 BodyProgram::Form(params.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect())

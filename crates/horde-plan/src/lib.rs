@@ -333,6 +333,10 @@ pub enum Body {
     Form { params: Vec<NameValue> },
     /// multipart/form-data.
     Multipart { parts: Vec<BodyPart> },
+    /// A new JSON document for every request, generated from a schema file (a JSON document
+    /// as template, or the XML schema format; see docs/plan.md) by Iron Cushion's rules.
+    /// Resolved against `base_dir` when relative.
+    DocumentFromSchema { path: String },
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

@@ -262,6 +262,11 @@ impl Validator {
                     self.template(&format!("{path}.params[{i}].value"), &param.value);
                 }
             }
+            Body::DocumentFromSchema { path: file } => {
+                if file.is_empty() {
+                    self.error(format!("{path}.path"), "a schema file path is needed");
+                }
+            }
             Body::Multipart { parts } => {
                 if parts.is_empty() {
                     self.error(format!("{path}.parts"), "a multipart body needs at least one part");

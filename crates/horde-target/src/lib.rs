@@ -20,6 +20,7 @@
 //! | `POST /upload` | multipart form: fields, the ViewState and a file; answers with the file's name and size |
 //! | `GET /logout` | ends the session, 302 to `/` |
 //! | `GET /api/items`, `GET /api/items/{id}` | a small JSON API |
+//! | `POST /api/echo` | answers with the JSON document it was sent (400 if it is not JSON) |
 //! | `GET /status/{code}` | answers with that status |
 //! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
 //! | `GET /work/{ms}` | takes one of `work_slots` slots (default 4) for that many milliseconds: capacity = slots / service time |

@@ -32,6 +32,8 @@ pub struct Stats {
     /// Bytes of the files received by `/upload`.
     pub upload_bytes: u64,
     pub sessions: u64,
+    /// Valid JSON documents POSTed to /api/echo.
+    pub json_documents: u64,
 }
 
 impl Stats {
@@ -44,6 +46,7 @@ impl Stats {
             "uploads": self.uploads,
             "upload_bytes": self.upload_bytes,
             "sessions": self.sessions,
+            "json_documents": self.json_documents,
         })
     }
 }
@@ -239,13 +242,28 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     let content_type = request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let body = request.into_body().collect().await.map(|c| c.to_bytes()).unwrap_or_default();
     // Parsed before the state is locked: the lock is never held across an await.
-    let form = if method == Method::POST { Some(parse_form(content_type.as_deref(), body).await) } else { None };
+    let echo_body = if path == "/api/echo" { body.clone() } else { Bytes::new() };
+    let form = if method == Method::POST && path != "/api/echo" {
+        Some(parse_form(content_type.as_deref(), body).await)
+    } else {
+        None
+    };
 
     let mut state = state.state.lock().expect("state lock");
     state.stats.total += 1;
     *state.stats.by_route.entry(route_key(&method, &path)).or_default() += 1;
 
     // API routes need no session.
+    if path == "/api/echo" {
+        // Answers with the JSON it was sent, or 400 when that is not JSON.
+        return match serde_json::from_slice::<serde_json::Value>(&echo_body) {
+            Ok(value) => {
+                state.stats.json_documents += 1;
+                json(StatusCode::OK, value)
+            }
+            Err(err) => json(StatusCode::BAD_REQUEST, serde_json::json!({"error": err.to_string()})),
+        };
+    }
     if let Some(rest) = path.strip_prefix("/api/items") {
         return api_items(rest);
     }
