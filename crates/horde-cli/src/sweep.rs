@@ -59,7 +59,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         (_, _, "rate") => Model::Rate,
         _ => Model::Users,
     };
-    if args.users.as_ref().is_some_and(|l| l.iter().any(|u| *u == 0)) {
+    if args.users.as_ref().is_some_and(|l| l.contains(&0)) {
         return Err(Failure::Invalid("--users: every level needs at least 1 user".into()));
     }
     if args.rate.as_ref().is_some_and(|l| l.iter().any(|r| !(*r > 0.0 && r.is_finite()))) {

@@ -171,14 +171,6 @@ pub struct Snapshot {
     pub interval: u64,
 }
 
-impl Snapshot {
-    pub fn request_count(&self) -> (u64, u64) {
-        self.requests
-            .iter()
-            .fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! outputs (progress line, results files) implement.
 
 use crate::timeseries::PendingIntervals;
-use crate::recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use crate::recorder::{new_histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,9 +51,6 @@ pub struct Totals {
     active_by_worker: Vec<u64>,
     pub start_lag_us: Histogram<u64>,
     pub late_starts: u64,
-    /// OK and KO requests since the previous call to [`Totals::take_interval_counts`].
-    interval_ok: u64,
-    interval_ko: u64,
     /// Per-interval measurements not yet taken by a sink.
     pub intervals: PendingIntervals,
 }
@@ -75,17 +72,12 @@ impl Totals {
             active_by_worker: vec![0; workers],
             start_lag_us: new_histogram(),
             late_starts: 0,
-            interval_ok: 0,
-            interval_ko: 0,
             intervals: PendingIntervals::default(),
         }
     }
 
     pub fn absorb(&mut self, snapshot: Snapshot) {
         self.intervals.add(&snapshot);
-        let (ok, ko) = snapshot.request_count();
-        self.interval_ok += ok;
-        self.interval_ko += ko;
         for (name, recorder) in snapshot.requests {
             match self.row_index.get(&name) {
                 Some(&i) => self.requests[i].1.merge(&recorder),
@@ -125,11 +117,6 @@ impl Totals {
         self.elapsed.saturating_sub(self.warmup)
     }
 
-    /// OK and KO counts since the last call: what the progress line shows as a rate.
-    pub fn take_interval_counts(&mut self) -> (u64, u64) {
-        (std::mem::take(&mut self.interval_ok), std::mem::take(&mut self.interval_ko))
-    }
-
     pub fn request_counts(&self) -> (u64, u64) {
         self.requests.iter().fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len()))
     }
@@ -141,11 +128,6 @@ impl Totals {
             global.merge(recorder);
         }
         global
-    }
-
-    /// Records a start lag measured outside the workers (tests, tools).
-    pub fn record_start_lag(&mut self, lag_us: u64) {
-        record_value(&mut self.start_lag_us, lag_us);
     }
 }
 

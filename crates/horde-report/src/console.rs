@@ -36,14 +36,15 @@ fn line(out: &mut String, label: &str, total: String, ok: Option<String>, ko: Op
 fn latency_lines(out: &mut String, stats: &RequestStats) {
     let (all, ok, ko) = (&stats.latency.all, &stats.latency.ok, &stats.latency.ko);
     let part = |s: &LatencyStats, f: &dyn Fn(&LatencyStats) -> String| (s.count > 0).then(|| f(s));
-    let rows: [(&str, &dyn Fn(&LatencyStats) -> String); 4] = [
-        ("min response time (ms)", &|s| ms(s.min_us)),
-        ("max response time (ms)", &|s| ms(s.max_us)),
-        ("mean response time (ms)", &|s| ms_f(s.mean_us)),
-        ("std deviation (ms)", &|s| ms_f(s.stddev_us)),
+    type Statistic = fn(&LatencyStats) -> String;
+    let rows: [(&str, Statistic); 4] = [
+        ("min response time (ms)", |s| ms(s.min_us)),
+        ("max response time (ms)", |s| ms(s.max_us)),
+        ("mean response time (ms)", |s| ms_f(s.mean_us)),
+        ("std deviation (ms)", |s| ms_f(s.stddev_us)),
     ];
     for (label, f) in rows {
-        line(out, label, if all.count > 0 { f(all) } else { "-".into() }, part(ok, f), part(ko, f));
+        line(out, label, if all.count > 0 { f(all) } else { "-".into() }, part(ok, &f), part(ko, &f));
     }
     for p in &all.percentiles {
         let label = format!("response time {} percentile (ms)", ordinal(p.percentile));

@@ -126,14 +126,13 @@ impl SweepReport {
         );
         let _ = writeln!(
             out,
-            "{:>10}{:>11}{:>11}{:>11}{:>10}{:>13}  {}",
+            "{:>10}{:>11}{:>11}{:>11}{:>10}{:>13}  SLOs",
             self.level_label(),
             "requests",
             "p50 (ms)",
             "p99 (ms)",
             "errors",
-            "throughput",
-            "SLOs"
+            "throughput"
         );
         for l in &self.levels {
             let slo = if self.slos.is_empty() {
