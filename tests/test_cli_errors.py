@@ -119,3 +119,12 @@ def test_a_bad_schema_file_is_named_with_its_problem(horde, tmp_path):
     assert result.code == INVALID_INPUT
     assert "scenarios[0].steps[0].body.path" in result.stderr
     assert "schema.xml: invalid XML schema at line 2, column 31: unknown element <decimal>" in result.stderr
+
+
+def test_results_that_cannot_be_written_exit_3(horde, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the results directory should go")
+    result = horde("http", "http://127.0.0.1:9/", "-n", "1", "--results", blocker / "results", results=False)
+    assert result.code == 3, result.stderr
+    assert "cannot create results directory" in result.stderr
+    assert str(blocker) in result.stderr
