@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The second quickstart command: installs what the tests need, builds and installs horde, and
 # runs every test, Rust and Python. The Python tests start their own servers on 127.0.0.1 (the
-# built-in target, nginx with one worker) and stop them by PID when they are done.
+# built-in target, nginx with one worker, pouchdb-server) and stop them by PID when they are done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +19,20 @@ if [ ${#missing[@]} -gt 0 ]; then
         sudo apt-get update -qq
         sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
     fi
+fi
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    step "installing Node.js (for pouchdb-server, the CouchDB-API test server)"
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+    else
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm
+    fi
+fi
+if [ ! -x scripts/couchdb/node_modules/pouchdb-server/bin/pouchdb-server ]; then
+    step "installing pouchdb-server (npm ci, the versions locked in scripts/couchdb)"
+    # --ignore-scripts: the sqlite3 build is not needed for the in-memory backend.
+    (cd scripts/couchdb && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
 
 step "installing the Python test tools"

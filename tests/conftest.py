@@ -138,6 +138,51 @@ def nginx(tmp_path_factory):
     server.stop()
 
 
+class CouchDb:
+    """pouchdb-server (a CouchDB-API server) in memory, installed by scripts/test.sh."""
+
+    def __init__(self, directory):
+        server = ROOT / "scripts" / "couchdb" / "node_modules" / "pouchdb-server" / "bin" / "pouchdb-server"
+        if not server.exists():
+            raise RuntimeError(f"{server} is missing: run scripts/test.sh, which installs it with npm")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = directory / "config.json"
+        config.write_text(json.dumps({"log": {"file": str(directory / "pouchdb.log"), "level": "warning"}}))
+        self.process = subprocess.Popen(
+            ["node", str(server), "--host", "127.0.0.1", "--port", str(self.port), "--in-memory",
+             "--config", str(config), "--no-stdout-logs"],
+            cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+
+        def ready():
+            if self.process.poll() is not None:
+                return True
+            try:
+                return bool(get_json(self.url + "/"))
+            except OSError:
+                return False
+
+        wait_until(ready, timeout=30, what="pouchdb-server")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"pouchdb-server did not start: {self.process.stderr.read().decode()}")
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def couchdb(tmp_path_factory):
+    server = CouchDb(tmp_path_factory.mktemp("couchdb"))
+    yield server
+    server.stop()
+
+
 class Result:
     def __init__(self, completed, results_dir):
         self.code = completed.returncode

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, get_json
 
 
 def run_example(command, tmp_path, env=None):
@@ -100,8 +100,21 @@ def test_generated_documents(target, tmp_path, schema):
     assert target.stats()["json_documents"] == 100
 
 
+def test_couchdb_bulk_insert(couchdb, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "couchdb_bulk_insert.py", "-D", f"database_address={couchdb.url}",
+                 "-D", "database_name=bulk_example", "-D", "num_connections=3", "-D", "num_bulk_insert_operations=4", "-D", "num_documents_per_bulk_insert=50"],
+                tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    rows = {r["name"]: r for r in summary["requests"]}
+    assert rows["bulk insert"]["ok"] == 12
+    # The database's own count, read by horde's last scenario and again here.
+    assert rows["count documents"]["ok"] == 1
+    assert get_json(f"{couchdb.url}/bulk_example")["doc_count"] == 600
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
-               "document_schema.json", "document_schema.xml"}
+               "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered

@@ -15,6 +15,7 @@ from .errors import DslError, HordeError, ParameterError, PlanError, SimulationE
 from .http import (
     HttpProtocol,
     HttpRequest,
+    bulk_documents_from_schema,
     document_from_schema,
     http,
     json_body,
@@ -46,7 +47,7 @@ __all__ = [
     "string_body", "string_body_part", "substring", "validate",
     "pace", "ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec",
     "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
-    "hold_for", "document_from_schema",
+    "hold_for", "document_from_schema", "bulk_documents_from_schema",
 ]
 
 

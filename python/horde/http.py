@@ -81,6 +81,18 @@ def document_from_schema(path):
     return {"type": "document_from_schema", "path": str(path)}
 
 
+def bulk_documents_from_schema(path, count):
+    """``{"docs": [...]}`` with ``count`` new documents from the schema for every request: a
+    CouchDB ``_bulk_docs`` body.
+
+        >>> bulk_documents_from_schema("doc.json", 100)["count"]
+        100
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise DslError(f"bulk_documents_from_schema(): expected a positive number of documents, got {count!r}")
+    return {"type": "bulk_documents_from_schema", "path": str(path), "count": count}
+
+
 def _name(value, what):
     if not isinstance(value, str) or not value:
         raise DslError(f"{what}() needs a non-empty name, got {value!r}")
@@ -123,7 +135,9 @@ class HttpRequest:
         :func:`document_from_schema`."""
         if isinstance(body, str):
             body = string_body(body)
-        if not isinstance(body, dict) or body.get("type") not in ("raw", "json", "document_from_schema"):
+        if not isinstance(body, dict) or body.get("type") not in (
+            "raw", "json", "document_from_schema", "bulk_documents_from_schema"
+        ):
             raise DslError(f"body() takes text, string_body(), json_body() or document_from_schema(), got {body!r}")
         return replace(self, raw_body=body)
 

@@ -131,8 +131,9 @@ pub enum BodyProgram {
     Raw { text: Template, content_type: Option<HeaderValue> },
     Form(Vec<(Template, Template)>),
     Multipart { boundary: String, parts: Vec<PartProgram> },
-    /// A fresh document per request; `id` indexes the user's generators.
-    Generated { id: usize, schema: Arc<horde_docgen::Schema> },
+    /// Fresh documents per request; `id` indexes the user's generators. With `bulk`, that many
+    /// documents in a `{"docs": [...]}` wrapper.
+    Generated { id: usize, schema: Arc<horde_docgen::Schema>, bulk: Option<u32> },
 }
 
 pub enum PartProgram {
@@ -458,20 +459,8 @@ impl Lowering {
                 let text = self.template_of(&text);
                 text_body(text, Some(HeaderValue::from_static("application/json")))
             }
-            Body::DocumentFromSchema { path: file } => {
-                let resolved = self.resolve_file(file);
-                match horde_docgen::Schema::from_file(&resolved) {
-                    Ok(schema) => {
-                        let schema = Arc::new(schema);
-                        self.schemas.push(schema.clone());
-                        BodyProgram::Generated { id: self.schemas.len() - 1, schema }
-                    }
-                    Err(err) => {
-                        self.errors.push(PlanError::new(format!("{path}.path"), format!("{}: {err}", resolved.display())));
-                        BodyProgram::None
-                    }
-                }
-            }
+            Body::DocumentFromSchema { path: file } => self.generated(path, file, None),
+            Body::BulkDocumentsFromSchema { path: file, count } => self.generated(path, file, Some(*count)),
             Body::Form { params } => {
                 BodyProgram::Form(params.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect())
             }
@@ -486,6 +475,21 @@ impl Lowering {
                     .filter_map(|(i, part)| self.part(&format!("{path}.parts[{i}]"), part))
                     .collect();
                 BodyProgram::Multipart { boundary, parts }
+            }
+        }
+    }
+
+    fn generated(&mut self, path: &str, file: &str, bulk: Option<u32>) -> BodyProgram {
+        let resolved = self.resolve_file(file);
+        match horde_docgen::Schema::from_file(&resolved) {
+            Ok(schema) => {
+                let schema = Arc::new(schema);
+                self.schemas.push(schema.clone());
+                BodyProgram::Generated { id: self.schemas.len() - 1, schema, bulk }
+            }
+            Err(err) => {
+                self.errors.push(PlanError::new(format!("{path}.path"), format!("{}: {err}", resolved.display())));
+                BodyProgram::None
             }
         }
     }

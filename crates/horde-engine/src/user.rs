@@ -366,12 +366,19 @@ impl VirtualUser {
     }
 
     fn body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
-        if let BodyProgram::Generated { id, schema } = body {
+        if let BodyProgram::Generated { id, schema, bulk } = body {
             // Seeded from the user's own seed, so a run's seed reproduces every document.
             let seed = self.seed ^ (*id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let generator = self.documents[*id]
                 .get_or_insert_with(|| horde_docgen::Generator::new(schema.clone(), horde_docgen::Dictionary::shared(), seed));
-            let bytes = serde_json::to_vec(&generator.document()).expect("generated documents serialize");
+            let document = match bulk {
+                None => generator.document(),
+                Some(count) => {
+                    let docs: Vec<serde_json::Value> = (0..*count).map(|_| generator.document()).collect();
+                    serde_json::json!({ "docs": docs })
+                }
+            };
+            let bytes = serde_json::to_vec(&document).expect("generated documents serialize");
             return Ok((Bytes::from(bytes), Some(HeaderValue::from_static("application/json"))));
         }
         self.render_body(body)

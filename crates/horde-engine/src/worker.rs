@@ -410,9 +410,12 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             let intended = begin + offset;
             timer.sleep_until(intended).await;
             ctx.record_start_lag(intended, Instant::now());
+            // Counted before the task first runs, so the wait below cannot see zero users
+            // while this one is still to start.
+            ctx.user_started(scenario);
             let user_ctx = ctx.clone();
             tokio::task::spawn_local(async move {
-                run_user(&user_ctx, scenario, Some(intended)).await;
+                run_started_user(&user_ctx, scenario, Some(intended)).await;
             });
         }
     }
@@ -426,6 +429,11 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
 
 async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
     ctx.user_started(scenario);
+    run_started_user(ctx, scenario, intended).await
+}
+
+/// Runs a user already counted by [`WorkerContext::user_started`].
+async fn run_started_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
     let mut user = VirtualUser::new(ctx.clone(), ctx.new_user_seed(), intended);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
     ctx.user_finished(scenario);

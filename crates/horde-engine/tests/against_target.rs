@@ -306,3 +306,22 @@ fn after_must_name_a_scenario_and_must_not_loop() {
     assert!(messages.contains(&r#"scenarios[0].after: scenario "a" would wait for itself"#.to_string()), "{messages:?}");
     assert!(messages.contains(&r#"scenarios[2].after: no scenario is named "nobody""#.to_string()), "{messages:?}");
 }
+
+#[test]
+fn a_scenario_waits_for_users_that_were_spawned_but_had_not_started() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    // One user at once: the injector finishes before the user's task has run at all.
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"workers": 2}},
+            "scenarios": [
+              {{"name": "first", "injection": [{{"type": "at_once_users", "users": 1}}],
+                "steps": [{{"type": "request", "name": "a", "method": "GET", "url": "/delay/200"}}]}},
+              {{"name": "second", "after": "first", "injection": [{{"type": "at_once_users", "users": 2}}],
+                "steps": [{{"type": "request", "name": "b", "method": "GET", "url": "/delay/200"}}]}}]}}"#,
+        server.base_url()
+    );
+    let started = std::time::Instant::now();
+    let (totals, _) = run_plan(&plan);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(400), "{:?}", started.elapsed());
+    assert_eq!(row(&totals, "b").ok.len(), 2);
+}

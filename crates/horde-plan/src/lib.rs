@@ -337,6 +337,9 @@ pub enum Body {
     /// as template, or the XML schema format; see docs/plan.md) by Iron Cushion's rules.
     /// Resolved against `base_dir` when relative.
     DocumentFromSchema { path: String },
+    /// `{"docs": [...]}` with `count` new documents from the schema: a CouchDB `_bulk_docs`
+    /// body.
+    BulkDocumentsFromSchema { path: String, count: u32 },
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

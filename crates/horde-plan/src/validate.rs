@@ -267,6 +267,14 @@ impl Validator {
                     self.error(format!("{path}.path"), "a schema file path is needed");
                 }
             }
+            Body::BulkDocumentsFromSchema { path: file, count } => {
+                if file.is_empty() {
+                    self.error(format!("{path}.path"), "a schema file path is needed");
+                }
+                if *count == 0 {
+                    self.error(format!("{path}.count"), "must be more than 0");
+                }
+            }
             Body::Multipart { parts } => {
                 if parts.is_empty() {
                     self.error(format!("{path}.parts"), "a multipart body needs at least one part");
