@@ -54,6 +54,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop_process(process):
+    """Stops a server the tests started, by its PID: SIGTERM, then SIGKILL if it lingers."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def get_json(url):
     with urllib.request.urlopen(url, timeout=5) as response:
         return json.loads(response.read())
@@ -78,13 +89,7 @@ class Target:
         return get_json(self.url + "/stats")
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 @pytest.fixture
@@ -123,12 +128,7 @@ class Nginx:
         return int(text.splitlines()[2].split()[2]) - self.status_requests
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 @pytest.fixture(scope="session")
@@ -168,12 +168,7 @@ class CouchDb:
             raise RuntimeError(f"pouchdb-server did not start: {self.process.stderr.read().decode()}")
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 @pytest.fixture(scope="session")

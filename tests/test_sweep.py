@@ -4,12 +4,11 @@
 
 import json
 import re
-import signal
 import subprocess
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, stop_process
 
 KNEE_USERS = 4
 
@@ -22,8 +21,7 @@ class WorkTarget:
         self.url = re.search(r"http://[0-9.:]+", self.process.stdout.readline()).group(0)
 
     def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=10)
+        stop_process(self.process)
 
 
 @pytest.fixture
