@@ -296,27 +296,21 @@ fn chart(report: &SweepReport) -> String {
         width - 22.0,
         top + plot_h / 2.0
     );
-    if let Some(knee) = report.knee {
+    // A dashed vertical line at a level, labelled.
+    let mut marker = |level: f64, label: String, colour: &str, dash: &str, label_y: f64| {
+        let mx = x(level);
         let _ = write!(
             svg,
-            r##"<line x1="{kx:.1}" y1="{top}" x2="{kx:.1}" y2="{:.1}" stroke="#2ca02c" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" fill="#2ca02c">knee {}</text>"##,
+            r#"<line x1="{mx:.1}" y1="{top}" x2="{mx:.1}" y2="{:.1}" stroke="{colour}" stroke-dasharray="{dash}"/><text x="{:.1}" y="{label_y:.1}" fill="{colour}">{label}</text>"#,
             top + plot_h,
-            x(knee) + 4.0,
-            top + 14.0,
-            format_level(knee),
-            kx = x(knee)
+            mx + 4.0
         );
+    };
+    if let Some(knee) = report.knee {
+        marker(knee, format!("knee {}", format_level(knee)), "#2ca02c", "4 3", top + 14.0);
     }
     if let Some(slo) = report.highest_meeting_slos {
-        let _ = write!(
-            svg,
-            r##"<line x1="{sx:.1}" y1="{top}" x2="{sx:.1}" y2="{:.1}" stroke="#9467bd" stroke-dasharray="2 2"/><text x="{:.1}" y="{:.1}" fill="#9467bd">SLOs met up to {}</text>"##,
-            top + plot_h,
-            x(slo) + 4.0,
-            top + 30.0,
-            format_level(slo),
-            sx = x(slo)
-        );
+        marker(slo, format!("SLOs met up to {}", format_level(slo)), "#9467bd", "2 2", top + 30.0);
     }
     svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_rps(l.throughput_rps))).collect(), "#1f77b4", ""));
     svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_ms(l.p50_us as f64 / 1000.0))).collect(), "#ff7f0e", ""));
