@@ -72,10 +72,6 @@ impl Generator {
         Generator { schema: schema.into(), dictionary, rng: SmallRng::seed_from_u64(seed) }
     }
 
-    pub fn schema(&self) -> &Schema {
-        &self.schema
-    }
-
     /// A new document.
     pub fn document(&mut self) -> Value {
         let schema = self.schema.clone();

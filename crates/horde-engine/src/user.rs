@@ -33,9 +33,54 @@ fn corrected_start(intended: Instant, started: Instant) -> Instant {
     (intended + TIMER_RESOLUTION).min(started)
 }
 
+/// Turns the request of one hop into the next hop of a redirect, as browsers do: 303, and
+/// 301/302 after a POST, become a GET without a body; otherwise the same request (and the same
+/// body) goes to the new location.
+fn redirect(prepared: &mut Prepared, status: StatusCode, location: &HeaderValue) -> Result<(), Failure> {
+    let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
+    let url = prepared
+        .target
+        .url
+        .join(location)
+        .map_err(|err| Failure::new("invalid_redirect", format!("Location {location:?}: {err}")))?;
+    let target = Target::from_url(url).map_err(|m| Failure::new("invalid_redirect", m))?;
+    let becomes_get = status == StatusCode::SEE_OTHER
+        || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && prepared.method == Method::POST);
+    if becomes_get {
+        prepared.method = Method::GET;
+        prepared.body = Bytes::new();
+        prepared.headers.remove(CONTENT_TYPE);
+    }
+    prepared.target = Arc::new(target);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn posted(status: u16, location: &'static str) -> Result<Prepared, Failure> {
+        let url = Url::parse("http://127.0.0.1:1/app/form").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut prepared =
+            Prepared { method: Method::POST, target: Arc::new(Target::from_url(url).unwrap()), headers, body: Bytes::from("{}") };
+        redirect(&mut prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?;
+        Ok(prepared)
+    }
+
+    #[test]
+    fn redirects_keep_or_drop_the_body_as_browsers_do() {
+        let same = posted(307, "next").unwrap();
+        assert_eq!((same.method, &same.body[..], same.target.origin_form.as_str()), (Method::POST, &b"{}"[..], "/app/next"));
+        assert!(same.headers.contains_key(CONTENT_TYPE));
+        for status in [302, 303] {
+            let get = posted(status, "/done?x=1").unwrap();
+            assert_eq!((get.method, get.body.len(), get.target.origin_form.as_str()), (Method::GET, 0, "/done?x=1"));
+            assert!(!get.headers.contains_key(CONTENT_TYPE));
+        }
+        assert_eq!(posted(302, "ftp://elsewhere/").err().unwrap().kind, "invalid_redirect");
+    }
 
     #[test]
     fn lateness_within_the_timer_resolution_is_forgiven() {
@@ -245,7 +290,6 @@ impl VirtualUser {
                 (0, Some(intended)) => corrected_start(intended, started),
                 _ => started,
             };
-            let target = prepared.target.clone();
             let (result, timing) = self.exchange(&mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,
@@ -254,18 +298,14 @@ impl VirtualUser {
                     return self.after_failure();
                 }
             };
-            self.store_cookies(&response.headers, &target.url);
+            self.store_cookies(&response.headers, &prepared.target.url);
             if hop < max_redirects && response.status.is_redirection() {
                 if let Some(location) = response.headers.get(LOCATION) {
                     self.record_ok(row_id, started, &timing);
-                    let next = match self.redirect(request, &target, response.status, location) {
-                        Ok(next) => next,
-                        Err(failure) => {
-                            self.record_failure(row_id, started, &RequestTiming::default(), &failure, 0);
-                            return self.after_failure();
-                        }
-                    };
-                    prepared = next;
+                    if let Err(failure) = redirect(&mut prepared, response.status, location) {
+                        self.record_failure(row_id, started, &RequestTiming::default(), &failure, 0);
+                        return self.after_failure();
+                    }
                     hop += 1;
                     row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
                     continue;
@@ -431,33 +471,6 @@ impl VirtualUser {
         })
     }
 
-    /// The next hop of a redirect, as browsers do it: 303, and 301/302 after a POST, become a
-    /// GET without a body.
-    fn redirect(
-        &mut self,
-        request: &RequestProgram,
-        from: &Target,
-        status: StatusCode,
-        location: &HeaderValue,
-    ) -> Result<Prepared, Failure> {
-        let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
-        let url = from
-            .url
-            .join(location)
-            .map_err(|err| Failure::new("invalid_redirect", format!("Location {location:?}: {err}")))?;
-        let target = Target::from_url(url).map_err(|m| Failure::new("invalid_redirect", m))?;
-        let mut prepared = self.prepare(request).map_err(|(failure, _)| failure)?;
-        let becomes_get = status == StatusCode::SEE_OTHER
-            || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && prepared.method == Method::POST);
-        if becomes_get {
-            prepared.method = Method::GET;
-            prepared.body = Bytes::new();
-            prepared.headers.remove(CONTENT_TYPE);
-        }
-        prepared.target = Arc::new(target);
-        Ok(prepared)
-    }
-
     fn store_cookies(&mut self, headers: &HeaderMap, url: &Url) {
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
@@ -485,7 +498,8 @@ impl VirtualUser {
             timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
             end
         };
-        let target = prepared.target.clone();
+        // Disjoint borrows: the Cookie header changes per hop, the rest is read.
+        let Prepared { method, target, headers, body } = prepared;
         let reusable = self.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
         if !reusable {
             self.connection = None;
@@ -513,19 +527,19 @@ impl VirtualUser {
             }
             match (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
                 (false, Ok(value)) => {
-                    prepared.headers.insert(COOKIE, value);
+                    headers.insert(COOKIE, value);
                 }
                 _ => {
-                    prepared.headers.remove(COOKIE);
+                    headers.remove(COOKIE);
                 }
             }
         }
         let head = RequestHead {
-            method: &prepared.method,
+            method,
             target: &target.origin_form,
             host: &target.host_header,
-            headers: &prepared.headers,
-            body: &prepared.body,
+            headers,
+            body,
         };
         // Without header checks, only the headers cookies and redirects need are kept.
         let keep_headers = if self.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };

@@ -123,10 +123,6 @@ impl ResultsSink {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn write(&mut self, totals: &Totals, status: RunStatus) -> Summary {
         let summary = Summary::from_totals(totals, status, &self.plan, &self.environment);
         if let Err(err) = write_summary(&self.dir, &summary) {

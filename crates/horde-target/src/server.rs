@@ -138,12 +138,6 @@ impl TargetServer {
         self.state.state.lock().expect("state lock").stats.clone()
     }
 
-    /// Blocks until the server stops (it only stops when dropped, so: forever).
-    pub fn wait(mut self) {
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 impl Drop for TargetServer {
