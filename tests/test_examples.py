@@ -113,8 +113,34 @@ def test_couchdb_bulk_insert(couchdb, tmp_path):
     assert get_json(f"{couchdb.url}/bulk_example")["doc_count"] == 600
 
 
+def test_couchdb_benchmark(couchdb, tmp_path):
+    completed = run_example(["bash", EXAMPLES / "couchdb_benchmark.sh", couchdb.url, "--results", tmp_path / "results"],
+                            tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    bulk, crud = summary["couchdb"]
+    assert bulk["documents"] == {"inserted": 2000}
+    # 400 operations per connection at 2:3:2:1, 4 connections.
+    assert crud["documents"] == {"create": 400, "read": 600, "update": 400, "delete": 200}
+    assert "database horde_benchmark: 2200 documents (as expected" in completed.stdout
+    assert get_json(f"{couchdb.url}/horde_benchmark")["doc_count"] == 2200
+
+
+def test_couchdb_mixed_traffic(couchdb, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "couchdb_mixed_traffic.py", "-D", f"database_address={couchdb.url}",
+                 "-D", "database_name=mixed_example"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    rows = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert rows == {"create database": 1, "bulk insert": 6, "crud create": 60, "crud read": 90, "crud update": 60,
+                    "crud delete": 30, "database info": 10}
+    assert [s["name"] for s in summary["couchdb"]] == ["bulk insert", "crud"]
+    assert get_json(f"{couchdb.url}/mixed_example")["doc_count"] == 300 + 60 - 30
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
-               "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py"}
+               "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
+               "couchdb_mixed_traffic.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered

@@ -50,6 +50,8 @@ pub enum Command {
     },
     /// Find capacity: run a simulation at increasing levels of load and read off where it breaks.
     Sweep(SweepArgs),
+    /// Iron Cushion's CouchDB benchmark: bulk insert, then weighted CRUD (its flags, its report).
+    Couchdb(CouchdbArgs),
     /// Print the console summary of a saved run.
     Report {
         /// A results directory or its summary.json.
@@ -159,6 +161,71 @@ pub struct SweepArgs {
     /// 'errors<1%', 'rps>=1000'; repeatable.
     #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Iron Cushion's flags, spelled as it spells them (`--num_connections=50`); each also has a
+/// kebab-case alias (`--num-connections`). Numbers are read as signed so that a negative one
+/// gets the rule it breaks, not a parse error.
+#[derive(Args, Debug)]
+pub struct CouchdbArgs {
+    /// The server: http://[hostname]:[port].
+    #[arg(long = "database_address", alias = "database-address", value_name = "URL")]
+    pub database_address: Option<String>,
+    /// The database; created when it does not exist.
+    #[arg(long = "database_name", alias = "database-name", value_name = "NAME")]
+    pub database_name: Option<String>,
+    /// Concurrent connections (virtual users), each with its share of the work.
+    #[arg(long = "num_connections", alias = "num-connections", default_value_t = 1, allow_negative_numbers = true)]
+    pub num_connections: i64,
+    /// A JSON document to use as the template of generated documents.
+    #[arg(long = "json_document_schema_filename", alias = "json-document-schema-filename", value_name = "FILE")]
+    pub json_document_schema_filename: Option<std::path::PathBuf>,
+    /// An XML schema of generated documents (object/entry/name/value, array/element, ...).
+    #[arg(long = "xml_document_schema_filename", alias = "xml-document-schema-filename", value_name = "FILE")]
+    pub xml_document_schema_filename: Option<std::path::PathBuf>,
+    /// Seed of every random choice: the same seed gives the same documents and order.
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<i64>,
+    /// Documents in each bulk insert.
+    #[arg(
+        long = "num_documents_per_bulk_insert",
+        alias = "num-documents-per-bulk-insert",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub num_documents_per_bulk_insert: i64,
+    /// Bulk inserts per connection.
+    #[arg(
+        long = "num_bulk_insert_operations",
+        alias = "num-bulk-insert-operations",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub num_bulk_insert_operations: i64,
+    /// CRUD operations per connection.
+    #[arg(
+        long = "num_crud_operations",
+        alias = "num-crud-operations",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub num_crud_operations: i64,
+    #[arg(long = "create_weight", alias = "create-weight", default_value_t = 0, allow_negative_numbers = true)]
+    pub create_weight: i64,
+    #[arg(long = "read_weight", alias = "read-weight", default_value_t = 0, allow_negative_numbers = true)]
+    pub read_weight: i64,
+    #[arg(long = "update_weight", alias = "update-weight", default_value_t = 0, allow_negative_numbers = true)]
+    pub update_weight: i64,
+    #[arg(long = "delete_weight", alias = "delete-weight", default_value_t = 0, allow_negative_numbers = true)]
+    pub delete_weight: i64,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Write the plan this command would run and exit (to run it later, or edit it).
+    #[arg(long, alias = "print_plan")]
+    pub print_plan: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -10,6 +10,7 @@
 //! ```
 
 mod args;
+mod couchdb;
 pub mod exit;
 mod loader;
 mod quick;
@@ -102,7 +103,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             let addr = format!("{host}:{port}");
             let addr = addr.parse().map_err(|_| Failure::Invalid(format!("{addr} is not a socket address")))?;
             let options = horde_target::TargetOptions { work_slots };
-            let server = horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
+            let server =
+                horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
             // Tests and scripts read this line to learn the port.
             println!("horde target listening on {}", server.base_url());
             signals::wait_for_termination();
@@ -110,6 +112,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
         Command::Sweep(args) => sweep::sweep(&args, loader),
+        Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Report { results } => {
             let summary = horde_report::read_summary(&results).map_err(|e| Failure::Invalid(e.to_string()))?;
             print!("{}", render_console(&summary));
@@ -157,7 +160,11 @@ fn invalid_plan_message(file: &Path, errors: &[horde_plan::PlanError]) -> String
         if errors.len() == 1 { "" } else { "s" }
     );
     for error in errors {
-        message.push_str(&format!("\n  {}: {}", if error.path.is_empty() { "(plan)" } else { &error.path }, error.message));
+        message.push_str(&format!(
+            "\n  {}: {}",
+            if error.path.is_empty() { "(plan)" } else { &error.path },
+            error.message
+        ));
     }
     message
 }
@@ -188,8 +195,14 @@ fn execute(plan: Plan, output: &args::OutputArgs, front_end: &str) -> Result<i32
 }
 
 /// Runs a plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
-pub(crate) fn run_into(plan: Plan, dir: &Path, progress: bool, front_end: &str) -> Result<(RunStatus, horde_report::Summary), Failure> {
-    let program = Arc::new(lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(Path::new("plan"), &errors)))?);
+pub(crate) fn run_into(
+    plan: Plan,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+) -> Result<(RunStatus, horde_report::Summary), Failure> {
+    let program =
+        Arc::new(lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(Path::new("plan"), &errors)))?);
     let environment = Environment::detect(worker_count(&program), front_end);
     let mut sink = ResultsSink::new(dir.to_path_buf(), plan, environment, progress);
     let control = RunControl::new();

@@ -23,6 +23,7 @@
 
 mod check;
 mod client;
+mod couchdb;
 mod injection;
 pub mod lower;
 mod precise_timer;
@@ -30,5 +31,6 @@ mod run;
 mod user;
 mod worker;
 
+pub use couchdb::couchdb_request;
 pub use lower::{lower, Program};
 pub use run::{run, worker_count, RunControl, RunResult};

@@ -5,8 +5,7 @@
 
 use bytes::Bytes;
 use horde_plan::{
-    parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Segment,
-    Step, Validation,
+    parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Segment, Step, Validation,
 };
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
@@ -34,6 +33,34 @@ pub struct Program {
     pub schemas: Vec<Arc<horde_docgen::Schema>>,
 }
 
+/// What both CouchDB steps need.
+pub struct CouchdbTarget {
+    /// The step's name: its report and the prefix of its rows.
+    pub name: Arc<str>,
+    /// The database; documents are `{database}/{id}`.
+    pub database: Arc<Target>,
+    /// Index into the user's generators (shared with generated bodies).
+    pub schema_id: usize,
+    pub schema: Arc<horde_docgen::Schema>,
+}
+
+pub struct BulkInsertProgram {
+    pub target: CouchdbTarget,
+    /// `{database}/_bulk_docs`.
+    pub bulk_docs: Arc<Target>,
+    pub row_id: usize,
+    pub documents_per_insert: u32,
+    pub inserts: u32,
+}
+
+pub struct CrudProgram {
+    pub target: CouchdbTarget,
+    /// Rows of create, read, update and delete, in that order.
+    pub rows: [usize; 4],
+    pub counts: horde_plan::CrudCounts,
+    pub bulk_documents_per_user: u64,
+}
+
 pub struct ProtocolProgram {
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
@@ -52,10 +79,26 @@ pub enum StepProgram {
     Request(Box<RequestProgram>),
     Pause(PauseKind),
     /// `id` indexes the user's record of when it last passed this step.
-    Pace { id: usize, duration: Duration },
-    Repeat { times: u64, counter: Option<usize>, body: Vec<StepProgram> },
-    During { duration: Duration, counter: Option<usize>, body: Vec<StepProgram> },
-    Group { group: usize, body: Vec<StepProgram> },
+    Pace {
+        id: usize,
+        duration: Duration,
+    },
+    Repeat {
+        times: u64,
+        counter: Option<usize>,
+        body: Vec<StepProgram>,
+    },
+    During {
+        duration: Duration,
+        counter: Option<usize>,
+        body: Vec<StepProgram>,
+    },
+    Group {
+        group: usize,
+        body: Vec<StepProgram>,
+    },
+    CouchdbBulkInsert(Box<BulkInsertProgram>),
+    CouchdbCrud(Box<CrudProgram>),
 }
 
 #[derive(Clone, Copy)]
@@ -127,13 +170,26 @@ impl Target {
 
 pub enum BodyProgram {
     None,
-    Static { bytes: Bytes, content_type: Option<HeaderValue> },
-    Raw { text: Template, content_type: Option<HeaderValue> },
+    Static {
+        bytes: Bytes,
+        content_type: Option<HeaderValue>,
+    },
+    Raw {
+        text: Template,
+        content_type: Option<HeaderValue>,
+    },
     Form(Vec<(Template, Template)>),
-    Multipart { boundary: String, parts: Vec<PartProgram> },
+    Multipart {
+        boundary: String,
+        parts: Vec<PartProgram>,
+    },
     /// Fresh documents per request; `id` indexes the user's generators. With `bulk`, that many
     /// documents in a `{"docs": [...]}` wrapper.
-    Generated { id: usize, schema: Arc<horde_docgen::Schema>, bulk: Option<u32> },
+    Generated {
+        id: usize,
+        schema: Arc<horde_docgen::Schema>,
+        bulk: Option<u32>,
+    },
 }
 
 pub enum PartProgram {
@@ -317,7 +373,8 @@ impl Lowering {
         match HeaderValue::from_str(text) {
             Ok(value) => Some(value),
             Err(_) => {
-                self.errors.push(PlanError::new(format!("{path}.value"), format!("{text:?} is not a valid header value")));
+                self.errors
+                    .push(PlanError::new(format!("{path}.value"), format!("{text:?} is not a valid header value")));
                 None
             }
         }
@@ -369,6 +426,28 @@ impl Lowering {
                         let prefix = format!("{full_name} / ");
                         StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
                     }
+                    Step::CouchdbBulkInsert(step) => {
+                        let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
+                        let bulk_docs = self.database_url(&format!("{path}.database"), &step.database, "_bulk_docs");
+                        StepProgram::CouchdbBulkInsert(Box::new(BulkInsertProgram {
+                            row_id: self.row(target.name.clone()),
+                            target,
+                            bulk_docs,
+                            documents_per_insert: step.documents_per_insert,
+                            inserts: step.inserts,
+                        }))
+                    }
+                    Step::CouchdbCrud(step) => {
+                        let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
+                        let rows =
+                            horde_metrics::CRUD_OPERATIONS.map(|op| self.row(format!("{} {op}", target.name).into()));
+                        StepProgram::CouchdbCrud(Box::new(CrudProgram {
+                            target,
+                            rows,
+                            counts: step.weights.counts(step.operations),
+                            bulk_documents_per_user: step.bulk_documents_per_user,
+                        }))
+                    }
                 }
             })
             .collect()
@@ -377,11 +456,7 @@ impl Lowering {
     fn request(&mut self, path: &str, request: &Request, group_prefix: &str) -> RequestProgram {
         let method = Method::from_bytes(request.method.as_bytes()).expect("validated method");
         let url = self.url(&format!("{path}.url"), &request.url);
-        let query = request
-            .query
-            .iter()
-            .map(|p| (self.template(&p.name), self.template(&p.value)))
-            .collect();
+        let query = request.query.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect();
         let mut headers: Vec<HeaderProgram> = Vec::new();
         for (i, header) in request.headers.iter().enumerate() {
             let path = format!("{path}.headers[{i}]");
@@ -409,24 +484,58 @@ impl Lowering {
             .collect();
         let needs_body = checks.iter().any(|c| c.extractor.reads_body());
         let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
-        // Requests with the same name share a row, as in Gatling.
-        let row_id = match self.rows.iter().position(|r| *r == row) {
+        let row_id = self.row(row.clone());
+        RequestProgram { row, row_id, method, url, query, headers, body, checks, needs_body }
+    }
+
+    /// The index of a statistics row; requests with the same name share a row, as in Gatling.
+    fn row(&mut self, row: Arc<str>) -> usize {
+        match self.rows.iter().position(|r| *r == row) {
             Some(id) => id,
             None => {
-                self.rows.push(row.clone());
+                self.rows.push(row);
                 self.rows.len() - 1
             }
+        }
+    }
+
+    fn couchdb_target(
+        &mut self,
+        path: &str,
+        name: &str,
+        database: &str,
+        schema: &str,
+        group_prefix: &str,
+    ) -> CouchdbTarget {
+        let database = self.database_url(&format!("{path}.database"), database, "");
+        let generated = self.generated(&format!("{path}.schema"), schema, None);
+        let (schema_id, schema) = match generated {
+            BodyProgram::Generated { id, schema, .. } => (id, schema),
+            // The error is recorded; an empty schema keeps lowering going to find the rest.
+            _ => (0, Arc::new(horde_docgen::Schema::Object(Vec::new()))),
         };
-        RequestProgram {
-            row,
-            row_id,
-            method,
-            url,
-            query,
-            headers,
-            body,
-            checks,
-            needs_body,
+        CouchdbTarget { name: format!("{group_prefix}{name}").into(), database, schema_id, schema }
+    }
+
+    /// The database URL, or a resource under it (`_bulk_docs`), resolved against the base URL.
+    fn database_url(&mut self, path: &str, database: &str, resource: &str) -> Arc<Target> {
+        let mut text = database.trim_end_matches('/').to_string();
+        if !resource.is_empty() {
+            text.push('/');
+            text.push_str(resource);
+        }
+        let parsed = match &self.base_url {
+            Some(base) => base.join(&text),
+            None => Url::parse(&text),
+        };
+        match parsed.map_err(|e| format!("{database:?}: {e}")).and_then(Target::from_url) {
+            Ok(target) => Arc::new(target),
+            Err(message) => {
+                if resource.is_empty() {
+                    self.errors.push(PlanError::new(path, message));
+                }
+                Arc::new(Target::from_url(Url::parse("http://invalid.invalid/").expect("a valid URL")).expect("http"))
+            }
         }
     }
 
@@ -459,8 +568,10 @@ impl Lowering {
                 let text = self.template_of(&text);
                 text_body(text, Some(HeaderValue::from_static("application/json")))
             }
-            Body::DocumentFromSchema { path: file } => self.generated(path, file, None),
-            Body::BulkDocumentsFromSchema { path: file, count } => self.generated(path, file, Some(*count)),
+            Body::DocumentFromSchema { path: file } => self.generated(&format!("{path}.path"), file, None),
+            Body::BulkDocumentsFromSchema { path: file, count } => {
+                self.generated(&format!("{path}.path"), file, Some(*count))
+            }
             Body::Form { params } => {
                 BodyProgram::Form(params.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect())
             }
@@ -479,6 +590,7 @@ impl Lowering {
         }
     }
 
+    /// Reads a schema file; `path` is the plan path of the field naming it.
     fn generated(&mut self, path: &str, file: &str, bulk: Option<u32>) -> BodyProgram {
         let resolved = self.resolve_file(file);
         match horde_docgen::Schema::from_file(&resolved) {
@@ -488,7 +600,7 @@ impl Lowering {
                 BodyProgram::Generated { id: self.schemas.len() - 1, schema, bulk }
             }
             Err(err) => {
-                self.errors.push(PlanError::new(format!("{path}.path"), format!("{}: {err}", resolved.display())));
+                self.errors.push(PlanError::new(path, format!("{}: {err}", resolved.display())));
                 BodyProgram::None
             }
         }
@@ -544,13 +656,12 @@ impl Lowering {
             CheckSource::Header { name } => match HeaderName::from_bytes(name.as_bytes()) {
                 Ok(header) => (Extractor::Header(header), format!("header({name:?})")),
                 Err(_) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
+                    self.errors
+                        .push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
                     return None;
                 }
             },
-            CheckSource::Substring { value } => {
-                (Extractor::Substring(value.clone()), format!("substring({value:?})"))
-            }
+            CheckSource::Substring { value } => (Extractor::Substring(value.clone()), format!("substring({value:?})")),
             CheckSource::Regex { pattern, group } => match regex::Regex::new(pattern) {
                 Ok(regex) => {
                     let groups = regex.captures_len() - 1;
@@ -578,7 +689,10 @@ impl Lowering {
                     (Extractor::Css { selector: parsed, attribute: attribute.clone() }, description)
                 }
                 Err(err) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.selector"), format!("invalid CSS selector: {err}")));
+                    self.errors.push(PlanError::new(
+                        format!("{path}.source.selector"),
+                        format!("invalid CSS selector: {err}"),
+                    ));
                     return None;
                 }
             },
@@ -602,7 +716,9 @@ impl Lowering {
 fn steps_read_headers(steps: &[Step]) -> bool {
     steps.iter().any(|step| match step {
         Step::Request(r) => r.checks.iter().any(|c| matches!(c.source, CheckSource::Header { .. })),
-        Step::Repeat { steps, .. } | Step::During { steps, .. } | Step::Group { steps, .. } => steps_read_headers(steps),
+        Step::Repeat { steps, .. } | Step::During { steps, .. } | Step::Group { steps, .. } => {
+            steps_read_headers(steps)
+        }
         _ => false,
     })
 }
@@ -629,10 +745,8 @@ mod tests {
 
     #[test]
     fn static_urls_are_resolved_against_the_base_url_once() {
-        let program = lower(&plan_with(
-            r#"[{"type": "request", "name": "r", "method": "GET", "url": "items?x=1"}]"#,
-        ))
-        .unwrap();
+        let program =
+            lower(&plan_with(r#"[{"type": "request", "name": "r", "method": "GET", "url": "items?x=1"}]"#)).unwrap();
         let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
         let UrlProgram::Static(target) = &request.url else { panic!("static") };
         assert_eq!(target.origin_form, "/app/items?x=1");

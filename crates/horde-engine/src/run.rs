@@ -64,6 +64,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     let started_at = SystemTime::now();
     let start = Instant::now();
     let (snapshots, received) = mpsc::channel();
+    let run_token = run_token(started_at);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
@@ -76,6 +77,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 snapshots: snapshots.clone(),
                 stop: control.stop.subscribe(),
                 gates: gates.clone(),
+                run_token: run_token.clone(),
             };
             std::thread::Builder::new()
                 .name(format!("horde-worker-{worker}"))
@@ -138,4 +140,20 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     totals.elapsed = start.elapsed();
     sink.finish(&mut totals, status);
     RunResult { totals, status }
+}
+
+/// A short token unique to a run (its start in milliseconds, base 36): CouchDB steps put it in
+/// document ids so that runs against the same database never collide.
+fn run_token(started_at: SystemTime) -> Arc<str> {
+    let mut ms = started_at.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let mut digits = Vec::new();
+    loop {
+        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(ms % 36) as usize]);
+        ms /= 36;
+        if ms == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    String::from_utf8(digits).expect("ASCII digits").into()
 }

@@ -1,10 +1,12 @@
 //! A virtual user: one session (variables, cookie jar, keep-alive connection, random stream)
 //! running a scenario's steps once.
 
+mod couchdb_steps;
+
 use crate::check::{run_checks, ResponseView};
 use crate::client::{Connection, Failure, KeepHeaders, RequestHead, Response, WireTiming};
-use crate::precise_timer::PreciseTimer;
 use crate::lower::{BodyProgram, PartProgram, PauseKind, RequestProgram, StepProgram, Target, UrlProgram};
+use crate::precise_timer::PreciseTimer;
 use crate::worker::WorkerContext;
 use bytes::Bytes;
 use cookie_store::CookieStore;
@@ -63,8 +65,12 @@ mod tests {
         let url = Url::parse("http://127.0.0.1:1/app/form").unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let mut prepared =
-            Prepared { method: Method::POST, target: Arc::new(Target::from_url(url).unwrap()), headers, body: Bytes::from("{}") };
+        let mut prepared = Prepared {
+            method: Method::POST,
+            target: Arc::new(Target::from_url(url).unwrap()),
+            headers,
+            body: Bytes::from("{}"),
+        };
         redirect(&mut prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?;
         Ok(prepared)
     }
@@ -72,7 +78,10 @@ mod tests {
     #[test]
     fn redirects_keep_or_drop_the_body_as_browsers_do() {
         let same = posted(307, "next").unwrap();
-        assert_eq!((same.method, &same.body[..], same.target.origin_form.as_str()), (Method::POST, &b"{}"[..], "/app/next"));
+        assert_eq!(
+            (same.method, &same.body[..], same.target.origin_form.as_str()),
+            (Method::POST, &b"{}"[..], "/app/next")
+        );
         assert!(same.headers.contains_key(CONTENT_TYPE));
         for status in [302, 303] {
             let get = posted(status, "/done?x=1").unwrap();
@@ -129,6 +138,8 @@ pub(crate) struct VirtualUser {
     /// One document generator per schema of the plan, made on first use.
     documents: Vec<Option<horde_docgen::Generator>>,
     seed: u64,
+    /// Unique within the scenario (the arrival's index in the open model).
+    number: u64,
 }
 
 /// A request ready to go on the wire.
@@ -140,7 +151,7 @@ struct Prepared {
 }
 
 impl VirtualUser {
-    pub fn new(ctx: Rc<WorkerContext>, seed: u64, intended_start: Option<Instant>) -> VirtualUser {
+    pub fn new(ctx: Rc<WorkerContext>, seed: u64, number: u64, intended_start: Option<Instant>) -> VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
             keep_all_headers: ctx.program.reads_response_headers,
@@ -148,6 +159,7 @@ impl VirtualUser {
             slot_timer: None,
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
             seed,
+            number,
             ctx,
             variables: vec![None; slots],
             cookies: CookieStore::default(),
@@ -230,6 +242,8 @@ impl VirtualUser {
                     }
                     flow
                 }
+                StepProgram::CouchdbBulkInsert(step) => self.couchdb_bulk_insert(step).await,
+                StepProgram::CouchdbCrud(step) => self.couchdb_crud(step).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
                     unreachable!("handled by chain")
                 }
@@ -340,7 +354,14 @@ impl VirtualUser {
         }
     }
 
-    fn record_failure(&mut self, row_id: usize, started: Instant, timing: &RequestTiming, failure: &Failure, detail: u32) {
+    fn record_failure(
+        &mut self,
+        row_id: usize,
+        started: Instant,
+        timing: &RequestTiming,
+        failure: &Failure,
+        detail: u32,
+    ) {
         self.failures += 1;
         if !self.ctx.measures(started) {
             return;
@@ -365,7 +386,13 @@ impl VirtualUser {
                 None => {
                     let text = header.value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
                     HeaderValue::from_str(&text).map_err(|_| {
-                        (Failure::new("invalid_header", format!("header {} has an invalid value {text:?}", header.name)), 0)
+                        (
+                            Failure::new(
+                                "invalid_header",
+                                format!("header {} has an invalid value {text:?}", header.name),
+                            ),
+                            0,
+                        )
                     })?
                 }
             };
@@ -407,10 +434,7 @@ impl VirtualUser {
 
     fn body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
         if let BodyProgram::Generated { id, schema, bulk } = body {
-            // Seeded from the user's own seed, so a run's seed reproduces every document.
-            let seed = self.seed ^ (*id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let generator = self.documents[*id]
-                .get_or_insert_with(|| horde_docgen::Generator::new(schema.clone(), horde_docgen::Dictionary::shared(), seed));
+            let generator = self.generator(*id, schema);
             let document = match bulk {
                 None => generator.document(),
                 Some(count) => {
@@ -422,6 +446,15 @@ impl VirtualUser {
             return Ok((Bytes::from(bytes), Some(HeaderValue::from_static("application/json"))));
         }
         self.render_body(body)
+    }
+
+    /// The user's generator for a schema of the plan, seeded from the user's own seed, so a
+    /// run's seed reproduces every document.
+    fn generator(&mut self, id: usize, schema: &Arc<horde_docgen::Schema>) -> &mut horde_docgen::Generator {
+        let seed = self.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.documents[id].get_or_insert_with(|| {
+            horde_docgen::Generator::new(schema.clone(), horde_docgen::Dictionary::shared(), seed)
+        })
     }
 
     fn render_body(&self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
@@ -446,7 +479,8 @@ impl VirtualUser {
                         PartProgram::Text { name, value } => {
                             let value = render(value)?;
                             out.extend_from_slice(
-                                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+                                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                                    .as_bytes(),
                             );
                         }
                         PartProgram::File { name, file_name, content_type, data } => {
@@ -534,13 +568,7 @@ impl VirtualUser {
                 }
             }
         }
-        let head = RequestHead {
-            method,
-            target: &target.origin_form,
-            host: &target.host_header,
-            headers,
-            body,
-        };
+        let head = RequestHead { method, target: &target.origin_form, host: &target.host_header, headers, body };
         // Without header checks, only the headers cookies and redirects need are kept.
         let keep_headers = if self.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
         // A reused connection sends at once: the start of the request is the start of sending.

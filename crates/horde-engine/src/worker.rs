@@ -6,13 +6,13 @@ use crate::injection::{arrivals, closed_slots, RateSchedule};
 use crate::lower::Program;
 use crate::precise_timer::PreciseTimer;
 use crate::user::{UserOutcome, VirtualUser};
-use horde_metrics::{new_histogram, record_value, Histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use horde_metrics::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Histogram, Recorder, Snapshot};
 use horde_plan::{Injection, ThrottleStep};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::mpsc::Sender;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -36,7 +36,11 @@ pub(crate) struct ScenarioGate {
 
 impl ScenarioGate {
     pub fn new(workers: usize) -> ScenarioGate {
-        ScenarioGate { workers_left: AtomicUsize::new(workers), finished: AtomicBool::new(false), notify: Notify::new() }
+        ScenarioGate {
+            workers_left: AtomicUsize::new(workers),
+            finished: AtomicBool::new(false),
+            notify: Notify::new(),
+        }
     }
 
     fn worker_finished(&self) {
@@ -74,7 +78,8 @@ pub(crate) struct WorkerContext {
     /// Requests that start before this are the warm-up: run, but not measured.
     measure_from: Instant,
     seed: u64,
-    users_created: Cell<u64>,
+    /// Unique to the run, shared by every worker: CouchDB document ids start with it.
+    pub run_token: Arc<str>,
     active_users: Cell<u64>,
     /// Scenarios of this worker not yet finished (injection ended, users done).
     injectors_running: Cell<usize>,
@@ -123,10 +128,10 @@ impl WorkerContext {
         }
     }
 
-    fn new_user_seed(&self) -> u64 {
-        let n = self.users_created.get();
-        self.users_created.set(n + 1);
-        splitmix64(self.seed ^ ((self.worker as u64) << 40) ^ n)
+    /// A user's random stream depends on the run's seed, its scenario and its number only, so
+    /// a seeded run generates the same documents whatever the number of workers.
+    fn user_seed(&self, scenario: usize, number: u64) -> u64 {
+        splitmix64(self.seed ^ ((scenario as u64) << 48) ^ number)
     }
 
     fn user_started(&self, scenario: usize) {
@@ -165,6 +170,8 @@ pub(crate) struct WorkerMetrics {
     users_interrupted: u64,
     start_lag_us: Histogram<u64>,
     late_starts: u64,
+    /// Users that finished a CouchDB step this interval.
+    pub couchdb_connections: Vec<horde_metrics::ConnectionPhases>,
 }
 
 impl WorkerMetrics {
@@ -179,6 +186,7 @@ impl WorkerMetrics {
             users_interrupted: 0,
             start_lag_us: new_histogram(),
             late_starts: 0,
+            couchdb_connections: Vec::new(),
         }
     }
 
@@ -236,6 +244,7 @@ impl WorkerMetrics {
             users_active,
             start_lag_us: (!lag.is_empty()).then_some(lag),
             late_starts: std::mem::take(&mut self.late_starts),
+            couchdb_connections: std::mem::take(&mut self.couchdb_connections),
             finished,
             interval,
         }
@@ -272,6 +281,7 @@ pub(crate) struct WorkerSetup {
     pub snapshots: Sender<Snapshot>,
     pub stop: watch::Receiver<StopSignal>,
     pub gates: Arc<[ScenarioGate]>,
+    pub run_token: Arc<str>,
 }
 
 /// Runs one worker to the end of its share of the plan, or until told to stop.
@@ -287,7 +297,7 @@ pub(crate) fn run_worker(setup: WorkerSetup) {
 }
 
 async fn worker_main(setup: WorkerSetup) {
-    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates } = setup;
+    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates, run_token } = setup;
     let start = Instant::from_std(start);
     let options = &program.plan.options;
     let budget = options.max_requests.map(|total| {
@@ -305,7 +315,7 @@ async fn worker_main(setup: WorkerSetup) {
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
         measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
         seed,
-        users_created: Cell::new(0),
+        run_token,
         active_users: Cell::new(0),
         injectors_running: Cell::new(0),
         idle: Notify::new(),
@@ -378,16 +388,21 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     };
     let injection = &program.injection;
     if injection.iter().any(Injection::is_closed) {
+        // Closed-model users are numbered on each worker and interleaved across workers.
+        let users_made = Rc::new(Cell::new(0u64));
         let slots: Vec<_> = closed_slots(injection, ctx.worker, ctx.workers)
             .into_iter()
             .map(|periods| {
                 let ctx = ctx.clone();
+                let users_made = users_made.clone();
                 tokio::task::spawn_local(async move {
                     for period in periods {
                         tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
                         while Instant::now() < until && !ctx.budget_exhausted() {
-                            if run_user(&ctx, scenario, None).await == UserOutcome::Exhausted {
+                            let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
+                            users_made.set(users_made.get() + 1);
+                            if run_user(&ctx, scenario, number, None).await == UserOutcome::Exhausted {
                                 return;
                             }
                         }
@@ -414,8 +429,10 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             // while this one is still to start.
             ctx.user_started(scenario);
             let user_ctx = ctx.clone();
+            // The arrival's index is the user's number, the same whatever the number of workers.
+            let number = k as u64;
             tokio::task::spawn_local(async move {
-                run_started_user(&user_ctx, scenario, Some(intended)).await;
+                run_started_user(&user_ctx, scenario, number, Some(intended)).await;
             });
         }
     }
@@ -427,14 +444,20 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     ctx.wake_if_idle();
 }
 
-async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
+async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64, intended: Option<Instant>) -> UserOutcome {
     ctx.user_started(scenario);
-    run_started_user(ctx, scenario, intended).await
+    run_started_user(ctx, scenario, number, intended).await
 }
 
-/// Runs a user already counted by [`WorkerContext::user_started`].
-async fn run_started_user(ctx: &Rc<WorkerContext>, scenario: usize, intended: Option<Instant>) -> UserOutcome {
-    let mut user = VirtualUser::new(ctx.clone(), ctx.new_user_seed(), intended);
+/// Runs a user already counted by [`WorkerContext::user_started`]. `number` is unique within
+/// the scenario: CouchDB steps derive document ids from it.
+async fn run_started_user(
+    ctx: &Rc<WorkerContext>,
+    scenario: usize,
+    number: u64,
+    intended: Option<Instant>,
+) -> UserOutcome {
+    let mut user = VirtualUser::new(ctx.clone(), ctx.user_seed(scenario, number), number, intended);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
     ctx.user_finished(scenario);
     outcome

@@ -13,18 +13,22 @@
 //! Invariant: recording never allocates once a histogram has grown to cover the values it sees,
 //! and merging keeps every count.
 
+mod couchdb;
 mod recorder;
 mod summary;
 mod threshold;
 mod timeseries;
 mod totals;
 
+pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
+pub use hdrhistogram::Histogram;
+pub use recorder::{
+    new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
+};
+pub use summary::{
+    DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
+    SchedulingStats, SummaryOptions, UserStats,
+};
 pub use threshold::{Comparison, Metric, Observed, Threshold};
 pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};
-pub use hdrhistogram::Histogram;
-pub use recorder::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot};
-pub use summary::{
-    DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats,
-    RequestLatency, RequestStats, SchedulingStats, SummaryOptions, UserStats,
-};

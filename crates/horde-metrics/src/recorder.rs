@@ -164,6 +164,8 @@ pub struct Snapshot {
     pub start_lag_us: Option<Histogram<u64>>,
     /// Starts later than the plan's threshold.
     pub late_starts: u64,
+    /// Virtual users that finished a CouchDB step in this interval, with where their time went.
+    pub couchdb_connections: Vec<crate::ConnectionPhases>,
     /// True in the worker's last snapshot.
     pub finished: bool,
     /// Which snapshot interval this covers: interval i is ((i-1)·T, i·T] from the start of

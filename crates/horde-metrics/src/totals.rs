@@ -1,8 +1,9 @@
 //! The collector's running totals, merged from worker snapshots, and the Sink interface that
 //! outputs (progress line, results files) implement.
 
-use crate::timeseries::PendingIntervals;
+use crate::couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport};
 use crate::recorder::{new_histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use crate::timeseries::PendingIntervals;
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub struct Totals {
     pub late_starts: u64,
     /// Per-interval measurements not yet taken by a sink.
     pub intervals: PendingIntervals,
+    /// Per CouchDB step, in order of first appearance: every connection's phase totals.
+    pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
 }
 
 impl Totals {
@@ -73,6 +76,7 @@ impl Totals {
             start_lag_us: new_histogram(),
             late_starts: 0,
             intervals: PendingIntervals::default(),
+            couchdb_steps: Vec::new(),
         }
     }
 
@@ -94,10 +98,7 @@ impl Totals {
             }
         }
         for (key, record) in snapshot.errors {
-            self.errors
-                .entry(key)
-                .and_modify(|e| e.count += record.count)
-                .or_insert(record);
+            self.errors.entry(key).and_modify(|e| e.count += record.count).or_insert(record);
         }
         self.users_started += snapshot.users_started;
         self.users_finished += snapshot.users_finished;
@@ -110,6 +111,20 @@ impl Totals {
             self.start_lag_us.add(lag).expect("auto-resizing histograms always merge");
         }
         self.late_starts += snapshot.late_starts;
+        for connection in snapshot.couchdb_connections {
+            match self.couchdb_steps.iter_mut().find(|(name, _, _)| *name == connection.step) {
+                Some((_, _, records)) => records.push(connection),
+                None => self.couchdb_steps.push((connection.step.clone(), connection.kind, vec![connection])),
+            }
+        }
+    }
+
+    /// Iron Cushion's report of every CouchDB step so far.
+    pub fn couchdb_reports(&self) -> Vec<CouchdbStepReport> {
+        self.couchdb_steps
+            .iter()
+            .map(|(name, kind, records)| CouchdbStepReport::from_connections(name, *kind, records))
+            .collect()
     }
 
     /// The measured part of the run so far.

@@ -17,9 +17,11 @@
 //! This crate owns the types, their JSON form, and the validation that collects every problem
 //! with its path. It does no IO and knows nothing of how a plan is run.
 
+mod couchdb;
 mod template;
 mod validate;
 
+pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
 pub use template::{parse_template, Segment};
 
 use schemars::JsonSchema;
@@ -276,14 +278,23 @@ pub struct Scenario {
 pub enum Step {
     Request(Request),
     /// A fixed pause.
-    Pause { duration_ms: u64 },
+    Pause {
+        duration_ms: u64,
+    },
     /// A pause drawn uniformly from [min_ms, max_ms].
-    PauseUniform { min_ms: u64, max_ms: u64 },
+    PauseUniform {
+        min_ms: u64,
+        max_ms: u64,
+    },
     /// A pause drawn from an exponential distribution (think times of independent users).
-    PauseExponential { mean_ms: u64 },
+    PauseExponential {
+        mean_ms: u64,
+    },
     /// Wait so that successive passes through this step are at least `duration_ms` apart:
     /// pacing for closed-model loops.
-    Pace { duration_ms: u64 },
+    Pace {
+        duration_ms: u64,
+    },
     /// Run `steps` this many times; `counter` holds the 0-based iteration number.
     Repeat {
         times: u64,
@@ -301,7 +312,14 @@ pub enum Step {
     },
     /// Run `steps` with statistics of their own: the group's duration and OK/KO; the requests
     /// inside are named `group / request`.
-    Group { name: String, steps: Vec<Step> },
+    Group {
+        name: String,
+        steps: Vec<Step>,
+    },
+    /// Iron Cushion's bulk insert step against a CouchDB database.
+    CouchdbBulkInsert(CouchdbBulkInsert),
+    /// Iron Cushion's CRUD step against a CouchDB database.
+    CouchdbCrud(CouchdbCrud),
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

@@ -1,8 +1,8 @@
 //! Semantic validation: every problem, each with its JSON path, in one pass.
 
 use crate::template::{is_variable_name, parse_template};
+use crate::{crud_rule_violations, ThrottleStep, Validation, PLAN_VERSION};
 use crate::{Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, Step};
-use crate::{ThrottleStep, Validation, PLAN_VERSION};
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
@@ -35,10 +35,7 @@ impl Validator {
 
     fn plan(&mut self, plan: &Plan) {
         if plan.version != PLAN_VERSION {
-            self.error(
-                "version",
-                format!("this horde reads plan version {PLAN_VERSION}, not {}", plan.version),
-            );
+            self.error("version", format!("this horde reads plan version {PLAN_VERSION}, not {}", plan.version));
         }
         let has_base_url = match &plan.protocol.base_url {
             Some(base) => {
@@ -79,13 +76,18 @@ impl Validator {
             self.after(plan, i);
         }
         if plan.options.graceful_stop_ms.is_some() && plan.scenarios.iter().any(|s| s.after.is_some()) {
-            self.error("options.graceful_stop_ms", "a graceful stop cannot be combined with scenarios that start after others yet");
+            self.error(
+                "options.graceful_stop_ms",
+                "a graceful stop cannot be combined with scenarios that start after others yet",
+            );
         }
     }
 
     /// `after` names another scenario, and following the chain never comes back.
     fn after(&mut self, plan: &Plan, index: usize) {
-        let Some(first) = &plan.scenarios[index].after else { return };
+        let Some(first) = &plan.scenarios[index].after else {
+            return;
+        };
         let path = format!("scenarios[{index}].after");
         let mut seen = vec![index];
         let mut next = Some(first);
@@ -202,7 +204,40 @@ impl Validator {
                     }
                     self.loop_body(&path, steps, has_base_url);
                 }
+                Step::CouchdbBulkInsert(step) => {
+                    self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
+                    if step.documents_per_insert == 0 {
+                        self.error(format!("{path}.documents_per_insert"), "must be more than 0");
+                    }
+                }
+                Step::CouchdbCrud(step) => {
+                    self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
+                    let counts = step.weights.counts(step.operations);
+                    for rule in crud_rule_violations(&step.weights, step.operations, step.bulk_documents_per_user) {
+                        self.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
+                    }
+                }
             }
+        }
+    }
+
+    fn couchdb_common(&mut self, path: &str, name: &str, database: &str, schema: &str, has_base_url: bool) {
+        if name.trim().is_empty() {
+            self.error(format!("{path}.name"), "a CouchDB step needs a name");
+        }
+        let database_path = format!("{path}.database");
+        if database.contains("://") {
+            if !is_http_url(database) {
+                self.error(&database_path, format!("{database:?}: only http:// URLs are supported"));
+            }
+        } else if !has_base_url {
+            self.error(&database_path, format!("{database:?} is relative but the protocol has no base_url"));
+        }
+        if database.contains('$') {
+            self.error(&database_path, "the database URL cannot hold templates");
+        }
+        if schema.trim().is_empty() {
+            self.error(format!("{path}.schema"), "a CouchDB step needs a schema file");
         }
     }
 
@@ -218,10 +253,7 @@ impl Validator {
             self.error(format!("{path}.name"), "a request needs a name");
         }
         if !METHODS.contains(&request.method.as_str()) {
-            self.error(
-                format!("{path}.method"),
-                format!("{:?} is not one of {}", request.method, METHODS.join(", ")),
-            );
+            self.error(format!("{path}.method"), format!("{:?} is not one of {}", request.method, METHODS.join(", ")));
         }
         let url_path = format!("{path}.url");
         if request.url.is_empty() {
@@ -231,10 +263,7 @@ impl Validator {
                 self.error(&url_path, format!("{:?}: only http:// URLs are supported", request.url));
             }
         } else if !has_base_url && !request.url.starts_with("${") {
-            self.error(
-                &url_path,
-                format!("{:?} is relative but the protocol has no base_url", request.url),
-            );
+            self.error(&url_path, format!("{:?} is relative but the protocol has no base_url", request.url));
         }
         self.template(&url_path, &request.url);
         for (i, header) in request.headers.iter().enumerate() {

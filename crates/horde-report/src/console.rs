@@ -25,12 +25,8 @@ fn ms_f(us: f64) -> String {
 /// `label  total (OK=ok KO=ko)`, with `-` where a part has no data.
 fn line(out: &mut String, label: &str, total: String, ok: Option<String>, ko: Option<String>) {
     let dash = || "-".to_string();
-    let _ = writeln!(
-        out,
-        "> {label:<44}{total:>10} (OK={:<9} KO={:<8})",
-        ok.unwrap_or_else(dash),
-        ko.unwrap_or_else(dash)
-    );
+    let _ =
+        writeln!(out, "> {label:<44}{total:>10} (OK={:<9} KO={:<8})", ok.unwrap_or_else(dash), ko.unwrap_or_else(dash));
 }
 
 fn latency_lines(out: &mut String, stats: &RequestStats) {
@@ -49,7 +45,13 @@ fn latency_lines(out: &mut String, stats: &RequestStats) {
     for p in &all.percentiles {
         let label = format!("response time {} percentile (ms)", ordinal(p.percentile));
         let value = |s: &LatencyStats| s.percentile(p.percentile).map(ms);
-        line(out, &label, ms(p.value_us), part(ok, &|s| value(s).unwrap_or_default()), part(ko, &|s| value(s).unwrap_or_default()));
+        line(
+            out,
+            &label,
+            ms(p.value_us),
+            part(ok, &|s| value(s).unwrap_or_default()),
+            part(ko, &|s| value(s).unwrap_or_default()),
+        );
     }
 }
 
@@ -77,7 +79,8 @@ fn rate(count: u64, duration_ms: u64) -> String {
 
 /// Renders the summary as the console shows it at the end of a run.
 pub fn render(summary: &Summary) -> String {
-    let mut out = String::new();
+    // CouchDB steps first, in Iron Cushion's own format; horde's own figures follow.
+    let mut out = crate::render_iron_cushion(&summary.couchdb);
     let g = &summary.global;
     let duration_ms = summary.run.duration_ms;
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));

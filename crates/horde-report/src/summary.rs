@@ -2,8 +2,8 @@
 //! Its JSON Schema is committed as docs/summary.schema.json.
 
 use horde_metrics::{
-    ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats, SummaryOptions, Totals,
-    UserStats,
+    CouchdbStepReport, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
+    SummaryOptions, Totals, UserStats,
 };
 use horde_plan::Plan;
 use schemars::JsonSchema;
@@ -26,6 +26,9 @@ pub struct Summary {
     pub errors: Vec<ErrorSummary>,
     pub users: UserStats,
     pub scheduling: SchedulingStats,
+    /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub couchdb: Vec<CouchdbStepReport>,
     pub environment: Environment,
     pub plan: Plan,
 }
@@ -114,8 +117,11 @@ impl Summary {
                 percent: 100.0 * record.count as f64 / all_ko,
             })
             .collect();
-        errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.request.cmp(&b.request)).then_with(|| a.message.cmp(&b.message)));
-        let started_at_unix_ms = totals.started_at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        errors.sort_by(|a, b| {
+            b.count.cmp(&a.count).then_with(|| a.request.cmp(&b.request)).then_with(|| a.message.cmp(&b.message))
+        });
+        let started_at_unix_ms =
+            totals.started_at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         Summary {
             summary_version: SUMMARY_VERSION,
             run: RunInfo {
@@ -143,6 +149,7 @@ impl Summary {
                 late_start_threshold_us: plan.options.late_start_threshold_us,
                 start_lag: LatencyStats::from_histogram(&totals.start_lag_us, &options.percentiles),
             },
+            couchdb: totals.couchdb_reports(),
             environment: environment.clone(),
             plan: plan.clone(),
         }
@@ -156,9 +163,7 @@ impl Summary {
 /// Rows in order of first appearance, except that `login Redirect 1` follows `login`.
 fn redirects_after_their_request(rows: Vec<RequestStats>) -> Vec<RequestStats> {
     let parent_of = |name: &str| name.rsplit_once(" Redirect ").map(|(parent, _)| parent.to_string());
-    let (hops, mut ordered): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| {
-        parent_of(&r.name).is_some()
-    });
+    let (hops, mut ordered): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| parent_of(&r.name).is_some());
     for hop in hops {
         let parent = parent_of(&hop.name).unwrap_or_default();
         let position = ordered

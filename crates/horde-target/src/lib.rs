@@ -21,7 +21,7 @@
 //! | `GET /logout` | ends the session, 302 to `/` |
 //! | `GET /api/items`, `GET /api/items/{id}` | a small JSON API |
 //! | `POST /api/echo` | answers with the JSON document it was sent (400 if it is not JSON) |
-//! | `GET /status/{code}` | answers with that status |
+//! | `ANY /status/{code}[/...]` | answers with that status (whatever follows the code) |
 //! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
 //! | `GET /work/{ms}` | takes one of `work_slots` slots (default 4) for that many milliseconds: capacity = slots / service time |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |

@@ -137,7 +137,6 @@ impl TargetServer {
     pub fn stats(&self) -> Stats {
         self.state.state.lock().expect("state lock").stats.clone()
     }
-
 }
 
 impl Drop for TargetServer {
@@ -153,7 +152,9 @@ impl Drop for TargetServer {
 
 async fn serve(listener: TcpListener, state: Shared) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         tokio::spawn(async move {
@@ -264,8 +265,11 @@ async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Byt
     if path.starts_with("/delay/") || path.starts_with("/work/") {
         return html(StatusCode::OK, "<p>done</p>".into());
     }
-    if let Some(code) = path.strip_prefix("/status/") {
-        let status = code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);
+    if let Some(rest) = path.strip_prefix("/status/") {
+        // Anything after the code is ignored, so a whole API can be pointed at /status/500.
+        let code = rest.split('/').next().unwrap_or_default();
+        let status =
+            code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()).unwrap_or(StatusCode::BAD_REQUEST);
         return html(status, format!("<p>status {}</p>", status.as_u16()));
     }
 
@@ -333,14 +337,20 @@ fn page(
             let username = fields.get("username").cloned().unwrap_or_default();
             let password = fields.get("password").cloned().unwrap_or_default();
             if username.is_empty() || password.is_empty() {
-                return html(StatusCode::OK, pages::login(&view_state).replace("<form id=\"loginForm\"", "<p class=\"error\">Wrong login</p><form id=\"loginForm\""));
+                return html(
+                    StatusCode::OK,
+                    pages::login(&view_state)
+                        .replace("<form id=\"loginForm\"", "<p class=\"error\">Wrong login</p><form id=\"loginForm\""),
+                );
             }
             session.user = Some(username);
             state.stats.logins += 1;
             redirect("/account")
         }
         ("GET", "/account") | ("POST", "/account") | ("POST", "/upload") => {
-            let Some(user) = user else { return redirect("/login") };
+            let Some(user) = user else {
+                return redirect("/login");
+            };
             let message = match (path, upload) {
                 ("/upload", Some((name, size))) => {
                     state.stats.uploads += 1;
