@@ -214,3 +214,22 @@ setup(first.inject(at_once_users(2)).and_then(second.inject(at_once_users(2)), f
     assert doc_count(couchdb, database) == 20
     # The built-in target saw exactly the two creates (reads were never sent).
     assert target.stats()["total"] == 2
+
+
+def test_a_server_that_refuses_connections_mid_simulation_is_counted(horde, tmp_path):
+    sim = write_simulation(tmp_path, f"""
+bulk = scenario("bulk").exec(couchdb_bulk_insert("bulk", "/db", {str(SCHEMA)!r}, documents_per_insert=3, inserts=4))
+crud = scenario("crud").exec(couchdb_crud("crud", "/db", {str(SCHEMA)!r}, operations=5, create=1, update=1))
+setup(bulk.inject(at_once_users(2)).and_then(crud.inject(at_once_users(2))),
+      protocol=http.base_url("http://127.0.0.1:{free_port()}"))
+""")
+    result = horde("run", sim, "-q")
+    assert result.code == 0, result.stderr
+    kinds = {}
+    for error in result.summary["errors"]:
+        kinds[error["kind"]] = kinds.get(error["kind"], 0) + error["count"]
+    # Every bulk insert and create was tried and refused; the updates had no document.
+    counts = {op: result.row(f"crud {op}")["ko"] for op in ("create", "update")}
+    assert kinds["connect_refused"] == 8 + counts["create"] and kinds["no_document"] == counts["update"]
+    assert counts["create"] + counts["update"] == 10 and result.row("bulk")["ko"] == 8
+    assert [s["connections"] for s in result.summary["couchdb"]] == [2, 2]
