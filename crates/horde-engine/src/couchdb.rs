@@ -1,6 +1,7 @@
-//! The pure parts of the CouchDB steps: the order of CRUD operations, the documents a virtual
-//! user may read or delete, document ids, and what CouchDB's replies mean. The requests
-//! themselves are sent by the user (`user/couchdb_steps.rs`).
+//! The CouchDB steps' logic without IO: the order of CRUD operations, the documents a virtual
+//! user may read or delete, document ids, and what CouchDB's replies mean. The requests of a
+//! run are sent by the user (`user/couchdb_steps.rs`); [`couchdb_request`] at the end is the
+//! one exception, a blocking request for `horde couchdb`'s checks outside any run.
 
 use horde_plan::CrudCounts;
 use rand::Rng;

@@ -7,7 +7,7 @@
 use super::{Flow, Prepared, VirtualUser};
 use crate::client::{Failure, Response};
 use crate::couchdb::{bulk_outcome, document_id, error_kind, error_message, CrudOp, CrudPlanner, DocumentRef, Reply};
-use crate::lower::{BulkInsertProgram, CrudProgram, Target};
+use crate::lower::{BulkInsertProgram, CouchdbTarget, CrudProgram, Target};
 use bytes::Bytes;
 use horde_metrics::{ConnectionPhases, CouchdbStepKind, RequestTiming};
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
@@ -95,58 +95,85 @@ fn document_target(database: &Target, id: &str, rev: Option<&str>) -> Arc<Target
     })
 }
 
-/// The reply of a request that got an HTTP response: success, or an error to count.
-enum Answer {
-    Success(Response),
-    /// The server answered with an error status; the reply says why, when it is JSON.
-    Refused {
-        status: u16,
-        reply: Reply,
-    },
+/// How one CouchDB request ended; failures are already counted when this is returned.
+// Returned by value once per request and matched at once: boxing the big variant would only
+// add an allocation per request.
+#[allow(clippy::large_enum_variant)]
+enum Exchanged {
+    /// A 2xx: the caller records it once it has understood the reply.
+    Success { started: Instant, timing: RequestTiming, response: Response },
+    /// An error status, recorded as a KO of its kind.
+    Refused { status: u16, kind: &'static str },
+    /// No response at all (refused, reset, timed out), recorded.
+    Failed,
+}
+
+/// The `rev` of a write's reply (`{"ok":true,"id":..,"rev":..}`); decoding is local processing.
+fn written_rev(account: &mut PhaseAccount, body: &[u8]) -> Option<String> {
+    let local = Instant::now();
+    let reply: Reply = serde_json::from_slice(body).unwrap_or_default();
+    account.local_processing += local.elapsed();
+    reply.rev
 }
 
 impl VirtualUser {
-    /// Sends one JSON request and reads the whole response.
-    async fn couchdb_exchange(
+    /// Sends one JSON request on the user's connection, adds its wire time and bytes to
+    /// `account` under operation `slot`, and counts whatever went wrong on row `row_id`.
+    async fn couchdb_operation(
         &mut self,
+        account: &mut PhaseAccount,
+        slot: usize,
+        row_id: usize,
         method: Method,
         target: Arc<Target>,
         body: Bytes,
-    ) -> (Instant, Result<Response, Failure>, RequestTiming) {
+    ) -> Exchanged {
         let mut headers = HeaderMap::new();
         if !body.is_empty() {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
+        let sent = body.len();
         let mut prepared = Prepared { method, target, headers, body };
         let started = Instant::now();
         let (result, timing) = self.exchange(&mut prepared, started, started, true).await;
-        (started, result, timing)
-    }
-
-    /// Sorts a response into success or a counted error; transport failures are recorded here.
-    fn answer(
-        &mut self,
-        row_id: usize,
-        started: Instant,
-        timing: &RequestTiming,
-        result: Result<Response, Failure>,
-    ) -> Option<Answer> {
+        account.wire(slot, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
         match result {
             Err(failure) => {
-                self.record_failure(row_id, started, timing, &failure, 0);
-                None
+                self.record_failure(row_id, started, &timing, &failure, 0);
+                Exchanged::Failed
             }
-            Ok(response) if response.status.is_success() => Some(Answer::Success(response)),
+            Ok(response) if response.status.is_success() => Exchanged::Success { started, timing, response },
             Ok(response) => {
-                let reply = serde_json::from_slice(&response.body).unwrap_or_default();
-                Some(Answer::Refused { status: response.status.as_u16(), reply })
+                let status = response.status.as_u16();
+                let reply: Reply = serde_json::from_slice(&response.body).unwrap_or_default();
+                let kind = error_kind(status, &reply);
+                let failure = Failure::new(kind, error_message(status, &reply));
+                self.record_failure(row_id, started, &timing, &failure, u32::from(status));
+                Exchanged::Refused { status, kind }
             }
         }
     }
 
-    fn record_refusal(&mut self, row_id: usize, started: Instant, timing: &RequestTiming, status: u16, reply: &Reply) {
-        let failure = Failure::new(error_kind(status, reply), error_message(status, reply));
-        self.record_failure(row_id, started, timing, &failure, u32::from(status));
+    /// An operation that did what it should: one more document for its slot, OK on its row.
+    fn operation_done(
+        &mut self,
+        account: &mut PhaseAccount,
+        slot: usize,
+        row_id: usize,
+        started: Instant,
+        timing: &RequestTiming,
+    ) {
+        account.documents[slot] += 1;
+        self.record_ok(row_id, started, timing);
+    }
+
+    /// A new document from the step's schema, with its `_id`.
+    fn new_document(&mut self, target: &CouchdbTarget, id: &str) -> Value {
+        let mut document = self.generator(target.schema_id, &target.schema).document();
+        if let Value::Object(map) = &mut document {
+            map.insert("_id".into(), Value::String(id.to_string()));
+        }
+        document
     }
 
     fn finish_step(&self, account: PhaseAccount, name: &Arc<str>, kind: CouchdbStepKind) {
@@ -172,10 +199,7 @@ impl VirtualUser {
             body.extend_from_slice(b"{\"docs\":[");
             for k in 0..per_insert {
                 document_id(&mut id, &run_token, self.number, per_user, DocumentRef::Bulk(insert * per_insert + k));
-                let mut document = self.generator(step.target.schema_id, &step.target.schema).document();
-                if let Value::Object(map) = &mut document {
-                    map.insert("_id".into(), Value::String(id.clone()));
-                }
+                let document = self.new_document(&step.target, &id);
                 if k > 0 {
                     body.push(b',');
                 }
@@ -183,47 +207,34 @@ impl VirtualUser {
             }
             body.extend_from_slice(b"]}");
             account.local_processing += local.elapsed();
-            let sent = body.len();
-            let (started, result, timing) =
-                self.couchdb_exchange(Method::POST, step.bulk_docs.clone(), Bytes::from(body)).await;
-            let received = result.as_ref().map_or(0, |r| r.body.len());
-            account.wire(0, &timing, sent, received);
-            match self.answer(step.row_id, started, &timing, result) {
-                None => {}
-                Some(Answer::Refused { status, reply }) => {
-                    self.record_refusal(step.row_id, started, &timing, status, &reply)
+            let sent = self
+                .couchdb_operation(&mut account, 0, step.row_id, Method::POST, step.bulk_docs.clone(), body.into())
+                .await;
+            let Exchanged::Success { started, timing, response } = sent else { continue };
+            let local = Instant::now();
+            let outcome = bulk_outcome(&response.body);
+            account.local_processing += local.elapsed();
+            let failure = match outcome {
+                Ok((stored, 0, _)) => {
+                    account.documents[0] += stored;
+                    self.record_ok(step.row_id, started, &timing);
+                    continue;
                 }
-                Some(Answer::Success(response)) => {
-                    let local = Instant::now();
-                    let outcome = bulk_outcome(&response.body);
-                    account.local_processing += local.elapsed();
-                    match outcome {
-                        Ok((stored, 0, _)) => {
-                            account.documents[0] += stored;
-                            self.record_ok(step.row_id, started, &timing);
-                        }
-                        Ok((stored, refused, first_error)) => {
-                            // A 201 can still refuse some documents (a conflict per document).
-                            account.documents[0] += stored;
-                            let reply = first_error.unwrap_or_default();
-                            let kind = error_kind(409, &reply);
-                            let failure = Failure::new(
-                                if kind == "conflict" { "bulk_conflict" } else { "bulk_document_error" },
-                                format!(
-                                    "{refused} of {per_insert} documents refused; first: {}",
-                                    error_message(409, &reply)
-                                ),
-                            );
-                            self.record_failure(step.row_id, started, &timing, &failure, 0);
-                        }
-                        Err(err) => {
-                            let failure =
-                                Failure::new("invalid_reply", format!("_bulk_docs reply is not a JSON array: {err}"));
-                            self.record_failure(step.row_id, started, &timing, &failure, 0);
-                        }
-                    }
+                Ok((stored, refused, first_error)) => {
+                    // A 201 can still refuse some documents (a conflict per document).
+                    account.documents[0] += stored;
+                    let reply = first_error.unwrap_or_default();
+                    let kind = if reply.error.as_deref() == Some("conflict") {
+                        "bulk_conflict"
+                    } else {
+                        "bulk_document_error"
+                    };
+                    let first = error_message(409, &reply);
+                    Failure::new(kind, format!("{refused} of {per_insert} documents refused; first: {first}"))
                 }
-            }
+                Err(err) => Failure::new("invalid_reply", format!("_bulk_docs reply is not a JSON array: {err}")),
+            };
+            self.record_failure(step.row_id, started, &timing, &failure, 0);
         }
         self.finish_step(account, &step.target.name, CouchdbStepKind::BulkInsert);
         Flow::Next
@@ -246,55 +257,30 @@ impl VirtualUser {
             if !self.ctx.take_request_budget() {
                 return Flow::Exhausted;
             }
-            let row_id = step.rows[op as usize];
+            let slot = op as usize;
+            let row_id = step.rows[slot];
             match op {
                 CrudOp::Create => {
+                    current = None;
                     let local = Instant::now();
-                    document_id(
-                        &mut id,
-                        &run_token,
-                        self.number,
-                        step.bulk_documents_per_user,
-                        DocumentRef::Created(created),
-                    );
+                    let reference = DocumentRef::Created(created);
                     created += 1;
-                    let mut document = self.generator(step.target.schema_id, &step.target.schema).document();
-                    if let Value::Object(map) = &mut document {
-                        map.insert("_id".into(), Value::String(id.clone()));
-                    }
+                    document_id(&mut id, &run_token, self.number, step.bulk_documents_per_user, reference);
+                    let document = self.new_document(&step.target, &id);
                     let body = serde_json::to_vec(&document).expect("generated documents serialize");
                     account.local_processing += local.elapsed();
-                    let sent = body.len();
                     let target = document_target(&database, &id, None);
-                    let (started, result, timing) = self.couchdb_exchange(Method::PUT, target, Bytes::from(body)).await;
-                    account.wire(op as usize, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
-                    current = None;
-                    match self.answer(row_id, started, &timing, result) {
-                        None => {}
-                        Some(Answer::Refused { status, reply }) => {
-                            self.record_refusal(row_id, started, &timing, status, &reply)
+                    let sent =
+                        self.couchdb_operation(&mut account, slot, row_id, Method::PUT, target, body.into()).await;
+                    let Exchanged::Success { started, timing, response } = sent else { continue };
+                    match written_rev(&mut account, &response.body) {
+                        Some(rev) => {
+                            pool.push(reference);
+                            let pool_index = pool.len() - 1;
+                            current = Some(CurrentDocument { pool_index, id: id.clone(), rev, document });
+                            self.operation_done(&mut account, slot, row_id, started, &timing);
                         }
-                        Some(Answer::Success(response)) => {
-                            let local = Instant::now();
-                            let reply: Reply = serde_json::from_slice(&response.body).unwrap_or_default();
-                            account.local_processing += local.elapsed();
-                            match reply.rev {
-                                Some(rev) => {
-                                    pool.push(DocumentRef::Created(created - 1));
-                                    current = Some(CurrentDocument {
-                                        pool_index: pool.len() - 1,
-                                        id: id.clone(),
-                                        rev,
-                                        document,
-                                    });
-                                    account.documents[op as usize] += 1;
-                                    self.record_ok(row_id, started, &timing);
-                                }
-                                None => {
-                                    self.record_invalid_reply(row_id, started, &timing, "a create reply without rev")
-                                }
-                            }
-                        }
+                        None => self.record_invalid_reply(row_id, started, &timing, "a create reply without rev"),
                     }
                 }
                 CrudOp::Read => {
@@ -306,30 +292,24 @@ impl VirtualUser {
                     let pool_index = self.rng.random_range(0..pool.len());
                     document_id(&mut id, &run_token, self.number, step.bulk_documents_per_user, pool[pool_index]);
                     let target = document_target(&database, &id, None);
-                    let (started, result, timing) = self.couchdb_exchange(Method::GET, target, Bytes::new()).await;
-                    account.wire(op as usize, &timing, 0, result.as_ref().map_or(0, |r| r.body.len()));
-                    match self.answer(row_id, started, &timing, result) {
-                        None => {}
-                        Some(Answer::Refused { status, reply }) => {
-                            if status == 404 && error_kind(status, &reply) == "not_found" {
-                                // Gone (an earlier bulk insert or create failed): stop picking it.
-                                pool.swap_remove(pool_index);
-                            }
-                            self.record_refusal(row_id, started, &timing, status, &reply);
+                    match self.couchdb_operation(&mut account, slot, row_id, Method::GET, target, Bytes::new()).await {
+                        // Gone (an earlier bulk insert or create failed): stop picking it.
+                        Exchanged::Refused { kind: "not_found", .. } => {
+                            pool.swap_remove(pool_index);
                         }
-                        Some(Answer::Success(response)) => {
+                        Exchanged::Success { started, timing, response } => {
                             let local = Instant::now();
                             let document: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
                             account.local_processing += local.elapsed();
                             match document.get("_rev").and_then(Value::as_str).map(str::to_string) {
                                 Some(rev) => {
                                     current = Some(CurrentDocument { pool_index, id: id.clone(), rev, document });
-                                    account.documents[op as usize] += 1;
-                                    self.record_ok(row_id, started, &timing);
+                                    self.operation_done(&mut account, slot, row_id, started, &timing);
                                 }
                                 None => self.record_invalid_reply(row_id, started, &timing, "a document without _rev"),
                             }
                         }
+                        Exchanged::Refused { .. } | Exchanged::Failed => {}
                     }
                 }
                 CrudOp::Update => {
@@ -344,29 +324,16 @@ impl VirtualUser {
                     }
                     let body = serde_json::to_vec(&doc.document).expect("documents serialize");
                     account.local_processing += local.elapsed();
-                    let sent = body.len();
                     let target = document_target(&database, &doc.id, None);
-                    let (started, result, timing) = self.couchdb_exchange(Method::PUT, target, Bytes::from(body)).await;
-                    account.wire(op as usize, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
-                    match self.answer(row_id, started, &timing, result) {
-                        None => {}
-                        Some(Answer::Refused { status, reply }) => {
-                            self.record_refusal(row_id, started, &timing, status, &reply)
-                        }
-                        Some(Answer::Success(response)) => {
-                            let local = Instant::now();
-                            let reply: Reply = serde_json::from_slice(&response.body).unwrap_or_default();
-                            account.local_processing += local.elapsed();
-                            match reply.rev {
-                                Some(rev) => {
-                                    doc.rev = rev;
-                                    account.documents[op as usize] += 1;
-                                    self.record_ok(row_id, started, &timing);
-                                }
-                                None => {
-                                    self.record_invalid_reply(row_id, started, &timing, "an update reply without rev")
-                                }
+                    let sent =
+                        self.couchdb_operation(&mut account, slot, row_id, Method::PUT, target, body.into()).await;
+                    if let Exchanged::Success { started, timing, response } = sent {
+                        match written_rev(&mut account, &response.body) {
+                            Some(rev) => {
+                                doc.rev = rev;
+                                self.operation_done(&mut account, slot, row_id, started, &timing);
                             }
+                            None => self.record_invalid_reply(row_id, started, &timing, "an update reply without rev"),
                         }
                     }
                     // Still the current document, with its newest _rev when the update took.
@@ -378,21 +345,16 @@ impl VirtualUser {
                         continue;
                     };
                     let target = document_target(&database, &doc.id, Some(&doc.rev));
-                    let (started, result, timing) = self.couchdb_exchange(Method::DELETE, target, Bytes::new()).await;
-                    account.wire(op as usize, &timing, 0, result.as_ref().map_or(0, |r| r.body.len()));
-                    match self.answer(row_id, started, &timing, result) {
-                        None => {}
-                        Some(Answer::Refused { status, reply }) => {
-                            if status == 404 {
-                                pool.swap_remove(doc.pool_index);
-                            }
-                            self.record_refusal(row_id, started, &timing, status, &reply);
-                        }
-                        Some(Answer::Success(_)) => {
+                    match self.couchdb_operation(&mut account, slot, row_id, Method::DELETE, target, Bytes::new()).await
+                    {
+                        Exchanged::Success { started, timing, .. } => {
                             pool.swap_remove(doc.pool_index);
-                            account.documents[op as usize] += 1;
-                            self.record_ok(row_id, started, &timing);
+                            self.operation_done(&mut account, slot, row_id, started, &timing);
                         }
+                        Exchanged::Refused { status: 404, .. } => {
+                            pool.swap_remove(doc.pool_index);
+                        }
+                        Exchanged::Refused { .. } | Exchanged::Failed => {}
                     }
                 }
             }
