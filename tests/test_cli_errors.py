@@ -29,7 +29,9 @@ def test_an_invalid_plan_lists_every_problem_with_its_path(horde, tmp_path):
     path = write(tmp_path, "plan.json", json.dumps(plan))
     result = horde("run", path, results=False)
     assert result.code == INVALID_INPUT
-    assert "3 problems" in result.stderr, result.stderr
+    # Problems found while lowering (the regex) come in the same message as the others.
+    assert "4 problems" in result.stderr, result.stderr
+    assert "scenarios[0].steps[2].checks[0].source.pattern: invalid regex" in result.stderr
     assert "scenarios[0].steps[0].url" in result.stderr
     assert "scenarios[0].steps[1]: min_ms 5 is more than max_ms 1" in result.stderr
     assert "scenarios[0].injection[0].users: must be more than 0" in result.stderr

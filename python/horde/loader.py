@@ -2,6 +2,7 @@
 ``python -m horde.loader load sim.py -D name=value`` does the same for the standalone binary.
 """
 
+import contextlib
 import json
 import runpy
 import sys
@@ -27,10 +28,16 @@ def load_simulation(path, params=None):
     sys.path.insert(0, loading.base_dir)
     try:
         try:
-            runpy.run_path(str(path), run_name="__horde_simulation__")
+            # stdout carries the plan (`horde plan sim.py > plan.json`): what the simulation
+            # prints goes to stderr.
+            with contextlib.redirect_stdout(sys.stderr):
+                runpy.run_path(str(path), run_name="__horde_simulation__")
+        except KeyboardInterrupt:
+            raise
         except SystemExit as exit:
             raise SimulationError(f"{path}: the simulation called exit({exit.code})") from None
-        except Exception as error:
+        except BaseException as error:
+            # BaseException too: a simulation's own exception classes need not be Exceptions.
             raise SimulationError(_describe(path, error)) from None
         if loading.simulation is None:
             raise SimulationError(f"{path}: the simulation never called setup(...)")
@@ -48,6 +55,10 @@ def _describe(path, error):
     frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == path.resolve()]
     where = f"{path}:{frames[-1].lineno}" if frames else str(path)
     return f"{where}: {type(error).__name__}: {error}"
+
+
+# The exit code of a load stopped by Ctrl-C; the horde binary reads it as "interrupted".
+INTERRUPTED = 130
 
 
 def demo_simulation_path():
@@ -74,6 +85,8 @@ def main(argv):
         except SimulationError as error:
             print(error, file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            return INTERRUPTED
         return 0
     print("usage: python -m horde.loader (load SIM.py [-D NAME=VALUE]... | demo-path)", file=sys.stderr)
     return 2

@@ -194,6 +194,8 @@ def setup(*populations, protocol=None, name=None, **options):
             raise DslError(f"setup(): unknown option {key!r} (known: {', '.join(sorted(_OPTION_NAMES))})")
         plan_key, convert = _OPTION_NAMES[key]
         converted.append((plan_key, convert(value)))
+    if _loading.base_dir is not None and _loading.simulation is not None:
+        raise DslError("setup() was already called: a simulation has one setup(...); pass every population to it")
     simulation = Simulation(tuple(flat), protocol or HttpProtocol(), name, tuple(converted))
     _loading.simulation = simulation
     return simulation

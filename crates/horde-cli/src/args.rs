@@ -3,6 +3,20 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// A count of at least 1 (connections, requests, workers, users): a negative or zero one is
+/// named as such rather than mistaken for a flag.
+fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("expected a whole number of at least 1, not {text:?}")),
+    }
+}
+
+fn workers(text: &str) -> Result<u32, String> {
+    let n = at_least_one(text)?;
+    u32::try_from(n).map_err(|_| format!("{n} is more worker threads than horde runs"))
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "horde",
@@ -32,7 +46,7 @@ pub enum Command {
     /// Start the built-in target and run the JSF journey example against it.
     Demo {
         /// Virtual users of the demo journey.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, value_parser = at_least_one, allow_negative_numbers = true)]
         users: u64,
         #[command(flatten)]
         output: OutputArgs,
@@ -85,17 +99,17 @@ pub struct HttpArgs {
     /// The URL to load (http://).
     pub url: String,
     /// Connections (virtual users), each with its own keep-alive connection.
-    #[arg(short = 'c', long, default_value_t = 50)]
+    #[arg(short = 'c', long, default_value_t = 50, value_parser = at_least_one, allow_negative_numbers = true)]
     pub connections: u64,
     /// How long to run: 10s, 500ms, 2m. Default 10s unless -n is given.
-    #[arg(short = 'd', long)]
+    #[arg(short = 'd', long, allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Stop after exactly this many requests.
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, value_parser = at_least_one, allow_negative_numbers = true)]
     pub requests: Option<u64>,
     /// Total requests per second; latency is then measured from each request's intended
     /// start, as wrk2 and oha -q do.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
@@ -106,10 +120,10 @@ pub struct HttpArgs {
     #[arg(long)]
     pub body: Option<String>,
     /// Request timeout: 60s by default.
-    #[arg(long, default_value = "60s")]
+    #[arg(long, default_value = "60s", allow_hyphen_values = true)]
     pub timeout: String,
     /// Worker threads (default: one per core).
-    #[arg(long)]
+    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
     /// Do not follow redirects.
     #[arg(long)]
@@ -127,10 +141,10 @@ pub struct SweepArgs {
     #[arg(short = 'D', value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     /// Closed model: these numbers of concurrent users, e.g. 10,25,50,100.
-    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...", value_parser = at_least_one, allow_negative_numbers = true)]
     pub users: Option<Vec<u64>>,
     /// Open model: these arrival rates (users per second), e.g. 100,200,400.
-    #[arg(long, value_delimiter = ',', value_name = "R,R,...")]
+    #[arg(long, value_delimiter = ',', value_name = "R,R,...", allow_negative_numbers = true)]
     pub rate: Option<Vec<f64>>,
     /// Search by itself: step up geometrically until an SLO breaks or throughput stops
     /// growing, then bisect between the last good and the first bad level.
@@ -140,22 +154,22 @@ pub struct SweepArgs {
     #[arg(long, value_parser = ["users", "rate"], default_value = "users")]
     pub model: String,
     /// With --auto: the first level.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub start: Option<f64>,
     /// With --auto: each level is this many times the previous one.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     pub factor: f64,
     /// With --auto: never go above this level.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_level: Option<f64>,
     /// With --auto: bisection steps after the geometric search.
     #[arg(long, default_value_t = 3)]
     pub bisect: u32,
     /// Measured time of each level: 10s, 500ms, 2m.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub level_duration: String,
     /// Time at the start of each level that is run but not measured.
-    #[arg(long, default_value = "2s")]
+    #[arg(long, default_value = "2s", allow_hyphen_values = true)]
     pub warmup: String,
     /// A service-level objective every measured level is checked against, e.g. 'p99<500ms',
     /// 'errors<1%', 'rps>=1000'; repeatable.
@@ -221,7 +235,7 @@ pub struct CouchdbArgs {
     #[arg(long = "delete_weight", alias = "delete-weight", default_value_t = 0, allow_negative_numbers = true)]
     pub delete_weight: i64,
     /// Worker threads (default: one per core).
-    #[arg(long)]
+    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
     /// Write the plan this command would run and exit (to run it later, or edit it).
     #[arg(long, alias = "print_plan")]

@@ -4,7 +4,9 @@
 //! checks its document count afterwards.
 
 use crate::args::CouchdbArgs;
-use crate::{exit, run_into, Failure};
+use crate::output::{print_text, status};
+use crate::{exit, invalid_flags, prepare, run_into, Failure};
+use horde_report::terminal::printable;
 use horde_metrics::RunStatus;
 use horde_plan::{
     crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudRule, CrudWeights, HttpProtocol, Injection, Plan,
@@ -215,7 +217,7 @@ fn document_count(url: &str) -> Result<u64, Failure> {
     reply
         .get("doc_count")
         .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| runtime(format!("GET {url}: HTTP {status}, no doc_count in {reply}")))
+        .ok_or_else(|| runtime(format!("GET {url}: HTTP {status}, no doc_count in {}", printable(&reply.to_string()))))
 }
 
 fn runtime(message: String) -> Failure {
@@ -223,20 +225,13 @@ fn runtime(message: String) -> Failure {
 }
 
 pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
-    let benchmark = Benchmark::from_args(args).map_err(|problems| {
-        let mut message =
-            format!("invalid flags ({} problem{}):", problems.len(), if problems.len() == 1 { "" } else { "s" });
-        for problem in problems {
-            message.push_str("\n  ");
-            message.push_str(&problem);
-        }
-        Failure::Invalid(message)
-    })?;
+    let benchmark = Benchmark::from_args(args).map_err(invalid_flags)?;
     let plan = benchmark.plan(args.workers);
     if args.print_plan {
-        println!("{}", plan.to_json_pretty());
+        print_text(&(plan.to_json_pretty() + "\n"));
         return Ok(exit::OK);
     }
+    let program = prepare(&plan, std::path::Path::new("of horde couchdb"))?;
     // The server must answer before anything is measured: a dead one is a clear error, not a
     // run full of refused connections.
     let root = format!("{}/", benchmark.address);
@@ -244,20 +239,23 @@ pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
         .map_err(|e| runtime(format!("cannot reach CouchDB at {}: {e}", benchmark.address)))?;
     let database = benchmark.database_url();
     match horde_engine::couchdb_request("PUT", &database) {
-        Ok((201 | 202, _)) => eprintln!("horde couchdb: created database {}", benchmark.database),
+        Ok((201 | 202, _)) => status!("horde couchdb: created database {}", benchmark.database),
         Ok((412, _)) => {}
         Ok((status, reply)) => {
-            return Err(runtime(format!("cannot create database {database}: HTTP {status} {reply}")))
+            // The reply is the server's text: shown, never obeyed by the terminal.
+            let reply = reply.to_string();
+            return Err(runtime(format!("cannot create database {database}: HTTP {status} {}", printable(&reply))));
         }
         Err(e) => return Err(runtime(format!("cannot create database {database}: {e}"))),
     }
     let before = document_count(&database)?;
 
-    let dir = create_results_dir(&args.output.results, &plan.name).map_err(|e| Failure::Runtime(e.into()))?;
-    eprintln!("horde couchdb: {} connections against {database}; results in {}", benchmark.connections, dir.display());
-    let (status, summary) = run_into(plan, &dir, !args.output.quiet, "cli")?;
+    let dir = create_results_dir(&args.output.results, &plan.name)?;
+    status!("horde couchdb: {} connections against {database}; results in {}", benchmark.connections, dir.display());
+    let finished = run_into(program, &dir, !args.output.quiet, "cli")?;
+    let summary = &finished.summary;
     if !args.output.quiet {
-        print!("{}", render_console(&summary));
+        print_text(&render_console(summary));
     }
     let documents = |step: &str, op: &str| -> i128 {
         summary
@@ -273,21 +271,23 @@ pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
     match document_count(&database) {
         Ok(after) => {
             let verdict = if i128::from(after) == expected { "as expected" } else { "NOT as expected" };
-            println!(
-                "database {}: {after} documents ({verdict}: {before} before + {} bulk inserted + {} created - {} deleted)",
+            print_text(&format!(
+                "database {}: {after} documents ({verdict}: {before} before + {} bulk inserted + {} created - {} deleted)\n",
                 benchmark.database,
                 documents(BULK_SCENARIO, "inserted"),
                 documents(CRUD_SCENARIO, "create"),
                 documents(CRUD_SCENARIO, "delete")
-            );
+            ));
         }
         Err(Failure::Runtime(err)) => {
-            eprintln!("horde couchdb: could not count the documents afterwards: {err:#}")
+            status!("horde couchdb: could not count the documents afterwards: {}", printable(&format!("{err:#}")))
         }
-        Err(Failure::Invalid(message)) => eprintln!("horde couchdb: {message}"),
+        Err(Failure::Invalid(message)) => status!("horde couchdb: {message}"),
+        Err(Failure::Interrupted(what)) => status!("horde couchdb: interrupted {what}"),
     }
-    eprintln!("horde: results written to {}", dir.join("summary.json").display());
-    Ok(match status {
+    finished.results_written()?;
+    status!("horde: results written to {}", dir.join("summary.json").display());
+    Ok(match finished.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ => exit::OK,
     })

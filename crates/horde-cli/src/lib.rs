@@ -13,6 +13,7 @@ mod args;
 mod couchdb;
 pub mod exit;
 mod loader;
+mod output;
 mod quick;
 mod signals;
 mod sweep;
@@ -22,18 +23,22 @@ pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 use anyhow::Context;
 use args::{Cli, Command};
 use clap::Parser;
-use horde_engine::{lower, run, worker_count, RunControl};
+use horde_engine::{lower, run, worker_count, Program, RunControl};
 use horde_metrics::RunStatus;
-use horde_plan::Plan;
-use horde_report::{create_results_dir, render_console, Environment, ResultsSink};
+use horde_plan::input::{read_text_bounded, MAX_PLAN_BYTES};
+use horde_plan::{Plan, PlanError};
+use horde_report::terminal::printable_lines;
+use horde_report::{create_results_dir, render_console, Environment, ResultsError, ResultsSink};
+use output::{print_text, status};
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Runs the command line and returns the process exit code (see [`exit`]).
 pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
     // Every virtual user holds a connection: allow as many open files as the system lets us.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
+    signals::listen();
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => {
@@ -45,12 +50,16 @@ pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
     match dispatch(cli, loader) {
         Ok(code) => code,
         Err(Failure::Invalid(message)) => {
-            eprintln!("error: {message}");
+            status!("error: {}", printable_lines(&message));
             exit::INVALID_INPUT
         }
         Err(Failure::Runtime(err)) => {
-            eprintln!("error: {err:#}");
+            status!("error: {}", printable_lines(&format!("{err:#}")));
             exit::RUN_FAILED
+        }
+        Err(Failure::Interrupted(what)) => {
+            status!("horde: interrupted {what}");
+            exit::INTERRUPTED
         }
     }
 }
@@ -61,6 +70,8 @@ pub(crate) enum Failure {
     Invalid(String),
     /// Something failed while running (exit 3).
     Runtime(anyhow::Error),
+    /// Ctrl-C or SIGTERM before a run began (exit 130); says what was going on.
+    Interrupted(&'static str),
 }
 
 impl From<anyhow::Error> for Failure {
@@ -69,33 +80,50 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
+impl From<ResultsError> for Failure {
+    fn from(err: ResultsError) -> Self {
+        Failure::Runtime(anyhow::Error::new(err))
+    }
+}
+
+/// Problems with a command's flags, all of them, in one message.
+pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
+    let mut message = format!("invalid flags ({} problem{}):", problems.len(), if problems.len() == 1 { "" } else { "s" });
+    for problem in problems {
+        message.push_str("\n  ");
+        message.push_str(&problem);
+    }
+    Failure::Invalid(message)
+}
+
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => {
             let plan = load_plan(&args.file, &args.params, loader)?;
-            execute(plan, &args.output, &loader.front_end())
+            execute(plan, &args.file, &args.output, &loader.front_end())
         }
         Command::Plan { file, params } => {
             let plan = load_plan(&file, &params, loader)?;
-            println!("{}", plan.to_json_pretty());
+            print_text(&(plan.to_json_pretty() + "\n"));
             Ok(exit::OK)
         }
         Command::Http(args) => {
-            let plan = quick::plan(&args).map_err(Failure::Invalid)?;
-            execute(plan, &args.output, "cli")
+            let plan = quick::plan(&args).map_err(invalid_flags)?;
+            execute(plan, Path::new("of horde http"), &args.output, "cli")
         }
         Command::Demo { users, output } => {
             let server = horde_target::TargetServer::start("127.0.0.1:0".parse().expect("a socket address"))
                 .context("starting the built-in target")?;
-            eprintln!("horde demo: built-in target on {}", server.base_url());
-            let simulation = loader.demo_simulation().map_err(|e| Failure::Invalid(e.message))?;
+            status!("horde demo: built-in target on {}", server.base_url());
+            let simulation = loader.demo_simulation().map_err(load_failure)?;
             let params = vec![format!("base_url={}", server.base_url()), format!("users={users}")];
             let plan = load_plan(&simulation, &params, loader)?;
-            let code = execute(plan, &output, &loader.front_end())?;
+            let code = execute(plan, &simulation, &output, &loader.front_end())?;
             let stats = server.stats();
-            eprintln!(
+            status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
-                stats.total, stats.view_state_rejections
+                stats.total,
+                stats.view_state_rejections
             );
             Ok(code)
         }
@@ -106,7 +134,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             let server =
                 horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
             // Tests and scripts read this line to learn the port.
-            println!("horde target listening on {}", server.base_url());
+            print_text(&format!("horde target listening on {}\n", server.base_url()));
             signals::wait_for_termination();
             drop(server);
             Ok(exit::OK)
@@ -115,44 +143,83 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Report { results } => {
             let summary = horde_report::read_summary(&results).map_err(|e| Failure::Invalid(e.to_string()))?;
-            print!("{}", render_console(&summary));
+            print_text(&render_console(&summary));
             Ok(exit::OK)
         }
+    }
+}
+
+/// What a file given to `run`, `plan` or `sweep` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InputKind {
+    Simulation,
+    PlanFile,
+}
+
+/// `.py` (in any case) is a simulation, `.json` a plan; anything else is a plan if it reads
+/// like JSON, and refused by name otherwise.
+fn input_kind(file: &Path) -> Result<InputKind, Failure> {
+    let extension = file.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("py") => return Ok(InputKind::Simulation),
+        Some("json") => return Ok(InputKind::PlanFile),
+        _ => {}
+    }
+    let looks_like_json = read_text_bounded(file, MAX_PLAN_BYTES)
+        .map_err(|e| Failure::Invalid(format!("cannot read {}: {e}", file.display())))?
+        .trim_start()
+        .starts_with('{');
+    if looks_like_json {
+        Ok(InputKind::PlanFile)
+    } else {
+        Err(Failure::Invalid(format!(
+            "{}: horde runs Python simulations (.py) and plans (.json); this is neither",
+            file.display()
+        )))
+    }
+}
+
+fn load_failure(error: LoadError) -> Failure {
+    if error.interrupted {
+        Failure::Interrupted("while loading the simulation")
+    } else {
+        Failure::Invalid(error.message)
     }
 }
 
 /// Reads a plan file or runs a simulation, then validates and lowers it; every problem is
 /// listed with its path.
 pub(crate) fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Plan, Failure> {
-    let is_python = file.extension().is_some_and(|e| e == "py");
-    let text = if is_python {
-        let pairs = parse_params(params)?;
-        loader.load(file, &pairs).map_err(|e| Failure::Invalid(e.message))?
-    } else {
-        if !params.is_empty() {
-            return Err(Failure::Invalid(format!(
-                "-D parameters apply to Python simulations; {} is a plan file",
-                file.display()
-            )));
+    let text = match input_kind(file)? {
+        InputKind::Simulation => {
+            let pairs = parse_params(params)?;
+            loader.load(file, &pairs).map_err(load_failure)?
         }
-        std::fs::read_to_string(file).map_err(|e| Failure::Invalid(format!("cannot read {}: {e}", file.display())))?
+        InputKind::PlanFile => {
+            if !params.is_empty() {
+                return Err(Failure::Invalid(format!(
+                    "-D parameters apply to Python simulations; {} is a plan file",
+                    file.display()
+                )));
+            }
+            read_text_bounded(file, MAX_PLAN_BYTES)
+                .map_err(|e| Failure::Invalid(format!("cannot read {}: {e}", file.display())))?
+        }
     };
-    let mut plan = Plan::from_json(&text).map_err(|e| {
-        let at = if e.path.is_empty() { String::new() } else { format!(" at {}", e.path) };
-        Failure::Invalid(format!("invalid plan {}{at}: {}", file.display(), e.message))
-    })?;
+    if signals::interrupted() {
+        return Err(Failure::Interrupted("while loading the simulation"));
+    }
+    let mut plan = Plan::from_json(&text).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
     if plan.base_dir.is_none() {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         plan.base_dir = Some(dir.to_string_lossy().into_owned());
     }
-    if let Err(errors) = lower(&plan) {
-        return Err(Failure::Invalid(invalid_plan_message(file, &errors)));
-    }
+    lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
     Ok(plan)
 }
 
-fn invalid_plan_message(file: &Path, errors: &[horde_plan::PlanError]) -> String {
+fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
     let mut message = format!(
         "invalid plan {} ({} problem{}):",
         file.display(),
@@ -179,39 +246,76 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
         .collect()
 }
 
-/// Runs a plan with results on disk, progress on stderr and the summary on stdout.
-fn execute(plan: Plan, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
-    let dir = create_results_dir(&output.results, &plan.name).map_err(|e| Failure::Runtime(e.into()))?;
-    eprintln!("horde: running; results in {}", dir.display());
-    let (status, summary) = run_into(plan, &dir, !output.quiet, front_end)?;
-    if !output.quiet {
-        print!("{}", render_console(&summary));
+/// Lowers a plan that is about to run, and checks that this machine can run it: its users
+/// that must hold connections at once fit in the open-file limit. Nothing is created yet.
+/// `source` names the plan in messages (its file, or the command that made it).
+pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
+    let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
+    let needed = horde_engine::connections_needed_at_once(plan);
+    let capacity = horde_engine::connection_capacity();
+    if needed > capacity {
+        return Err(Failure::Invalid(format!(
+            "{needed} users at once need {needed} connections, but the open-file limit lets this process hold {capacity} \
+             (the limit, less what is open and a reserve for the results): raise it (ulimit -n) or run fewer users"
+        )));
     }
-    eprintln!("horde: results written to {}", dir.join("summary.json").display());
-    Ok(match status {
+    Ok(program)
+}
+
+/// Runs a plan with results on disk, progress on stderr and the summary on stdout.
+fn execute(plan: Plan, source: &Path, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
+    let program = prepare(&plan, source)?;
+    let dir = create_results_dir(&output.results, &plan.name)?;
+    status!("horde: running; results in {}", dir.display());
+    let finished = run_into(program, &dir, !output.quiet, front_end)?;
+    if !output.quiet {
+        print_text(&render_console(&finished.summary));
+    }
+    finished.results_written()?;
+    status!("horde: results written to {}", dir.join("summary.json").display());
+    Ok(match finished.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ => exit::OK,
     })
 }
 
-/// Runs a plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
-pub(crate) fn run_into(
-    plan: Plan,
-    dir: &Path,
-    progress: bool,
-    front_end: &str,
-) -> Result<(RunStatus, horde_report::Summary), Failure> {
-    let program =
-        Arc::new(lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(Path::new("plan"), &errors)))?);
-    let environment = Environment::detect(worker_count(&program), front_end);
-    let mut sink = ResultsSink::new(dir.to_path_buf(), plan, environment, progress);
+/// A run that ended: how, what it measured, and whether its results reached the disk.
+pub(crate) struct FinishedRun {
+    pub status: RunStatus,
+    pub summary: horde_report::Summary,
+    pub dir: PathBuf,
+    write_error: Option<ResultsError>,
+}
+
+impl FinishedRun {
+    /// The error of the results that could not be written (exit 3), after the summary was
+    /// shown: measurements are never thrown away for want of a disk.
+    pub fn results_written(&self) -> Result<(), Failure> {
+        match &self.write_error {
+            None => Ok(()),
+            Some(err) => Err(Failure::Runtime(anyhow::anyhow!(
+                "{err}; the summary above is all that is left of this run in {}",
+                self.dir.display()
+            ))),
+        }
+    }
+}
+
+/// Runs a lowered plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
+/// A directory where summary.json cannot be written is found before the run starts.
+pub(crate) fn run_into(program: Program, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
+    let program = Arc::new(program);
+    let workers = worker_count(&program);
+    let environment = Environment::detect(workers, front_end);
+    let mut sink = ResultsSink::new(dir.to_path_buf(), program.plan.clone(), environment, progress);
+    sink.write_initial(workers)?;
+    if let Some(err) = sink.write_error.take() {
+        return Err(err.into());
+    }
     let control = RunControl::new();
     signals::route_interruptions_to(&control);
     let result = run(program, &control, &mut sink);
     signals::stop_routing();
-    if let Some(err) = sink.write_error.take() {
-        return Err(Failure::Runtime(anyhow::Error::new(err)));
-    }
     let summary = sink.final_summary.take().expect("a finished run has a final summary");
-    Ok((result.status, summary))
+    Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error: sink.write_error.take() })
 }

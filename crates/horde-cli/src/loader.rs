@@ -9,7 +9,22 @@ use std::process::Command;
 #[derive(Debug, Clone)]
 pub struct LoadError {
     pub message: String,
+    /// Loading stopped for Ctrl-C or SIGTERM, not for a problem of the simulation.
+    pub interrupted: bool,
 }
+
+impl LoadError {
+    pub fn new(message: impl Into<String>) -> LoadError {
+        LoadError { message: message.into(), interrupted: false }
+    }
+
+    pub fn interrupted() -> LoadError {
+        LoadError { message: "interrupted".into(), interrupted: true }
+    }
+}
+
+/// The exit code of `python -m horde.loader` interrupted by Ctrl-C.
+const LOADER_INTERRUPTED: i32 = 130;
 
 pub trait SimulationLoader {
     /// Runs the simulation file with `-D` parameters and returns its plan as JSON.
@@ -37,12 +52,20 @@ impl PythonSubprocessLoader {
             .args(["-m", "horde.loader"])
             .args(args)
             .output()
-            .map_err(|e| LoadError { message: format!("cannot start {}: {e}", self.python) })?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-            return Err(LoadError { message: stderr });
+            .map_err(|e| LoadError::new(format!("cannot start {}: {e}", self.python)))?;
+        if output.status.code() == Some(LOADER_INTERRUPTED) {
+            return Err(LoadError::interrupted());
         }
-        String::from_utf8(output.stdout).map_err(|_| LoadError { message: "the loader printed non-UTF-8 text".into() })
+        if !output.status.success() {
+            return Err(LoadError::new(String::from_utf8_lossy(&output.stderr).trim()));
+        }
+        // What the simulation printed (the loader sends it to stderr, keeping stdout for the
+        // plan) is shown as it would be in-process.
+        let printed = String::from_utf8_lossy(&output.stderr);
+        if !printed.trim().is_empty() {
+            crate::output::status_line(format_args!("{}", printed.trim_end()));
+        }
+        String::from_utf8(output.stdout).map_err(|_| LoadError::new("the loader printed non-UTF-8 text"))
     }
 }
 

@@ -1,8 +1,9 @@
-//! Quick mode (`horde http`): flags become a one-request Plan, run by the same engine.
+//! Quick mode (`horde http`): flags become a one-request Plan, run by the same engine. Every
+//! problem is reported in the flags' own terms, all at once, before anything is created.
 
 use crate::args::HttpArgs;
 use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
-use horde_plan::{HttpProtocol, PLAN_VERSION};
+use horde_plan::{HttpProtocol, MAX_DURATION_MS, PLAN_VERSION};
 
 /// Parses `10s`, `500ms`, `2m`, `1h`, or a bare number of seconds.
 pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
@@ -21,35 +22,105 @@ pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     if ms < 1.0 {
         return Err(format!("{text:?} is shorter than a millisecond"));
     }
+    if ms > MAX_DURATION_MS as f64 {
+        return Err(format!("{text:?} is longer than 365 days, the longest duration horde accepts"));
+    }
     Ok(ms as u64)
 }
 
-pub fn plan(args: &HttpArgs) -> Result<Plan, String> {
-    if args.connections == 0 {
-        return Err("-c/--connections must be at least 1".into());
+/// The request URL of quick mode and of `horde sweep URL`: absolute, http, with a host.
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
+    let parsed = url::Url::parse(url).map_err(|err| format!("{url:?} is not a URL: {err}"))?;
+    if parsed.scheme() != "http" {
+        return Err(format!("{url:?}: only http:// URLs are supported"));
     }
-    let timeout_ms = parse_duration_ms(&args.timeout).map_err(|e| format!("--timeout: {e}"))?;
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{url:?} has no host"));
+    }
+    Ok(())
+}
+
+/// Where each plan path of a quick-mode plan came from, to name problems by their flag.
+const FLAG_OF_PATH: &[(&str, &str)] = &[
+    ("scenarios[0].steps[0].steps[0].method", "-m/--method"),
+    ("scenarios[0].steps[0].steps[0].headers", "-H/--header"),
+    ("scenarios[0].steps[0].steps[0].body", "--body"),
+    ("scenarios[0].steps[0].steps[0].url", "URL"),
+    ("scenarios[0].steps[0].duration_ms", "-d/--duration"),
+    ("scenarios[0].injection", "-c/--connections"),
+    ("options.max_duration_ms", "-d/--duration"),
+    ("options.max_requests", "-n/--requests"),
+    ("options.throttle", "--rate"),
+    ("options.workers", "--workers"),
+    ("protocol.request_timeout_ms", "--timeout"),
+];
+
+pub(crate) fn flag_of(path: &str) -> Option<&'static str> {
+    FLAG_OF_PATH.iter().find(|(prefix, _)| path.starts_with(prefix)).map(|(_, flag)| *flag)
+}
+
+/// The plan of `horde http`, or every problem with the flags, in their terms.
+pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
+    let mut problems = Vec::new();
+    let url_checked = check_url(&args.url);
+    if let Err(problem) = &url_checked {
+        problems.push(problem.clone());
+    }
+    let mut duration = |flag: &str, text: &str| match parse_duration_ms(text) {
+        Ok(ms) => Some(ms),
+        Err(problem) => {
+            problems.push(format!("{flag}: {problem}"));
+            None
+        }
+    };
+    let timeout_ms = duration("--timeout", &args.timeout).unwrap_or(1);
     let duration_ms = match (&args.duration, args.requests) {
-        (Some(d), _) => Some(parse_duration_ms(d).map_err(|e| format!("-d/--duration: {e}"))?),
+        (Some(d), _) => Some(duration("-d/--duration", d).unwrap_or(1)),
         (None, Some(_)) => None,
         (None, None) => Some(10_000),
     };
     let mut headers = Vec::new();
     for header in &args.headers {
-        let (name, value) = header
-            .split_once(':')
-            .ok_or_else(|| format!("-H {header:?}: expected 'Name: value'"))?;
-        headers.push(NameValue::new(name.trim(), value.trim()));
+        match header.split_once(':') {
+            Some((name, value)) => headers.push(NameValue::new(name.trim(), value.trim())),
+            None => problems.push(format!("-H {header:?}: expected 'Name: value'")),
+        }
     }
     let body = match &args.body {
         None => None,
         Some(text) => {
             let text = match text.strip_prefix('@') {
-                Some(path) => std::fs::read_to_string(path).map_err(|e| format!("--body @{path}: {e}"))?,
+                Some(path) => {
+                    let read = horde_plan::input::read_text_bounded(
+                        std::path::Path::new(path),
+                        horde_plan::input::MAX_INPUT_FILE_BYTES,
+                    );
+                    read.unwrap_or_else(|problem| {
+                        problems.push(format!("--body @{path}: {problem}"));
+                        String::new()
+                    })
+                }
                 None => text.clone(),
             };
             Some(Body::Raw { text: text.replace('$', "$$") })
         }
+    };
+    let throttle = match args.rate {
+        Some(rate) if !(rate > 0.0 && rate.is_finite()) => {
+            problems.push(format!("--rate {rate}: must be a number of requests per second above 0"));
+            vec![]
+        }
+        Some(rps) => vec![ThrottleStep::JumpToRps { rps }],
+        None => vec![],
+    };
+    // More connections than requests would open connections that never send: one per
+    // request is all -n can use.
+    let connections = match args.requests {
+        Some(requests) if requests < args.connections => {
+            eprintln!("horde: -c {} is more than -n {requests}: using {requests} connections", args.connections);
+            requests
+        }
+        _ => args.connections,
     };
     let request = Request {
         name: format!("{} {}", args.method.to_uppercase(), args.url),
@@ -61,15 +132,10 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, String> {
         checks: vec![],
     };
     // A loop per connection that runs until the duration is over (or the request budget is
-    // spent); a day stands in for "no duration" and -n then bounds the run.
-    let loop_ms = duration_ms.unwrap_or(86_400_000);
+    // spent); a year stands in for "no duration", and -n then bounds the run.
+    let loop_ms = duration_ms.unwrap_or(MAX_DURATION_MS);
     let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![Step::Request(request)] }];
-    let throttle = match args.rate {
-        Some(rate) if !(rate > 0.0 && rate.is_finite()) => return Err("--rate must be more than 0".into()),
-        Some(rps) => vec![ThrottleStep::JumpToRps { rps }],
-        None => vec![],
-    };
-    Ok(Plan {
+    let plan = Plan {
         version: PLAN_VERSION,
         name: "http".into(),
         base_dir: None,
@@ -81,20 +147,36 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, String> {
         scenarios: vec![Scenario {
             name: "http".into(),
             steps,
-            injection: vec![Injection::AtOnceUsers { users: args.connections }],
+            injection: vec![Injection::AtOnceUsers { users: connections }],
             after: None,
         }],
         options: RunOptions {
             // Like wrk, a failed request does not stop a connection's loop.
             on_check_failure: OnCheckFailure::Continue,
             max_requests: args.requests,
-            // The loop ends by itself; this bounds a request still hanging at the end.
-            max_duration_ms: duration_ms.map(|d| d + timeout_ms),
+            // The run ends at -d, whatever is in flight (counted as interrupted): a stalled
+            // server cannot stretch it by the request timeout.
+            max_duration_ms: duration_ms,
             throttle,
             workers: args.workers,
             ..RunOptions::default()
         },
-    })
+    };
+    if let Err(errors) = horde_engine::lower(&plan) {
+        for error in errors {
+            match flag_of(&error.path) {
+                // Said above, in the URL's own terms.
+                Some("URL") if url_checked.is_err() => {}
+                Some(flag) => problems.push(format!("{flag}: {}", error.message)),
+                None => problems.push(format!("{}: {}", error.path, error.message)),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(plan)
+    } else {
+        Err(problems)
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +191,13 @@ mod tests {
         assert_eq!(parse_duration_ms("1.5"), Ok(1_500));
         assert!(parse_duration_ms("10 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_duration_ms("soon").is_err());
+        assert!(parse_duration_ms("99999999999999999999h").unwrap_err().contains("365 days"));
+    }
+
+    #[test]
+    fn plan_paths_are_named_by_their_flags() {
+        assert_eq!(flag_of("scenarios[0].steps[0].steps[0].headers[1].name"), Some("-H/--header"));
+        assert_eq!(flag_of("options.throttle[0].rps"), Some("--rate"));
+        assert_eq!(flag_of("scenarios[0].steps[0].steps[0].url"), Some("URL"));
     }
 }

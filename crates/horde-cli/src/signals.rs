@@ -1,44 +1,69 @@
-//! Ctrl-C and SIGTERM: the first one stops the current run gracefully (its results are
-//! written); a second one exits at once.
+//! Ctrl-C and SIGTERM. The first one stops the current run gracefully (its results are
+//! written) and marks the whole command as interrupted, so that a sweep runs no further level
+//! and a simulation still loading never starts; a second one exits at once.
+//!
+//! Listening starts when the command does, not when a run does: a signal between two sweep
+//! levels, or while a simulation loads, is noticed too. The handler that tokio installs calls
+//! the one it replaced, so Python's own Ctrl-C (a KeyboardInterrupt in a simulation being
+//! loaded in this process) still happens.
 
+use crate::exit;
+use crate::output::status;
 use horde_engine::RunControl;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 static CURRENT_RUN: Mutex<Option<Weak<RunControl>>> = Mutex::new(None);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Starts listening for signals (once per process) and sends them to `control` until
-/// [`stop_routing`] is called.
+/// Whether Ctrl-C or SIGTERM came since the command started.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Sends signals to `control` until [`stop_routing`] is called. A signal that came before
+/// the run started interrupts it at once.
 pub fn route_interruptions_to(control: &Arc<RunControl>) {
     *CURRENT_RUN.lock().expect("signal routing lock") = Some(Arc::downgrade(control));
-    listen();
+    if interrupted() {
+        control.interrupt();
+    }
 }
 
 pub fn stop_routing() {
     *CURRENT_RUN.lock().expect("signal routing lock") = None;
 }
 
-fn listen() {
+/// Starts listening for Ctrl-C and SIGTERM, once per process.
+pub fn listen() {
     static LISTENING: OnceLock<()> = OnceLock::new();
     LISTENING.get_or_init(|| {
-        let _ = std::thread::Builder::new().name("horde-signals".into()).spawn(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        // Registered here, before this function returns, so that no signal is missed.
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let terminate = runtime.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        });
+        let interrupt = runtime.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        });
+        let (Ok(mut terminate), Ok(mut interrupt)) = (terminate, interrupt) else { return };
+        let _ = std::thread::Builder::new().name("horde-signals".into()).spawn(move || {
             runtime.block_on(async {
-                let Ok(mut terminate) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-                    return;
-                };
                 loop {
                     tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
+                        _ = interrupt.recv() => {}
                         _ = terminate.recv() => {}
+                    }
+                    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                        std::process::exit(exit::INTERRUPTED);
                     }
                     let current = CURRENT_RUN.lock().expect("signal routing lock").as_ref().and_then(Weak::upgrade);
                     match current {
-                        Some(control) if !control.is_interrupted() => {
-                            eprintln!("\nhorde: interrupted; stopping users and writing results (again to quit at once)");
+                        Some(control) => {
+                            status!("\nhorde: interrupted; stopping users and writing results (again to quit at once)");
                             control.interrupt();
                         }
-                        Some(_) => std::process::exit(crate::exit::INTERRUPTED),
-                        None => {}
+                        None => status!("\nhorde: interrupted (again to quit at once)"),
                     }
                 }
             });
@@ -48,12 +73,7 @@ fn listen() {
 
 /// Blocks until Ctrl-C or SIGTERM (for `horde target`).
 pub fn wait_for_termination() {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    runtime.block_on(async {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-    });
+    while !interrupted() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

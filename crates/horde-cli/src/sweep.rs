@@ -5,7 +5,8 @@
 
 use crate::args::SweepArgs;
 use crate::quick::parse_duration_ms;
-use crate::{exit, load_plan, run_into, Failure, SimulationLoader};
+use crate::output::{print_text, status};
+use crate::{exit, load_plan, prepare, run_into, signals, Failure, SimulationLoader};
 use horde_metrics::{RunStatus, Threshold};
 use horde_plan::{Injection, Plan, Request, Scenario, Step, PLAN_VERSION};
 use horde_report::{create_results_dir, format_level, SweepLevel, SweepReport};
@@ -68,7 +69,8 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     if args.auto && !(args.factor > 1.0 && args.factor.is_finite()) {
         return Err(Failure::Invalid("--factor must be more than 1".into()));
     }
-    let mut plan = if args.target.starts_with("http://") || args.target.starts_with("https://") {
+    let mut plan = if args.target.contains("://") {
+        crate::quick::check_url(&args.target).map_err(|problem| Failure::Invalid(format!("TARGET {problem}")))?;
         url_plan(&args.target, model)
     } else {
         load_plan(Path::new(&args.target), &args.params, loader)?
@@ -79,8 +81,6 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
             plan.options.percentiles.push(p);
         }
     }
-    let dir = create_results_dir(&args.output.results, &format!("sweep-{}", plan.name)).map_err(|e| Failure::Runtime(e.into()))?;
-    eprintln!("horde sweep: results in {}", dir.display());
     let front_end = loader.front_end();
     let mut sweep = Sweep {
         plan,
@@ -88,12 +88,21 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         slos,
         level_ms,
         warmup_ms,
-        dir,
+        dir: PathBuf::new(),
         progress: !args.output.quiet,
         front_end: &front_end,
         levels: Vec::new(),
         interrupted: false,
     };
+    // The first level must be runnable before anything is created.
+    let first = match (&args.users, &args.rate) {
+        (Some(users), _) => users[0] as f64,
+        (_, Some(rates)) => rates[0],
+        _ => args.start.unwrap_or(if model == Model::Users { 1.0 } else { 10.0 }),
+    };
+    prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
+    sweep.dir = create_results_dir(&args.output.results, &format!("sweep-{}", sweep.plan.name))?;
+    status!("horde sweep: results in {}", sweep.dir.display());
     if args.auto {
         sweep.search(args)?;
     } else {
@@ -103,15 +112,14 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
             _ => unreachable!("clap requires one of --users, --rate, --auto"),
         };
         for level in levels {
-            sweep.run_level(level)?;
-            if sweep.interrupted {
+            if sweep.run_level(level)?.is_none() {
                 break;
             }
         }
     }
     let report = sweep.report();
-    print!("{}", report.render());
-    eprintln!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
+    print_text(&report.render());
+    status!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
     Ok(if sweep.interrupted { exit::INTERRUPTED } else { exit::OK })
 }
 
@@ -120,22 +128,35 @@ impl Sweep<'_> {
         SweepReport::analyse(&self.plan.name, self.model.name(), &self.slos, self.level_ms, self.warmup_ms, self.levels.clone())
     }
 
-    /// Runs one level and records it; the report on disk is brought up to date.
-    fn run_level(&mut self, level: f64) -> Result<SweepLevel, Failure> {
+    /// Runs one level and records it; the report on disk is brought up to date. None when
+    /// the sweep must stop here: it was interrupted, or this level cannot run on this machine.
+    fn run_level(&mut self, level: f64) -> Result<Option<SweepLevel>, Failure> {
+        if signals::interrupted() {
+            self.interrupted = true;
+            return Ok(None);
+        }
+        let program = match prepare(&self.level_plan(level), Path::new("of this sweep level")) {
+            Ok(program) => program,
+            Err(Failure::Invalid(problem)) => {
+                status!("horde sweep: level {} cannot run here, the sweep stops: {problem}", format_level(level));
+                return Ok(None);
+            }
+            Err(other) => return Err(other),
+        };
         let label = format!("{}-{}", self.model.name(), format_level(level));
         let dir = self.dir.join(&label);
         std::fs::create_dir_all(&dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
-        eprintln!(
+        status!(
             "horde sweep: level {} {} for {:.1} s (+{:.1} s warm-up)",
             format_level(level),
             if self.model == Model::Users { "users" } else { "users/s" },
             self.level_ms as f64 / 1000.0,
             self.warmup_ms as f64 / 1000.0
         );
-        let plan = self.level_plan(level);
-        let (status, summary) = run_into(plan, &dir, self.progress, self.front_end)?;
-        let result = SweepLevel::from_summary(level, &summary, &self.slos, label);
-        eprintln!(
+        let finished = run_into(program, &dir, self.progress, self.front_end)?;
+        finished.results_written()?;
+        let result = SweepLevel::from_summary(level, &finished.summary, &self.slos, label);
+        status!(
             "horde sweep:   {} requests, p50 {:.2} ms, p99 {:.2} ms, errors {:.1} %, {:.1} req/s{}",
             result.requests,
             result.p50_us as f64 / 1000.0,
@@ -144,10 +165,10 @@ impl Sweep<'_> {
             result.throughput_rps,
             if result.broken_slos.is_empty() { String::new() } else { format!(", broke {}", result.broken_slos.join(", ")) }
         );
-        self.interrupted = status == RunStatus::Interrupted;
+        self.interrupted = finished.status == RunStatus::Interrupted;
         self.levels.push(result.clone());
         self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
-        Ok(result)
+        Ok((!self.interrupted).then_some(result))
     }
 
     /// The plan with every scenario's injection replaced by this level, for warm-up + level.
@@ -178,10 +199,7 @@ impl Sweep<'_> {
         let mut first_bad: Option<SweepLevel> = None;
         let mut level = if integer { start.round().max(1.0) } else { start };
         loop {
-            let result = self.run_level(level)?;
-            if self.interrupted {
-                return Ok(());
-            }
+            let Some(result) = self.run_level(level)? else { return Ok(()) };
             if !is_good(&result, last_good.as_ref()) {
                 first_bad = Some(result);
                 break;
@@ -200,10 +218,7 @@ impl Sweep<'_> {
             if middle <= low.level || middle >= high.level {
                 break;
             }
-            let result = self.run_level(middle)?;
-            if self.interrupted {
-                return Ok(());
-            }
+            let Some(result) = self.run_level(middle)? else { return Ok(()) };
             if is_good(&result, Some(&low)) {
                 low = result;
             } else {

@@ -17,6 +17,11 @@ pub enum Schema {
     Null,
 }
 
+/// How deep objects and arrays may nest in a schema. Real documents nest a few levels; the
+/// bound keeps a hostile or broken schema from exhausting the stack of the recursive
+/// reading and generation.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
+
 /// A schema that cannot be read: what is wrong and where.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SchemaError {
@@ -28,6 +33,8 @@ pub enum SchemaError {
     Xml { line: u32, column: u32, message: String },
     #[error("a schema must describe an object (a CouchDB document), not {found}")]
     NotAnObject { found: String },
+    #[error("the schema nests objects and arrays deeper than {MAX_SCHEMA_DEPTH} levels")]
+    TooDeep,
 }
 
 impl Schema {
@@ -41,7 +48,11 @@ impl Schema {
         };
         map.remove("_id");
         map.remove("_rev");
-        Ok(from_value(&Value::Object(map)))
+        let value = Value::Object(map);
+        if depth_of(&value) > MAX_SCHEMA_DEPTH {
+            return Err(SchemaError::TooDeep);
+        }
+        Ok(from_value(&value))
     }
 
     /// The XML schema format; the outermost element must be `<object>`.
@@ -54,13 +65,13 @@ impl Schema {
         if root.tag_name().name() != "object" {
             return Err(xml_error(&document, root, format!("the outermost element must be <object>, not <{}>", root.tag_name().name())));
         }
-        from_xml_type(&document, root)
+        from_xml_type(&document, root, 0)
     }
 
     /// Reads a schema file: `.xml` is the XML format, anything else JSON.
     pub fn from_file(path: &Path) -> Result<Schema, SchemaError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SchemaError::Read { path: path.display().to_string(), message: e.to_string() })?;
+        let text = horde_plan::input::read_text_bounded(path, horde_plan::input::MAX_INPUT_FILE_BYTES)
+            .map_err(|message| SchemaError::Read { path: path.display().to_string(), message })?;
         if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("xml")) {
             Schema::from_xml(&text)
         } else {
@@ -77,6 +88,15 @@ fn kind_of(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Levels of objects and arrays (serde_json's own recursion limit keeps this call shallow).
+fn depth_of(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth_of).max().unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -102,15 +122,31 @@ fn elements<'a, 'input>(node: roxmltree::Node<'a, 'input>) -> impl Iterator<Item
 }
 
 /// The one type element inside a `<value>` or `<element>`.
-fn single_type(document: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '_>) -> Result<Schema, SchemaError> {
+fn single_type(
+    document: &roxmltree::Document<'_>,
+    node: roxmltree::Node<'_, '_>,
+    depth: usize,
+) -> Result<Schema, SchemaError> {
     let mut children = elements(node);
     let (Some(child), None) = (children.next(), children.next()) else {
         return Err(xml_error(document, node, format!("<{}> must hold exactly one type element", node.tag_name().name())));
     };
-    from_xml_type(document, child)
+    from_xml_type(document, child, depth)
 }
 
-fn from_xml_type(document: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '_>) -> Result<Schema, SchemaError> {
+/// The type element `node`, `depth` objects and arrays deep.
+fn from_xml_type(
+    document: &roxmltree::Document<'_>,
+    node: roxmltree::Node<'_, '_>,
+    depth: usize,
+) -> Result<Schema, SchemaError> {
+    if depth >= MAX_SCHEMA_DEPTH && matches!(node.tag_name().name(), "array" | "object") {
+        return Err(xml_error(
+            document,
+            node,
+            format!("objects and arrays nest deeper than {MAX_SCHEMA_DEPTH} levels here, the most a schema may"),
+        ));
+    }
     let leaf = |schema: Schema| {
         if elements(node).next().is_some() {
             Err(xml_error(document, node, format!("<{}> takes no elements inside", node.tag_name().name())))
@@ -129,7 +165,7 @@ fn from_xml_type(document: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '
                 if element.tag_name().name() != "element" {
                     return Err(xml_error(document, element, format!("<array> holds <element>s, not <{}>", element.tag_name().name())));
                 }
-                single_type(document, element)
+                single_type(document, element, depth + 1)
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Schema::Array),
@@ -147,7 +183,7 @@ fn from_xml_type(document: &roxmltree::Document<'_>, node: roxmltree::Node<'_, '
                 if text.is_empty() {
                     return Err(xml_error(document, name, "a <name> must hold the value's name".into()));
                 }
-                Ok((text.to_string(), single_type(document, value)?))
+                Ok((text.to_string(), single_type(document, value, depth + 1)?))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Schema::Object),
@@ -189,5 +225,18 @@ mod tests {
         assert!(err.to_string().contains("needs a <name> and a <value>"), "{err}");
         let err = Schema::from_xml("<object><entry>").unwrap_err();
         assert!(matches!(err, SchemaError::Xml { line: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_with_its_place() {
+        let deep = 10_000;
+        let xml = format!("{}<null/>{}", "<array><element>".repeat(deep), "</element></array>".repeat(deep))
+            .replacen("<array>", "<object><entry><name>a</name><value><array>", 1)
+            + "</value></entry></object>";
+        let err = Schema::from_xml(&xml).unwrap_err();
+        assert!(err.to_string().contains("deeper than 64 levels"), "{err}");
+        assert!(matches!(err, SchemaError::Xml { line: 1, .. }), "{err}");
+        let json = format!("{{\"a\": {}1{}}}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(Schema::from_json(&json).unwrap_err(), SchemaError::TooDeep);
     }
 }

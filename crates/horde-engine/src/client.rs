@@ -13,8 +13,10 @@
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
+use crate::descriptors::DescriptorPermit;
 use std::io;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -26,11 +28,18 @@ use tokio::time::Instant;
 pub struct Failure {
     pub kind: &'static str,
     pub message: String,
+    /// Nothing went on the wire: the request is counted, but not in the latency statistics.
+    pub unsent: bool,
 }
 
 impl Failure {
     pub fn new(kind: &'static str, message: impl Into<String>) -> Failure {
-        Failure { kind, message: message.into() }
+        Failure { kind, message: message.into(), unsent: false }
+    }
+
+    /// A request that failed before anything was sent.
+    pub fn unsent(kind: &'static str, message: impl Into<String>) -> Failure {
+        Failure { kind, message: message.into(), unsent: true }
     }
 
     fn io(err: &io::Error) -> Failure {
@@ -50,6 +59,13 @@ impl Failure {
 
     fn invalid(message: impl Into<String>) -> Failure {
         Failure::new("invalid_response", message)
+    }
+
+    /// Whether a fresh connection may be tried: the request failed on a reused connection
+    /// that the server had closed (or reset) before any byte of a response arrived, the
+    /// shape of a keep-alive connection closed while idle.
+    pub fn closed_before_response(&self, wire: &WireTiming) -> bool {
+        matches!(self.kind, "connection_closed" | "connection_reset") && wire.bytes_received == 0
     }
 }
 
@@ -88,6 +104,7 @@ pub struct WireTiming {
     pub bytes_received: u64,
 }
 
+/// Response headers parsed at most (httparse needs a fixed array; 64 covers real sites).
 const MAX_HEADERS: usize = 64;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// A connection's read buffer starts this small (a typical response fits) and doubles when a
@@ -101,6 +118,8 @@ const MAX_KEPT_READ_BUFFER: usize = 64 * 1024;
 pub struct Connection {
     pub authority: Arc<str>,
     stream: TcpStream,
+    /// This connection's file descriptor, counted against the process's budget.
+    _descriptor: DescriptorPermit,
     /// Kept between requests to avoid allocating.
     write_buffer: Vec<u8>,
     read_buffer: Vec<u8>,
@@ -114,8 +133,37 @@ impl Connection {
         self.reusable && &*self.authority == authority
     }
 
+    /// Whether the server closed this connection (or sent something nobody asked for) while
+    /// it sat idle, so that a request must not be written on it. Asks the reactor first: a
+    /// syscall is made only when it saw the socket readable.
+    pub fn closed_while_idle(&mut self) -> bool {
+        let mut context = Context::from_waker(Waker::noop());
+        match self.stream.poll_read_ready(&mut context) {
+            Poll::Pending => false,
+            Poll::Ready(Err(_)) => true,
+            Poll::Ready(Ok(())) => {
+                let mut byte = [0u8; 1];
+                match self.stream.try_read(&mut byte) {
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => false,
+                    // An end of stream, an error, or bytes before any request: not usable.
+                    _ => true,
+                }
+            }
+        }
+    }
+
     /// Opens a connection to `authority` (`host:port`).
     pub async fn open(authority: &Arc<str>, timeout: Duration) -> Result<Connection, Failure> {
+        let descriptor = DescriptorPermit::acquire().ok_or_else(|| {
+            Failure::unsent(
+                "too_many_open_files",
+                format!(
+                    "no file descriptor left to connect to {authority}: {} connections are open, the most the \
+                     open-file limit allows while keeping some for the results (raise it with ulimit -n)",
+                    crate::descriptors::connection_capacity()
+                ),
+            )
+        })?;
         let connecting = async {
             let stream = TcpStream::connect(&**authority).await.map_err(|err| connect_failure(authority, &err))?;
             // Requests are written whole; Nagle would only delay them.
@@ -134,6 +182,7 @@ impl Connection {
         Ok(Connection {
             authority: authority.clone(),
             stream,
+            _descriptor: descriptor,
             write_buffer: Vec::with_capacity(256),
             read_buffer: Vec::with_capacity(INITIAL_READ_BUFFER),
             reusable: true,
@@ -146,6 +195,7 @@ impl Connection {
         &mut self,
         request: RequestHead<'_>,
         keep_body: bool,
+        max_body_bytes: u64,
         keep_headers: KeepHeaders,
         wire: &mut WireTiming,
     ) -> Result<Response, Failure> {
@@ -157,10 +207,14 @@ impl Connection {
         wire.bytes_sent = self.write_buffer.len() as u64;
         self.read_buffer.clear();
 
-        // 1xx responses (other than 101) precede the real one; skip them.
+        // 1xx responses precede the real one; skip them. A 101 switches protocols, which
+        // this client never asks for.
         let (status, headers, framing, head_len, close) = loop {
             let parsed = self.read_head(keep_headers, wire).await?;
-            if (100..200).contains(&parsed.0.as_u16()) && parsed.0 != StatusCode::SWITCHING_PROTOCOLS {
+            if parsed.0 == StatusCode::SWITCHING_PROTOCOLS {
+                return Err(Failure::invalid("101 Switching Protocols, but no protocol switch was asked for"));
+            }
+            if parsed.0.is_informational() {
                 self.read_buffer.drain(..parsed.3);
                 continue;
             }
@@ -174,12 +228,12 @@ impl Connection {
         } else {
             framing
         };
-        let mut body = Vec::new();
+        let mut body = KeptBody::new(keep_body, max_body_bytes);
         let complete = match framing {
-            Framing::Length(length) => self.read_sized_body(head_len, length, keep_body, &mut body, wire).await?,
-            Framing::Chunked => self.read_chunked_body(head_len, keep_body, &mut body, wire).await?,
+            Framing::Length(length) => self.read_sized_body(head_len, length, &mut body, wire).await?,
+            Framing::Chunked => self.read_chunked_body(head_len, &mut body, wire).await?,
             Framing::UntilClose => {
-                self.read_until_close(head_len, keep_body, &mut body, wire).await?;
+                self.read_until_close(head_len, &mut body, wire).await?;
                 false
             }
         };
@@ -187,7 +241,7 @@ impl Connection {
         if self.read_buffer.capacity() > MAX_KEPT_READ_BUFFER {
             self.read_buffer = Vec::with_capacity(INITIAL_READ_BUFFER);
         }
-        Ok(Response { status, headers, body: Bytes::from(body) })
+        Ok(Response { status, headers, body: Bytes::from(body.into_bytes()?) })
     }
 
     fn write_request(&mut self, request: &RequestHead<'_>) {
@@ -196,9 +250,13 @@ impl Connection {
         out.extend_from_slice(request.method.as_str().as_bytes());
         out.push(b' ');
         out.extend_from_slice(request.target.as_bytes());
-        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        out.extend_from_slice(request.host.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        // A Host header of the user's own replaces the one from the URL: two would be a 400.
+        if !request.headers.contains_key(http::header::HOST) {
+            out.extend_from_slice(b"Host: ");
+            out.extend_from_slice(request.host.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
         for (name, value) in request.headers {
             out.extend_from_slice(name.as_str().as_bytes());
             out.extend_from_slice(b": ");
@@ -254,6 +312,11 @@ impl Connection {
                         return Err(Failure::invalid(format!("response head larger than {MAX_HEAD_BYTES} bytes")));
                     }
                     Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => {
+                        return Err(Failure::invalid(format!(
+                            "the response has more than {MAX_HEADERS} headers, the most horde reads"
+                        )))
+                    }
                     Err(err) => return Err(Failure::invalid(format!("invalid HTTP response: {err}"))),
                 }
             }
@@ -266,8 +329,7 @@ impl Connection {
         &mut self,
         start: usize,
         length: u64,
-        keep: bool,
-        body: &mut Vec<u8>,
+        body: &mut KeptBody,
         wire: &mut WireTiming,
     ) -> Result<bool, Failure> {
         let mut remaining = length;
@@ -275,9 +337,7 @@ impl Connection {
         loop {
             let available = (self.read_buffer.len() - position) as u64;
             let take = available.min(remaining) as usize;
-            if keep {
-                body.extend_from_slice(&self.read_buffer[position..position + take]);
-            }
+            body.extend(&self.read_buffer[position..position + take]);
             remaining -= take as u64;
             position += take;
             if remaining == 0 {
@@ -290,13 +350,7 @@ impl Connection {
         }
     }
 
-    async fn read_chunked_body(
-        &mut self,
-        start: usize,
-        keep: bool,
-        body: &mut Vec<u8>,
-        wire: &mut WireTiming,
-    ) -> Result<bool, Failure> {
+    async fn read_chunked_body(&mut self, start: usize, body: &mut KeptBody, wire: &mut WireTiming) -> Result<bool, Failure> {
         self.read_buffer.drain(..start);
         loop {
             // The chunk-size line.
@@ -331,9 +385,7 @@ impl Connection {
             let mut crlf_left = 2;
             loop {
                 let take_data = self.read_buffer.len().min(data_left);
-                if keep {
-                    body.extend_from_slice(&self.read_buffer[..take_data]);
-                }
+                body.extend(&self.read_buffer[..take_data]);
                 data_left -= take_data;
                 let take_crlf = (self.read_buffer.len() - take_data).min(crlf_left);
                 crlf_left -= take_crlf;
@@ -346,22 +398,57 @@ impl Connection {
         }
     }
 
-    async fn read_until_close(&mut self, start: usize, keep: bool, body: &mut Vec<u8>, wire: &mut WireTiming) -> Result<(), Failure> {
-        if keep {
-            body.extend_from_slice(&self.read_buffer[start..]);
-        }
+    async fn read_until_close(&mut self, start: usize, body: &mut KeptBody, wire: &mut WireTiming) -> Result<(), Failure> {
+        body.extend(&self.read_buffer[start..]);
         loop {
             self.read_buffer.clear();
             match self.fill(wire).await {
-                Ok(()) => {
-                    if keep {
-                        body.extend_from_slice(&self.read_buffer);
-                    }
-                }
+                Ok(()) => body.extend(&self.read_buffer),
                 Err(failure) if failure.kind == "connection_closed" => return Ok(()),
                 Err(failure) => return Err(failure),
             }
         }
+    }
+}
+
+/// The body a caller asked to keep, up to a limit: a body nobody reads is drained without
+/// being kept, and one that is kept cannot use more memory than the plan allows.
+struct KeptBody {
+    bytes: Vec<u8>,
+    keep: bool,
+    limit: u64,
+    /// Bytes seen beyond the limit (the rest of the body is still read, to keep the
+    /// connection in a known state, but not kept).
+    over_limit: bool,
+}
+
+impl KeptBody {
+    fn new(keep: bool, limit: u64) -> KeptBody {
+        KeptBody { bytes: Vec::new(), keep, limit, over_limit: false }
+    }
+
+    fn extend(&mut self, data: &[u8]) {
+        if !self.keep || data.is_empty() {
+            return;
+        }
+        let room = self.limit.saturating_sub(self.bytes.len() as u64) as usize;
+        if data.len() > room {
+            self.over_limit = true;
+        }
+        self.bytes.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    fn into_bytes(self) -> Result<Vec<u8>, Failure> {
+        if self.over_limit {
+            return Err(Failure::new(
+                "body_too_large",
+                format!(
+                    "the response body is larger than {} bytes, the most a check may read (protocol max_body_bytes)",
+                    self.limit
+                ),
+            ));
+        }
+        Ok(self.bytes)
     }
 }
 
@@ -380,19 +467,30 @@ fn read_headers(
     http10: bool,
 ) -> Result<(HeaderMap, Framing, bool), Failure> {
     let mut headers = HeaderMap::new();
-    let mut framing = Framing::UntilClose;
+    let mut content_length: Option<u64> = None;
+    let mut chunked = false;
     let mut close = http10;
     for header in parsed {
         let name = header.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let text = std::str::from_utf8(header.value).unwrap_or("").trim();
-            let length = text.parse().map_err(|_| Failure::invalid(format!("bad Content-Length {text:?}")))?;
-            if framing != Framing::Chunked {
-                framing = Framing::Length(length);
+            // `Content-Length: 5, 5` and repeated equal headers are one length (RFC 9110
+            // 8.6); differing lengths leave the message's end unknown.
+            for text in header.value.split(|b| *b == b',') {
+                let text = std::str::from_utf8(text).unwrap_or("").trim();
+                let length: u64 = text
+                    .parse()
+                    .map_err(|_| Failure::invalid(format!("bad Content-Length {text:?}")))?;
+                if content_length.is_some_and(|seen| seen != length) {
+                    return Err(Failure::invalid(format!(
+                        "conflicting Content-Length headers ({} and {length})",
+                        content_length.unwrap_or_default()
+                    )));
+                }
+                content_length = Some(length);
             }
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             if header.value.split(|b| *b == b',').any(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked")) {
-                framing = Framing::Chunked;
+                chunked = true;
             }
         } else if name.eq_ignore_ascii_case("connection") {
             let value = header.value.trim_ascii();
@@ -414,6 +512,17 @@ fn read_headers(
             headers.append(name, value);
         }
     }
+    let framing = match (chunked, content_length) {
+        // Both: chunked decides, and the connection is not trusted with another request
+        // (RFC 9112 6.3: a sign of request smuggling).
+        (true, Some(_)) => {
+            close = true;
+            Framing::Chunked
+        }
+        (true, None) => Framing::Chunked,
+        (false, Some(length)) => Framing::Length(length),
+        (false, None) => Framing::UntilClose,
+    };
     Ok((headers, framing, close))
 }
 
@@ -435,6 +544,12 @@ fn itoa_u64(mut n: u64, buffer: &mut [u8; 20]) -> &[u8] {
 }
 
 fn connect_failure(authority: &str, err: &io::Error) -> Failure {
+    if matches!(err.raw_os_error(), Some(EMFILE | ENFILE)) {
+        return Failure::unsent(
+            "too_many_open_files",
+            format!("connecting to {authority}: {err} (raise the open-file limit with ulimit -n)"),
+        );
+    }
     let kind = match err.kind() {
         io::ErrorKind::ConnectionRefused => "connect_refused",
         io::ErrorKind::TimedOut => "connect_timeout",
@@ -442,6 +557,10 @@ fn connect_failure(authority: &str, err: &io::Error) -> Failure {
     };
     Failure::new(kind, format!("connecting to {authority}: {err}"))
 }
+
+/// errno values of a process (EMFILE) or a system (ENFILE) out of file descriptors.
+const ENFILE: i32 = 23;
+const EMFILE: i32 = 24;
 
 #[cfg(test)]
 mod tests {
@@ -482,7 +601,7 @@ mod tests {
     async fn get(connection: &mut Connection, keep: KeepHeaders) -> Result<Response, Failure> {
         let headers = HeaderMap::new();
         let request = RequestHead { method: &Method::GET, target: "/x?y=1", host: "example", headers: &headers, body: b"" };
-        connection.round_trip(request, true, keep, &mut WireTiming::default()).await
+        connection.round_trip(request, true, 1 << 20, keep, &mut WireTiming::default()).await
     }
 
     #[tokio::test]

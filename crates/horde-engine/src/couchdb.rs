@@ -214,7 +214,10 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
             body: b"",
         };
         let mut wire = crate::client::WireTiming::default();
-        let exchange = connection.round_trip(head, true, crate::client::KeepHeaders::CookiesAndLocation, &mut wire);
+        // A status reply is small; this bounds what a misbehaving server can make us keep.
+        let max_body_bytes = 1 << 20;
+        let exchange =
+            connection.round_trip(head, true, max_body_bytes, crate::client::KeepHeaders::CookiesAndLocation, &mut wire);
         let response = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| format!("no answer from {} within 10 s", target.url))?

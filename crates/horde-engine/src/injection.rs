@@ -1,7 +1,8 @@
 //! Injection profiles turned into schedules: the intended arrival times of the open model, the
 //! user slots of the closed model, and the slots of the run-wide throttle. Every worker
-//! computes the same schedule and takes its own share, so workers never have to agree on
-//! anything at run time.
+//! computes the same arrivals and slots and takes its own stripe of them, so workers never
+//! have to agree on users at run time; throttle slots are leased from the run's ledger
+//! (`run_limits`).
 
 use horde_plan::{Injection, ThrottleStep};
 use rand::rngs::SmallRng;
@@ -39,19 +40,24 @@ impl RateSchedule {
         self.segments.iter().map(|(_, length, from, to)| (from + to) / 2.0 * length).sum()
     }
 
-    /// The throttle's schedule, scaled to one worker's share.
-    pub fn throttle(steps: &[ThrottleStep], share: f64) -> Option<RateSchedule> {
+    /// The highest rate anywhere in the schedule.
+    pub fn peak_rate(&self) -> f64 {
+        self.segments.iter().map(|&(_, _, from, to)| from.max(to)).fold(0.0, f64::max)
+    }
+
+    /// The throttle's schedule for the whole run.
+    pub fn throttle(steps: &[ThrottleStep]) -> Option<RateSchedule> {
         let mut segments = Vec::new();
         let mut at = 0.0;
         let mut rate = 0.0;
         for step in steps {
             match *step {
-                ThrottleStep::JumpToRps { rps } => rate = rps * share,
+                ThrottleStep::JumpToRps { rps } => rate = rps,
                 ThrottleStep::ReachRps { rps, duration_ms } => {
                     let length = duration_ms as f64 / 1000.0;
-                    segments.push((at, length, rate, rps * share));
+                    segments.push((at, length, rate, rps));
                     at += length;
-                    rate = rps * share;
+                    rate = rps;
                 }
                 ThrottleStep::HoldFor { duration_ms } => {
                     let length = duration_ms as f64 / 1000.0;
@@ -439,13 +445,11 @@ mod tests {
             ThrottleStep::HoldFor { duration_ms: 1000 },
             ThrottleStep::JumpToRps { rps: 100.0 },
         ];
-        let schedule = RateSchedule::throttle(&steps, 1.0).unwrap();
+        let schedule = RateSchedule::throttle(&steps).unwrap();
         // The ramp holds 10 requests, the hold 20; then 100/s.
         assert!((schedule.time_of(10.0).unwrap() - 1.0).abs() < 1e-9);
         assert!((schedule.time_of(30.0).unwrap() - 2.0).abs() < 1e-9);
         assert!((schedule.time_of(130.0).unwrap() - 3.0).abs() < 1e-9);
-        // Half the rate for a worker with half the share.
-        let half = RateSchedule::throttle(&steps, 0.5).unwrap();
-        assert!((half.time_of(15.0).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(schedule.peak_rate(), 100.0);
     }
 }

@@ -24,13 +24,16 @@
 mod check;
 mod client;
 mod couchdb;
+mod descriptors;
 mod injection;
 pub mod lower;
 mod precise_timer;
 mod run;
+mod run_limits;
 mod user;
 mod worker;
 
 pub use couchdb::couchdb_request;
+pub use descriptors::{connection_capacity, connections_needed_at_once};
 pub use lower::{lower, Program};
 pub use run::{run, worker_count, RunControl, RunResult};

@@ -65,6 +65,7 @@ pub struct ProtocolProgram {
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
     pub max_redirects: u32,
+    pub max_body_bytes: u64,
 }
 
 pub struct ScenarioProgram {
@@ -263,12 +264,12 @@ impl Template {
     }
 }
 
-/// Validates the plan, then lowers it. Every problem found, in either pass, is returned.
+/// Validates the plan and lowers it. Every problem found, in either pass, is returned at
+/// once: a bad regex or a missing file is named along with a bad duration, not after it is
+/// fixed. Lowering therefore copes with an invalid plan, and what it finds again at a place
+/// validation already named is left out.
 pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
-    let errors = plan.validate();
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    let mut errors = plan.validate();
     let mut lowering = Lowering {
         variables: HashMap::new(),
         variable_names: Vec::new(),
@@ -299,8 +300,16 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
-    if !lowering.errors.is_empty() {
-        return Err(lowering.errors);
+    for error in std::mem::take(&mut lowering.errors) {
+        let named_already = errors.iter().any(|known| {
+            error.path.strip_prefix(known.path.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        });
+        if !named_already {
+            errors.push(error);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     let reads_response_headers = plan.scenarios.iter().any(|s| steps_read_headers(&s.steps));
     Ok(Program {
@@ -316,6 +325,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
             max_redirects: if plan.protocol.follow_redirects { plan.protocol.max_redirects } else { 0 },
+            max_body_bytes: plan.protocol.max_body_bytes,
         },
     })
 }
@@ -345,10 +355,12 @@ impl Lowering {
         slot
     }
 
-    /// Templates were checked by validation; parsing again cannot fail.
+    /// A template validation checked; one it refused is taken literally, to go on lowering.
     fn template(&mut self, text: &str) -> Template {
-        let segments = parse_template(text)
-            .expect("validated")
+        let Ok(segments) = parse_template(text) else {
+            return Template { segments: vec![TemplateSegment::Literal(text.to_string())] };
+        };
+        let segments = segments
             .into_iter()
             .map(|segment| match segment {
                 Segment::Literal(text) => TemplateSegment::Literal(text),
@@ -454,7 +466,8 @@ impl Lowering {
     }
 
     fn request(&mut self, path: &str, request: &Request, group_prefix: &str) -> RequestProgram {
-        let method = Method::from_bytes(request.method.as_bytes()).expect("validated method");
+        // Validation names a bad method; GET stands in, to go on lowering.
+        let method = Method::from_bytes(request.method.as_bytes()).unwrap_or(Method::GET);
         let url = self.url(&format!("{path}.url"), &request.url);
         let query = request.query.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect();
         let mut headers: Vec<HeaderProgram> = Vec::new();
@@ -560,12 +573,12 @@ impl Lowering {
     fn body(&mut self, path: &str, body: &Body) -> BodyProgram {
         match body {
             Body::Raw { text } => {
-                let text = self.template_of(text);
+                let text = self.template(text);
                 text_body(text, None)
             }
             Body::Json { value } => {
                 let text = serde_json::to_string(value).expect("JSON values serialize");
-                let text = self.template_of(&text);
+                let text = self.template(&text);
                 text_body(text, Some(HeaderValue::from_static("application/json")))
             }
             Body::DocumentFromSchema { path: file } => self.generated(&format!("{path}.path"), file, None),
@@ -606,14 +619,6 @@ impl Lowering {
         }
     }
 
-    fn template_of(&mut self, text: &str) -> Template {
-        // JSON bodies are templated as text; an unparsable template in one is taken literally.
-        match parse_template(text) {
-            Ok(_) => self.template(text),
-            Err(_) => Template { segments: vec![TemplateSegment::Literal(text.to_string())] },
-        }
-    }
-
     fn part(&mut self, path: &str, part: &BodyPart) -> Option<PartProgram> {
         match part {
             BodyPart::String { name, value } => {
@@ -621,7 +626,7 @@ impl Lowering {
             }
             BodyPart::RawFile { name, path: file, file_name, content_type } => {
                 let resolved = self.resolve_file(file);
-                match std::fs::read(&resolved) {
+                match horde_plan::input::read_bounded(&resolved, horde_plan::input::MAX_INPUT_FILE_BYTES) {
                     Ok(data) => Some(PartProgram::File {
                         name: name.clone(),
                         file_name: file_name.clone().unwrap_or_else(|| {
@@ -691,7 +696,7 @@ impl Lowering {
                 Err(err) => {
                     self.errors.push(PlanError::new(
                         format!("{path}.source.selector"),
-                        format!("invalid CSS selector: {err}"),
+                        format!("invalid CSS selector {selector:?}: {}", css_error(&err)),
                     ));
                     return None;
                 }
@@ -727,6 +732,32 @@ fn text_body(text: Template, content_type: Option<HeaderValue>) -> BodyProgram {
     match text.as_static() {
         Some(literal) => BodyProgram::Static { bytes: Bytes::from(literal.to_string()), content_type },
         None => BodyProgram::Raw { text, content_type },
+    }
+}
+
+/// A CSS selector error in words. scraper's own text for the rarer errors is "Unexpected error
+/// occurred. Please report this to the developer" with a debug dump; its variant names say it
+/// better (`EmptySelector` -> "empty selector").
+fn css_error(error: &scraper::error::SelectorErrorKind) -> String {
+    use scraper::error::SelectorErrorKind;
+    match error {
+        SelectorErrorKind::UnexpectedSelectorParseError(kind) => {
+            let debug = format!("{kind:?}");
+            let (name, detail) = debug.split_once('(').map_or((debug.as_str(), ""), |(n, d)| (n, d.trim_end_matches(')')));
+            let mut words = String::new();
+            for (i, c) in name.chars().enumerate() {
+                if c.is_uppercase() && i > 0 {
+                    words.push(' ');
+                }
+                words.push(c.to_ascii_lowercase());
+            }
+            if detail.is_empty() {
+                words
+            } else {
+                format!("{words} ({detail})")
+            }
+        }
+        other => other.to_string().to_lowercase(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! deadline and read through the worker's own reactor, wakes within microseconds. One fd per
 //! injector: a few syscalls per arrival, no thread, no spinning.
 
+use crate::descriptors::DescriptorPermit;
 use std::time::Duration;
 use timerfd::{SetTimeFlags, TimerFd, TimerState};
 use tokio::io::unix::AsyncFd;
@@ -11,11 +12,17 @@ use tokio::time::Instant;
 
 pub(crate) struct PreciseTimer {
     fd: Option<AsyncFd<TimerFd>>,
+    /// The timerfd's place in the process's descriptor budget.
+    _descriptor: Option<DescriptorPermit>,
 }
 
 impl PreciseTimer {
-    /// Falls back to tokio's timer when a timerfd cannot be had.
+    /// Falls back to tokio's timer when a timerfd cannot be had (none left in the descriptor
+    /// budget, which connections need more).
     pub fn new() -> PreciseTimer {
+        let Some(descriptor) = DescriptorPermit::acquire() else {
+            return PreciseTimer { fd: None, _descriptor: None };
+        };
         let fd = TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|fd| {
             // `AsyncFd::new` is deprecated for types that may not own their descriptor; TimerFd
             // owns it and moves into the AsyncFd, which keeps it open until deregistration.
@@ -23,7 +30,7 @@ impl PreciseTimer {
             #[allow(deprecated)]
             AsyncFd::new(fd).ok()
         });
-        PreciseTimer { fd }
+        PreciseTimer { _descriptor: fd.is_some().then_some(descriptor), fd }
     }
 
     pub async fn sleep_until(&mut self, deadline: Instant) {

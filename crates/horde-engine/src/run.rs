@@ -2,6 +2,7 @@
 //! merging their snapshots and feeding the sink.
 
 use crate::lower::Program;
+use crate::run_limits::RunLedger;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
 use horde_metrics::{RunStatus, Sink, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +67,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     let (snapshots, received) = mpsc::channel();
     let run_token = run_token(started_at);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
+    let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
             let setup = WorkerSetup {
@@ -77,6 +79,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 snapshots: snapshots.clone(),
                 stop: control.stop.subscribe(),
                 gates: gates.clone(),
+                ledger: ledger.clone(),
                 run_token: run_token.clone(),
             };
             std::thread::Builder::new()
@@ -89,13 +92,12 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
 
     let mut totals = Totals::new(started_at, workers);
     totals.warmup = Duration::from_millis(options.warmup_ms.unwrap_or(0));
-    let deadline = options.max_duration_ms.map(|ms| start + Duration::from_millis(ms));
-    let interval = Duration::from_millis(options.snapshot_interval_ms);
-    let mut next_report = start + interval;
-    let mut finished = 0;
+    let deadline = options.max_duration_ms.and_then(|ms| start.checked_add(Duration::from_millis(ms)));
+    let interval = Duration::from_millis(options.snapshot_interval_ms.max(1));
+    let mut intervals = IntervalProgress::new(workers);
     let mut status = RunStatus::Completed;
     let mut stop_sent = false;
-    while finished < workers {
+    while !intervals.all_finished() {
         let now = Instant::now();
         if !stop_sent {
             if control.is_interrupted() {
@@ -107,29 +109,39 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 stop_sent = true;
             }
         }
-        let mut wake = next_report;
-        if let Some(deadline) = deadline {
-            wake = wake.min(deadline);
+        // Short enough to notice an interruption quickly; the deadline is met on time.
+        let mut wait = Duration::from_millis(50);
+        if let Some(deadline) = deadline.filter(|_| !stop_sent) {
+            wait = wait.min(deadline.saturating_duration_since(now));
         }
-        // Short enough to notice an interruption quickly.
-        let wait = wake.saturating_duration_since(now).min(Duration::from_millis(50));
         match received.recv_timeout(wait) {
             Ok(snapshot) => {
-                finished += usize::from(snapshot.finished);
+                intervals.received(snapshot.worker, snapshot.interval, snapshot.finished);
                 totals.absorb(snapshot);
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        if Instant::now() >= next_report {
-            totals.elapsed = start.elapsed();
+        // The results are written once every running worker has handed in an interval, and
+        // cover exactly the intervals they describe: a killed run's summary.json agrees with
+        // its own duration. A worker that falls a whole interval behind does not hold them up.
+        if let Some(complete) = intervals.newly_complete() {
+            totals.elapsed = interval * complete as u32;
             sink.interval(&mut totals);
-            next_report += interval;
+        } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
+            totals.elapsed = start.elapsed();
+            intervals.written += 1;
+            sink.interval(&mut totals);
         }
     }
     for thread in threads {
         // A worker that panicked has already lost its measurements; the rest are kept.
         let _ = thread.join();
+    }
+    // Workers stop by themselves when told to; one that was already done when Ctrl-C came
+    // must not turn an interrupted run into a completed one.
+    if control.is_interrupted() {
+        status = RunStatus::Interrupted;
     }
     if status == RunStatus::Completed {
         let (ok, ko) = totals.request_counts();
@@ -140,6 +152,39 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     totals.elapsed = start.elapsed();
     sink.finish(&mut totals, status);
     RunResult { totals, status }
+}
+
+/// Which snapshot intervals every worker has handed in.
+struct IntervalProgress {
+    /// Per worker: the last interval received, and whether it was the worker's last.
+    workers: Vec<(u64, bool)>,
+    /// The last interval the results were written for.
+    written: u64,
+}
+
+impl IntervalProgress {
+    fn new(workers: usize) -> IntervalProgress {
+        IntervalProgress { workers: vec![(0, false); workers], written: 0 }
+    }
+
+    fn received(&mut self, worker: usize, interval: u64, finished: bool) {
+        if let Some(state) = self.workers.get_mut(worker) {
+            *state = (state.0.max(interval), state.1 || finished);
+        }
+    }
+
+    fn all_finished(&self) -> bool {
+        self.workers.iter().all(|(_, finished)| *finished)
+    }
+
+    /// The newest interval that every running worker has handed in, if it was not written yet.
+    fn newly_complete(&mut self) -> Option<u64> {
+        let complete = self.workers.iter().filter(|(_, finished)| !finished).map(|(interval, _)| *interval).min()?;
+        (complete > self.written).then(|| {
+            self.written = complete;
+            complete
+        })
+    }
 }
 
 /// A short token unique to a run (its start in milliseconds, base 36): CouchDB steps put it in

@@ -27,6 +27,11 @@ use url::Url;
 /// The timer's resolution: a wake-up this late is the clock's granularity, not a stall.
 const TIMER_RESOLUTION: Duration = Duration::from_millis(1);
 
+/// A keep-alive connection idle this long is checked for a close by the server before it is
+/// written on. Below it the check is not worth its syscall: servers close idle connections
+/// after seconds, and the rare close that races a request is retried.
+const IDLE_CHECK_AFTER: Duration = Duration::from_millis(1);
+
 /// Where a request's corrected latency is measured from: its intended start, plus the timer's
 /// resolution, which is the clock's granularity rather than a stall. Any lateness beyond it
 /// counts, so a stalled worker or an overloaded schedule shows in the latency (coordinated
@@ -123,6 +128,8 @@ pub(crate) struct VirtualUser {
     cookies: CookieStore,
     has_cookies: bool,
     connection: Option<Connection>,
+    /// When the connection last finished an exchange.
+    connection_idle_since: Instant,
     rng: SmallRng,
     /// When the next request was meant to start (arrival time, end of a pause). Latency is
     /// measured from it, so a late timer or a busy worker shows up in the figures.
@@ -165,6 +172,7 @@ impl VirtualUser {
             cookies: CookieStore::default(),
             has_cookies: false,
             connection: None,
+            connection_idle_since: Instant::now(),
             rng: SmallRng::seed_from_u64(seed),
             next_intended: intended_start,
             failures: 0,
@@ -277,11 +285,11 @@ impl VirtualUser {
     }
 
     async fn request(&mut self, request: &RequestProgram) -> Flow {
-        if !self.ctx.take_request_budget() {
+        if !self.ctx.limits.take_request() {
             return Flow::Exhausted;
         }
         let mut intended = self.next_intended.take();
-        if let Some(slot) = self.ctx.next_throttle_slot() {
+        if let Some(slot) = self.ctx.limits.next_throttle_slot() {
             // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
             // start most of them late.
             self.slot_timer.get_or_insert_with(PreciseTimer::new).sleep_until(slot).await;
@@ -291,8 +299,8 @@ impl VirtualUser {
         let mut prepared = match self.prepare(request) {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
-                self.record_failure(request.row_id, Instant::now(), &RequestTiming::default(), &failure, detail);
-                return self.after_failure();
+                self.record_unsent(request.row_id, &failure, detail);
+                return self.after_failure().await;
             }
         };
         let max_redirects = self.ctx.program.protocol.max_redirects;
@@ -304,26 +312,31 @@ impl VirtualUser {
                 (0, Some(intended)) => corrected_start(intended, started),
                 _ => started,
             };
-            let (result, timing) = self.exchange(&mut prepared, from, started, request.needs_body).await;
+            let (result, timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,
                 Err(failure) => {
                     self.record_failure(row_id, started, &timing, &failure, 0);
-                    return self.after_failure();
+                    return self.after_failure().await;
                 }
             };
             self.store_cookies(&response.headers, &prepared.target.url);
-            if hop < max_redirects && response.status.is_redirection() {
-                if let Some(location) = response.headers.get(LOCATION) {
-                    self.record_ok(row_id, started, &timing);
-                    if let Err(failure) = redirect(&mut prepared, response.status, location) {
-                        self.record_failure(row_id, started, &RequestTiming::default(), &failure, 0);
-                        return self.after_failure();
-                    }
-                    hop += 1;
-                    row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
-                    continue;
+            let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
+            if let (Some(location), true) = (location, max_redirects > 0) {
+                // The hop is one exchange with one outcome: OK when it can be followed.
+                let followed = if hop < max_redirects {
+                    redirect(&mut prepared, response.status, location)
+                } else {
+                    Err(Failure::new("too_many_redirects", format!("more than {max_redirects} redirects in a row")))
+                };
+                if let Err(failure) = followed {
+                    self.record_failure(row_id, started, &timing, &failure, 0);
+                    return self.after_failure().await;
                 }
+                self.record_ok(row_id, started, &timing);
+                hop += 1;
+                row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
+                continue;
             }
             let mut view = ResponseView::new(response.status, &response.headers, &response.body);
             return match run_checks(&request.checks, &mut view, &mut self.variables) {
@@ -335,13 +348,18 @@ impl VirtualUser {
                     let failure_detail = failure.detail;
                     let failure = Failure::new("check_failed", failure.message);
                     self.record_failure(row_id, started, &timing, &failure, failure_detail);
-                    self.after_failure()
+                    self.after_failure().await
                 }
             };
         }
     }
 
-    fn after_failure(&self) -> Flow {
+    /// What the chain does after a failed request. A failure can come without any wait (an
+    /// unsent request, a descriptor limit): the user gives its worker's other tasks, the
+    /// snapshot ticker and the stop signal their turn now and then, or a loop of failures
+    /// would hold the worker's thread forever.
+    async fn after_failure(&self) -> Flow {
+        tokio::task::consume_budget().await;
         match self.ctx.program.plan.options.on_check_failure {
             OnCheckFailure::StopIteration => Flow::StopIteration,
             OnCheckFailure::Continue => Flow::Next,
@@ -354,6 +372,8 @@ impl VirtualUser {
         }
     }
 
+    /// A failed exchange: counted with its timing. An unsent request goes to
+    /// [`Self::record_unsent`] instead, so that it stays out of the latency statistics.
     fn record_failure(
         &mut self,
         row_id: usize,
@@ -362,12 +382,26 @@ impl VirtualUser {
         failure: &Failure,
         detail: u32,
     ) {
+        if failure.unsent {
+            return self.record_unsent(row_id, failure, detail);
+        }
         self.failures += 1;
         if !self.ctx.measures(started) {
             return;
         }
         let mut metrics = self.ctx.metrics.borrow_mut();
         metrics.row(row_id).record(timing, false);
+        metrics.error(failure.kind, row_id, detail, || failure.message.clone());
+    }
+
+    /// A request that failed before anything was sent: a KO, counted, with no latency.
+    fn record_unsent(&mut self, row_id: usize, failure: &Failure, detail: u32) {
+        self.failures += 1;
+        if !self.ctx.measures(Instant::now()) {
+            return;
+        }
+        let mut metrics = self.ctx.metrics.borrow_mut();
+        metrics.row(row_id).record_unsent();
         metrics.error(failure.kind, row_id, detail, || failure.message.clone());
     }
 
@@ -517,83 +551,126 @@ impl VirtualUser {
 
     /// Sends one request on the user's connection (opening it if needed) and reads the whole
     /// response. The timing is filled in whatever happens.
+    ///
+    /// A keep-alive connection the server closed while it sat idle is not written on (its
+    /// idle timeout would otherwise fail a request the server never saw), and a request that
+    /// fails on a reused connection before any byte of a response arrived is sent once more
+    /// on a fresh connection, as browsers and hyper do. Both are counted.
     async fn exchange(
         &mut self,
+        row_id: usize,
         prepared: &mut Prepared,
         intended: Instant,
         started: Instant,
         keep_body: bool,
     ) -> (Result<Response, Failure>, RequestTiming) {
-        let mut timing = RequestTiming::default();
         let protocol = &self.ctx.program.protocol;
-        let finish = |timing: &mut RequestTiming| {
-            let end = Instant::now();
-            timing.latency_us = end.duration_since(intended).as_micros() as u64;
-            timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
-            end
-        };
-        // Disjoint borrows: the Cookie header changes per hop, the rest is read.
-        let Prepared { method, target, headers, body } = prepared;
-        let reusable = self.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
-        if !reusable {
-            self.connection = None;
-            let connecting = Instant::now();
-            match Connection::open(&target.authority, protocol.connect_timeout).await {
-                Ok(connection) => {
-                    timing.connect_us = Some(connecting.elapsed().as_micros() as u64);
-                    self.connection = Some(connection);
-                }
-                Err(failure) => {
-                    finish(&mut timing);
-                    return (Err(failure), timing);
-                }
-            }
+        let (connect_timeout, request_timeout, max_body_bytes) =
+            (protocol.connect_timeout, protocol.request_timeout, protocol.max_body_bytes);
+        let measured = self.ctx.measures(started);
+        if measured {
+            self.ctx.metrics.borrow_mut().row(row_id).started += 1;
         }
         if self.has_cookies {
-            let mut cookie = String::new();
-            for (name, value) in self.cookies.get_request_values(&target.url) {
-                if !cookie.is_empty() {
-                    cookie.push_str("; ");
-                }
-                cookie.push_str(name);
-                cookie.push('=');
-                cookie.push_str(value);
-            }
-            match (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
-                (false, Ok(value)) => {
-                    headers.insert(COOKIE, value);
-                }
-                _ => {
-                    headers.remove(COOKIE);
-                }
-            }
+            self.set_cookie_header(prepared);
         }
-        let head = RequestHead { method, target: &target.origin_form, host: &target.host_header, headers, body };
+        let Prepared { method, target, headers, body } = prepared;
         // Without header checks, only the headers cookies and redirects need are kept.
         let keep_headers = if self.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
-        // A reused connection sends at once: the start of the request is the start of sending.
-        let send_started = if reusable { started } else { Instant::now() };
-        let mut wire = WireTiming::default();
-        let connection = self.connection.as_mut().expect("opened above");
-        let exchange = connection.round_trip(head, keep_body, keep_headers, &mut wire);
-        let result = match tokio::time::timeout(protocol.request_timeout, exchange).await {
-            Ok(result) => result,
-            Err(_) => Err(Failure::new(
-                "request_timeout",
-                format!("no complete response within {} ms", protocol.request_timeout.as_millis()),
-            )),
+        let mut timing = RequestTiming::default();
+        let mut retried = false;
+        let result = loop {
+            let mut reused = self.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
+            if reused && started.saturating_duration_since(self.connection_idle_since) >= IDLE_CHECK_AFTER {
+                let connection = self.connection.as_mut().expect("checked above");
+                if connection.closed_while_idle() {
+                    reused = false;
+                    if measured {
+                        self.ctx.metrics.borrow_mut().connections.closed_while_idle += 1;
+                    }
+                }
+            }
+            let send_started = if !reused {
+                self.connection = None;
+                let connecting = Instant::now();
+                match Connection::open(&target.authority, connect_timeout).await {
+                    Ok(connection) => {
+                        let connected = Instant::now();
+                        timing.connect_us = Some(connected.duration_since(connecting).as_micros() as u64);
+                        self.connection = Some(connection);
+                        connected
+                    }
+                    Err(failure) => break Err(failure),
+                }
+            } else if retried {
+                Instant::now()
+            } else {
+                // A reused connection sends at once: the start of the request is the start
+                // of sending.
+                started
+            };
+            let head = RequestHead { method, target: &target.origin_form, host: &target.host_header, headers, body };
+            let mut wire = WireTiming::default();
+            let connection = self.connection.as_mut().expect("opened above");
+            let exchange = connection.round_trip(head, keep_body, max_body_bytes, keep_headers, &mut wire);
+            let result = match tokio::time::timeout(request_timeout, exchange).await {
+                Ok(result) => result,
+                Err(_) => Err(Failure::new(
+                    "request_timeout",
+                    format!("no complete response within {} ms", request_timeout.as_millis()),
+                )),
+            };
+            let end = Instant::now();
+            let sent_at = wire.sent_at.unwrap_or(end);
+            timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
+            timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
+            timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
+            // Bytes of a failed first attempt did cross the wire: they count.
+            timing.bytes_sent += wire.bytes_sent;
+            timing.bytes_received += wire.bytes_received;
+            match result {
+                Err(failure) if reused && !retried && failure.closed_before_response(&wire) => {
+                    retried = true;
+                    self.connection = None;
+                    if measured {
+                        self.ctx.metrics.borrow_mut().connections.retried += 1;
+                    }
+                }
+                Err(failure) => {
+                    // The connection is in an unknown state; the next request opens a fresh one.
+                    self.connection = None;
+                    break Err(failure);
+                }
+                Ok(response) => {
+                    self.connection_idle_since = end;
+                    break Ok(response);
+                }
+            }
         };
-        let end = finish(&mut timing);
-        let sent_at = wire.sent_at.unwrap_or(end);
-        timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
-        timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
-        timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
-        timing.bytes_sent = wire.bytes_sent;
-        timing.bytes_received = wire.bytes_received;
-        if result.is_err() {
-            // The connection is in an unknown state; the next request opens a fresh one.
-            self.connection = None;
-        }
+        let end = Instant::now();
+        timing.latency_us = end.duration_since(intended).as_micros() as u64;
+        timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
         (result, timing)
+    }
+
+    /// The Cookie header for the request's URL from the user's jar.
+    fn set_cookie_header(&self, prepared: &mut Prepared) {
+        let mut cookie = String::new();
+        for (name, value) in self.cookies.get_request_values(&prepared.target.url) {
+            if !cookie.is_empty() {
+                cookie.push_str("; ");
+            }
+            cookie.push_str(name);
+            cookie.push('=');
+            cookie.push_str(value);
+        }
+        match (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
+            (false, Ok(value)) => {
+                prepared.headers.insert(COOKIE, value);
+            }
+            _ => {
+                prepared.headers.remove(COOKIE);
+            }
+        }
     }
 }

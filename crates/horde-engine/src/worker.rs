@@ -2,12 +2,13 @@
 //! recorders. Nothing on the per-request path is shared with other workers; only snapshots
 //! leave the thread, once per interval.
 
-use crate::injection::{arrivals, closed_slots, RateSchedule};
+use crate::injection::{arrivals, closed_slots};
 use crate::lower::Program;
 use crate::precise_timer::PreciseTimer;
+use crate::run_limits::{RunLedger, WorkerLimits};
 use crate::user::{UserOutcome, VirtualUser};
 use horde_metrics::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Histogram, Recorder, Snapshot};
-use horde_plan::{Injection, ThrottleStep};
+use horde_plan::Injection;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -71,9 +72,8 @@ pub(crate) struct WorkerContext {
     pub workers: usize,
     pub start: Instant,
     pub metrics: RefCell<WorkerMetrics>,
-    /// Requests this worker may still send (`max_requests`), or None for no limit.
-    budget: Cell<Option<u64>>,
-    throttle: Option<RefCell<Throttle>>,
+    /// This worker's leases on the run's request budget and throttle slots.
+    pub limits: WorkerLimits,
     late_threshold: Duration,
     /// Requests that start before this are the warm-up: run, but not measured.
     measure_from: Instant,
@@ -92,30 +92,9 @@ pub(crate) struct WorkerContext {
 }
 
 impl WorkerContext {
-    /// Takes one request from the budget; false when the run's request limit is reached.
-    pub fn take_request_budget(&self) -> bool {
-        match self.budget.get() {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                self.budget.set(Some(n - 1));
-                true
-            }
-        }
-    }
-
     /// Whether something that started at `started` is measured (it is not in the warm-up).
     pub fn measures(&self, started: Instant) -> bool {
         started >= self.measure_from
-    }
-
-    pub fn budget_exhausted(&self) -> bool {
-        self.budget.get() == Some(0)
-    }
-
-    /// The intended start of the next request under the throttle, if there is one.
-    pub fn next_throttle_slot(&self) -> Option<Instant> {
-        self.throttle.as_ref().map(|t| t.borrow_mut().next_slot())
     }
 
     /// Records how late something started after its intended time.
@@ -152,8 +131,12 @@ impl WorkerContext {
     }
 
     fn wake_if_idle(&self) {
-        if self.active_users.get() == 0 && self.injectors_running.get() == 0 {
-            self.idle.notify_one();
+        if self.active_users.get() == 0 {
+            // No user here can use what this worker leased; another worker's users may.
+            self.limits.return_unused();
+            if self.injectors_running.get() == 0 {
+                self.idle.notify_one();
+            }
         }
     }
 }
@@ -170,6 +153,7 @@ pub(crate) struct WorkerMetrics {
     users_interrupted: u64,
     start_lag_us: Histogram<u64>,
     late_starts: u64,
+    pub connections: horde_metrics::ConnectionEvents,
     /// Users that finished a CouchDB step this interval.
     pub couchdb_connections: Vec<horde_metrics::ConnectionPhases>,
 }
@@ -186,6 +170,7 @@ impl WorkerMetrics {
             users_interrupted: 0,
             start_lag_us: new_histogram(),
             late_starts: 0,
+            connections: Default::default(),
             couchdb_connections: Vec::new(),
         }
     }
@@ -223,7 +208,7 @@ impl WorkerMetrics {
         let requests = self
             .rows
             .iter_mut()
-            .filter(|(_, r)| r.count() > 0)
+            .filter(|(_, r)| !r.is_empty())
             .map(|(name, r)| (name.clone(), std::mem::take(r)))
             .collect();
         let groups = self
@@ -244,31 +229,11 @@ impl WorkerMetrics {
             users_active,
             start_lag_us: (!lag.is_empty()).then_some(lag),
             late_starts: std::mem::take(&mut self.late_starts),
+            connections: std::mem::take(&mut self.connections),
             couchdb_connections: std::mem::take(&mut self.couchdb_connections),
             finished,
             interval,
         }
-    }
-}
-
-/// The run-wide throttle's share for one worker: the k-th request of this worker is intended
-/// to start when the worker's share of the throttle schedule reaches k.
-struct Throttle {
-    schedule: RateSchedule,
-    start: Instant,
-    issued: u64,
-}
-
-impl Throttle {
-    fn new(steps: &[ThrottleStep], workers: usize, start: Instant) -> Option<Throttle> {
-        let schedule = RateSchedule::throttle(steps, 1.0 / workers as f64)?;
-        Some(Throttle { schedule, start, issued: 0 })
-    }
-
-    fn next_slot(&mut self) -> Instant {
-        let at = self.schedule.time_of(self.issued as f64).unwrap_or(f64::MAX / 4.0);
-        self.issued += 1;
-        self.start + Duration::from_secs_f64(at.min(1e9))
     }
 }
 
@@ -281,6 +246,7 @@ pub(crate) struct WorkerSetup {
     pub snapshots: Sender<Snapshot>,
     pub stop: watch::Receiver<StopSignal>,
     pub gates: Arc<[ScenarioGate]>,
+    pub ledger: Arc<RunLedger>,
     pub run_token: Arc<str>,
 }
 
@@ -297,21 +263,16 @@ pub(crate) fn run_worker(setup: WorkerSetup) {
 }
 
 async fn worker_main(setup: WorkerSetup) {
-    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates, run_token } = setup;
+    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates, ledger, run_token } = setup;
     let start = Instant::from_std(start);
     let options = &program.plan.options;
-    let budget = options.max_requests.map(|total| {
-        let share = total / workers as u64;
-        share + u64::from((worker as u64) < total % workers as u64)
-    });
     let ctx = Rc::new(WorkerContext {
         program: program.clone(),
         worker,
         workers,
         start,
         metrics: RefCell::new(WorkerMetrics::new(&program)),
-        budget: Cell::new(budget),
-        throttle: Throttle::new(&options.throttle, workers, start).map(RefCell::new),
+        limits: WorkerLimits::new(ledger, start),
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
         measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
         seed,
@@ -367,12 +328,16 @@ async fn worker_main(setup: WorkerSetup) {
             }
         }
     }
+    ctx.limits.return_unused();
     let interrupted = ctx.active_users.get();
     let mut metrics = ctx.metrics.borrow_mut();
     metrics.users_interrupted += interrupted;
     let snapshot = metrics.take_snapshot(worker, 0, true, intervals_done + 1);
     let _ = snapshots.send(snapshot);
 }
+
+/// Arrivals made in a row, at most, before the injector lets the users it made run.
+const SPAWN_BATCH: u64 = 64;
 
 /// This worker's share of one scenario: wait for the scenario it starts after, inject its
 /// users, wait for them, then tell the other workers.
@@ -399,7 +364,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                     for period in periods {
                         tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
-                        while Instant::now() < until && !ctx.budget_exhausted() {
+                        while Instant::now() < until && !ctx.limits.requests_exhausted() {
                             let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
                             users_made.set(users_made.get() + 1);
                             if run_user(&ctx, scenario, number, None).await == UserOutcome::Exhausted {
@@ -415,15 +380,23 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
         }
     } else {
         let mut timer = PreciseTimer::new();
+        let mut spawned = 0u64;
         for (k, offset) in arrivals(injection, seed).enumerate() {
             if k % ctx.workers != ctx.worker {
                 continue;
             }
-            if ctx.budget_exhausted() {
+            // Users are made as they are due, and a burst (`at_once_users(1_000_000)`) lets
+            // the users already made run now and then: once they have spent the request
+            // budget, no more are made.
+            if spawned % SPAWN_BATCH == SPAWN_BATCH - 1 {
+                tokio::task::yield_now().await;
+            }
+            if ctx.limits.requests_exhausted() {
                 break;
             }
             let intended = begin + offset;
             timer.sleep_until(intended).await;
+            spawned += 1;
             ctx.record_start_lag(intended, Instant::now());
             // Counted before the task first runs, so the wait below cannot see zero users
             // while this one is still to start.
@@ -469,23 +442,4 @@ fn splitmix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn throttle_slots_are_a_workers_share_of_the_rate() {
-        let start = Instant::now();
-        let steps = [
-            ThrottleStep::JumpToRps { rps: 10.0 },
-            ThrottleStep::HoldFor { duration_ms: 1000 },
-            ThrottleStep::JumpToRps { rps: 100.0 },
-        ];
-        let mut throttle = Throttle::new(&steps, 2, start).unwrap();
-        // 10 rps over 2 workers: one slot every 200 ms per worker for the first second.
-        let slots: Vec<u128> = (0..7).map(|_| (throttle.next_slot() - start).as_millis()).collect();
-        assert_eq!(slots, vec![0, 200, 400, 600, 800, 1000, 1020]);
-    }
 }

@@ -23,11 +23,11 @@ mod totals;
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
 pub use recorder::{
-    new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
+    new_histogram, record_value, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
 };
 pub use summary::{
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
-    SchedulingStats, SummaryOptions, UserStats,
+    ConnectionStats, SchedulingStats, SummaryOptions, UserStats,
 };
 pub use threshold::{Comparison, Metric, Observed, Threshold};
 pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};

@@ -37,10 +37,20 @@ pub struct RequestTiming {
 }
 
 /// Histograms and counters of one request name.
+///
+/// Latency covers exchanges that happened: a request that never went out (an undefined
+/// variable, a header that cannot be built, no file descriptor left) is a KO counted in
+/// `unsent`, outside the histograms, so failures cannot make the percentiles look better.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub ok: Histogram<u64>,
+    /// KO exchanges: sent (or a connection attempted), then failed.
     pub ko: Histogram<u64>,
+    /// KO requests that were never sent.
+    pub unsent: u64,
+    /// Exchanges begun: those without an outcome yet (ok + ko short of it) are in flight,
+    /// and at the end of a run, interrupted.
+    pub started: u64,
     pub uncorrected: Histogram<u64>,
     pub connect: Histogram<u64>,
     pub send: Histogram<u64>,
@@ -55,6 +65,8 @@ impl Default for Recorder {
         Recorder {
             ok: new_histogram(),
             ko: new_histogram(),
+            unsent: 0,
+            started: 0,
             uncorrected: new_histogram(),
             connect: new_histogram(),
             send: new_histogram(),
@@ -81,8 +93,24 @@ impl Recorder {
         self.bytes_received += timing.bytes_received;
     }
 
+    /// Counts a request that failed before anything was sent.
+    pub fn record_unsent(&mut self) {
+        self.unsent += 1;
+    }
+
+    /// Requests with an outcome: OK, KO and unsent.
     pub fn count(&self) -> u64 {
-        self.ok.len() + self.ko.len()
+        self.ok.len() + self.ko.len() + self.unsent
+    }
+
+    /// Whether nothing at all happened on this row.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0 && self.started == 0
+    }
+
+    /// Exchanges begun but without an outcome (in flight; interrupted once the run is over).
+    pub fn in_flight(&self) -> u64 {
+        self.started.saturating_sub(self.ok.len() + self.ko.len())
     }
 
     pub fn merge(&mut self, other: &Recorder) {
@@ -92,6 +120,8 @@ impl Recorder {
         };
         add(&mut self.ok, &other.ok);
         add(&mut self.ko, &other.ko);
+        self.unsent += other.unsent;
+        self.started += other.started;
         add(&mut self.uncorrected, &other.uncorrected);
         add(&mut self.connect, &other.connect);
         add(&mut self.send, &other.send);
@@ -145,6 +175,23 @@ pub struct ErrorRecord {
     pub count: u64,
 }
 
+/// What happened to keep-alive connections beyond opening them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionEvents {
+    /// Connections found closed by the server while idle, before a request was written.
+    pub closed_while_idle: u64,
+    /// Requests sent again on a fresh connection after the reused one failed before any
+    /// byte of a response.
+    pub retried: u64,
+}
+
+impl ConnectionEvents {
+    pub fn add(&mut self, other: &ConnectionEvents) {
+        self.closed_while_idle += other.closed_while_idle;
+        self.retried += other.retried;
+    }
+}
+
 /// What one worker measured during one interval. Workers build these without sharing
 /// anything and hand them to the collector, which merges them.
 #[derive(Debug, Clone, Default)]
@@ -164,6 +211,7 @@ pub struct Snapshot {
     pub start_lag_us: Option<Histogram<u64>>,
     /// Starts later than the plan's threshold.
     pub late_starts: u64,
+    pub connections: ConnectionEvents,
     /// Virtual users that finished a CouchDB step in this interval, with where their time went.
     pub couchdb_connections: Vec<crate::ConnectionPhases>,
     /// True in the worker's last snapshot.

@@ -92,9 +92,18 @@ pub struct DistributionBucket {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct RequestStats {
     pub name: String,
+    /// Requests with an outcome: ok + ko.
     pub count: u64,
     pub ok: u64,
     pub ko: u64,
+    /// KO requests that were never sent (an undefined variable, a header that cannot be
+    /// built, no file descriptor left): counted in `ko`, kept out of the latency statistics.
+    #[serde(default)]
+    pub unsent: u64,
+    /// Requests sent but without an outcome when the run ended (in flight at its end; while
+    /// the run goes, in flight now). Not in `count`.
+    #[serde(default)]
+    pub interrupted: u64,
     /// count / run duration.
     pub mean_rps: f64,
     pub latency: RequestLatency,
@@ -135,6 +144,19 @@ pub struct UserStats {
     pub active: u64,
 }
 
+/// Connections: how many were opened, and what the client did about servers closing them.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct ConnectionStats {
+    /// Connections opened (successful connects).
+    pub opened: u64,
+    /// Keep-alive connections found closed by the server while idle, before a request was
+    /// written on them (a fresh one was opened instead).
+    pub closed_by_server_while_idle: u64,
+    /// Requests sent again on a fresh connection after the reused one failed before any
+    /// byte of a response (the server had closed it); each counts once in the results.
+    pub retried_on_fresh_connection: u64,
+}
+
 /// How faithfully the intended schedule (arrivals, throttle slots) was kept.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct SchedulingStats {
@@ -152,12 +174,14 @@ impl Recorder {
         let p = &options.percentiles;
         let mut all = self.ok.clone();
         all.add(&self.ko).expect("auto-resizing histograms always merge");
-        let count = all.len();
+        let count = self.count();
         RequestStats {
             name: name.to_string(),
             count,
             ok: self.ok.len(),
-            ko: self.ko.len(),
+            ko: self.ko.len() + self.unsent,
+            unsent: self.unsent,
+            interrupted: self.in_flight(),
             mean_rps: if duration_s > 0.0 { count as f64 / duration_s } else { 0.0 },
             latency: RequestLatency {
                 all: LatencyStats::from_histogram(&all, p),
@@ -173,7 +197,7 @@ impl Recorder {
             },
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
-            distribution: distribution(&self.ok, self.ko.len(), options.response_time_bounds_ms),
+            distribution: distribution(&self.ok, self.ko.len() + self.unsent, options.response_time_bounds_ms),
         }
     }
 }

@@ -79,8 +79,8 @@ impl PendingIntervals {
                     duration_ms: interval_ms,
                     name: name.to_string(),
                     ok: recorder.ok.len(),
-                    ko: recorder.ko.len(),
-                    rps: all.len() as f64 * 1000.0 / interval_ms.max(1) as f64,
+                    ko: recorder.ko.len() + recorder.unsent,
+                    rps: recorder.count() as f64 * 1000.0 / interval_ms.max(1) as f64,
                     latency: LatencyStats::from_histogram(&all, &options.percentiles),
                     users_active,
                 }

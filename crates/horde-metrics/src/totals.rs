@@ -2,7 +2,7 @@
 //! outputs (progress line, results files) implement.
 
 use crate::couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport};
-use crate::recorder::{new_histogram, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
+use crate::recorder::{new_histogram, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use crate::timeseries::PendingIntervals;
 use hdrhistogram::Histogram;
 use std::collections::HashMap;
@@ -52,6 +52,7 @@ pub struct Totals {
     active_by_worker: Vec<u64>,
     pub start_lag_us: Histogram<u64>,
     pub late_starts: u64,
+    pub connections: ConnectionEvents,
     /// Per-interval measurements not yet taken by a sink.
     pub intervals: PendingIntervals,
     /// Per CouchDB step, in order of first appearance: every connection's phase totals.
@@ -75,6 +76,7 @@ impl Totals {
             active_by_worker: vec![0; workers],
             start_lag_us: new_histogram(),
             late_starts: 0,
+            connections: ConnectionEvents::default(),
             intervals: PendingIntervals::default(),
             couchdb_steps: Vec::new(),
         }
@@ -111,6 +113,7 @@ impl Totals {
             self.start_lag_us.add(lag).expect("auto-resizing histograms always merge");
         }
         self.late_starts += snapshot.late_starts;
+        self.connections.add(&snapshot.connections);
         for connection in snapshot.couchdb_connections {
             match self.couchdb_steps.iter_mut().find(|(name, _, _)| *name == connection.step) {
                 Some((_, _, records)) => records.push(connection),
@@ -133,7 +136,7 @@ impl Totals {
     }
 
     pub fn request_counts(&self) -> (u64, u64) {
-        self.requests.iter().fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len()))
+        self.requests.iter().fold((0, 0), |(ok, ko), (_, r)| (ok + r.ok.len(), ko + r.ko.len() + r.unsent))
     }
 
     /// All request rows merged: the "Global Information" block.

@@ -15,14 +15,18 @@
 //! ```
 //!
 //! This crate owns the types, their JSON form, and the validation that collects every problem
-//! with its path. It does no IO and knows nothing of how a plan is run.
+//! with its path. It knows nothing of how a plan is run; its only IO is reading the files a
+//! plan comes from or names, bounded ([`input`]).
 
 mod couchdb;
+pub mod input;
+mod schema_check;
 mod template;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
 pub use template::{parse_template, Segment};
+pub use validate::MAX_DURATION_MS;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -69,14 +73,24 @@ fn default_plan_name() -> String {
 }
 
 impl Plan {
-    /// Parses a plan, naming the path of the first structural problem.
-    /// Semantic problems are found by [`Plan::validate`], all at once.
-    pub fn from_json(text: &str) -> Result<Plan, PlanError> {
-        let deserializer = &mut serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(deserializer).map_err(|err| {
+    /// Parses a plan: JSON first (a syntax error names its line and column), then the JSON
+    /// against the plan's schema, every type error with its path. Semantic problems are found
+    /// by [`Plan::validate`], all at once. A UTF-8 byte order mark is skipped.
+    pub fn from_json(text: &str) -> Result<Plan, Vec<PlanError>> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|err| vec![PlanError::new("", format!("not valid JSON: {err}"))])?;
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        let errors = schema_check::check_against_schema(&value, SCHEMA.get_or_init(Plan::json_schema));
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        // The schema is generated from these types, so this rarely fails; when it does, serde
+        // names the path.
+        serde_path_to_error::deserialize(value).map_err(|err| {
             let path = err.path().to_string();
             let path = if path == "." { String::new() } else { path };
-            PlanError::new(path, err.inner().to_string())
+            vec![PlanError::new(path, err.inner().to_string())]
         })
     }
 
@@ -115,6 +129,10 @@ pub struct HttpProtocol {
     pub follow_redirects: bool,
     #[serde(default = "default_max_redirects")]
     pub max_redirects: u32,
+    /// The largest response body a check, a save_as or a redirect may read; a larger one is
+    /// a KO `body_too_large`. Bodies no check reads are never kept, whatever their size.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: u64,
 }
 
 impl Default for HttpProtocol {
@@ -126,6 +144,7 @@ impl Default for HttpProtocol {
             request_timeout_ms: default_request_timeout_ms(),
             follow_redirects: true,
             max_redirects: default_max_redirects(),
+            max_body_bytes: default_max_body_bytes(),
         }
     }
 }
@@ -138,6 +157,9 @@ fn default_request_timeout_ms() -> u64 {
 }
 fn default_max_redirects() -> u32 {
     20
+}
+fn default_max_body_bytes() -> u64 {
+    16 * 1024 * 1024
 }
 fn default_true() -> bool {
     true
@@ -499,6 +521,31 @@ impl Injection {
         )
     }
 
+    /// Users this step is sure to run at the same moment: all of an `at_once_users` step, the
+    /// highest level of a closed-model step; 0 for arrivals spread in time.
+    pub fn users_at_once(&self) -> u64 {
+        match *self {
+            Injection::AtOnceUsers { users } | Injection::ConstantConcurrentUsers { users, .. } => users,
+            Injection::RampConcurrentUsers { from, to, .. } => from.max(to),
+            Injection::IncrementConcurrentUsers { increment, times, starting_from, .. } => {
+                starting_from.saturating_add(increment.saturating_mul(u64::from(times.saturating_sub(1))))
+            }
+            _ => 0,
+        }
+    }
+
+    /// The highest arrival rate of an open-model step, users per second.
+    pub fn peak_rate(&self) -> f64 {
+        match *self {
+            Injection::ConstantUsersPerSec { rate, .. } => rate,
+            Injection::RampUsersPerSec { from, to, .. } => from.max(to),
+            Injection::IncrementUsersPerSec { increment, times, starting_from, .. } => {
+                starting_from + increment * f64::from(times.saturating_sub(1))
+            }
+            _ => 0.0,
+        }
+    }
+
     /// How long the step lasts (an `at_once_users` step takes no time).
     pub fn duration_ms(&self) -> u64 {
         match *self {
@@ -512,7 +559,9 @@ impl Injection {
             | Injection::RampConcurrentUsers { duration_ms, .. } => duration_ms,
             Injection::IncrementUsersPerSec { times, level_duration_ms, ramp_duration_ms, .. }
             | Injection::IncrementConcurrentUsers { times, level_duration_ms, ramp_duration_ms, .. } => {
-                u64::from(times) * level_duration_ms + u64::from(times.saturating_sub(1)) * ramp_duration_ms
+                u64::from(times)
+                    .saturating_mul(level_duration_ms)
+                    .saturating_add(u64::from(times.saturating_sub(1)).saturating_mul(ramp_duration_ms))
             }
         }
     }

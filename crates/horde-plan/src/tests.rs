@@ -39,9 +39,10 @@ fn structural_errors_name_their_path() {
             "method": "GET", "url": 5}], "injection": []}]}"#,
     )
     .unwrap_err();
-    // Internally tagged enums buffer their content, so serde's path stops at the step itself.
-    assert_eq!(err.path, "scenarios[0].steps[0]");
-    assert!(err.message.contains("expected a string"), "{}", err.message);
+    // The schema check goes inside the tagged step, where serde's own path would stop.
+    assert_eq!(err.len(), 1);
+    assert_eq!(err[0].path, "scenarios[0].steps[0].url");
+    assert!(err[0].message.contains("expected a string"), "{}", err[0].message);
 }
 
 #[test]

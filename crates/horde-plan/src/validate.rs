@@ -6,9 +6,18 @@ use crate::{Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Requ
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
+/// The longest duration anywhere in a plan: 365 days.
+pub const MAX_DURATION_MS: u64 = 365 * 24 * 3600 * 1000;
+/// More users at once, or arrivals per second, than any one machine can hold: a typo, and a
+/// source of overflows.
+const MAX_USERS: u64 = 10_000_000;
+const MAX_RATE: f64 = 10_000_000.0;
+
 pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
     let mut v = Validator { errors: Vec::new() };
     v.plan(plan);
+    let value = serde_json::to_value(plan).expect("a plan always serializes");
+    v.durations("", &value);
     v.errors
 }
 
@@ -30,6 +39,40 @@ impl Validator {
     fn variable_name(&mut self, path: &str, name: &str) {
         if !is_variable_name(name) {
             self.error(path, format!("{name:?} is not a variable name (letters, digits, _ - .)"));
+        }
+    }
+
+    /// Every duration of the plan (a field ending in `_ms` or `_us`) within a year: far
+    /// beyond any load test, and far from the overflows of clocks and timers.
+    fn durations(&mut self, path: &str, value: &serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => {
+                for (key, item) in map {
+                    let item_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                    let limit = if key.ends_with("_ms") {
+                        Some(MAX_DURATION_MS)
+                    } else if key.ends_with("_us") {
+                        Some(MAX_DURATION_MS.saturating_mul(1000))
+                    } else {
+                        None
+                    };
+                    let too_long = |v: &Value| v.as_u64().is_some_and(|n| limit.is_some_and(|limit| n > limit));
+                    match item {
+                        Value::Array(items) if items.iter().any(too_long) => {
+                            self.error(item_path, "a duration longer than 365 days");
+                        }
+                        item if too_long(item) => self.error(item_path, "longer than 365 days, the longest duration horde accepts"),
+                        item => self.durations(&item_path, item),
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.durations(&format!("{path}[{i}]"), item);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -379,6 +422,16 @@ impl Validator {
         }
         for (i, step) in steps.iter().enumerate() {
             let path = format!("{path}[{i}]");
+            let users = match *step {
+                Injection::RampUsers { users, .. } | Injection::StressPeakUsers { users, .. } => users,
+                _ => step.users_at_once(),
+            };
+            if users > MAX_USERS {
+                self.error(&path, format!("{users} users is more than one machine can run (at most {MAX_USERS})"));
+            }
+            if step.peak_rate() > MAX_RATE {
+                self.error(&path, format!("{} users per second is more than horde can start (at most {MAX_RATE})", step.peak_rate()));
+            }
             match step {
                 Injection::NothingFor { .. } => {}
                 Injection::AtOnceUsers { users } => self.positive(&path, "users", *users),

@@ -4,7 +4,6 @@
 //! One crossing per run: the plan goes in as JSON, the engine runs with the GIL released, and
 //! only the simulation loader (Python code, by nature) takes the GIL back.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -20,7 +19,13 @@ impl InProcessLoader {
                 let args = args(py)?;
                 module.getattr(function)?.call1(args)?.extract::<String>()
             })();
-            result.map_err(|err| horde_cli::LoadError { message: err.value(py).to_string() })
+            result.map_err(|err| {
+                if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    horde_cli::LoadError::interrupted()
+                } else {
+                    horde_cli::LoadError::new(err.value(py).to_string())
+                }
+            })
         })
     }
 }
@@ -63,9 +68,12 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
 
 /// Validates a plan (JSON text); returns a list of (path, message), empty when valid.
 #[pyfunction]
-fn validate_plan(plan_json: &str) -> PyResult<Vec<(String, String)>> {
-    let plan = horde_plan::Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(plan.validate().into_iter().map(|e| (e.path, e.message)).collect())
+fn validate_plan(plan_json: &str) -> Vec<(String, String)> {
+    let errors = match horde_plan::Plan::from_json(plan_json) {
+        Ok(plan) => plan.validate(),
+        Err(errors) => errors,
+    };
+    errors.into_iter().map(|e| (e.path, e.message)).collect()
 }
 
 /// The JSON Schema of the plan format.

@@ -2,10 +2,13 @@
 //! request, groups, and errors by reason. Times are shown in milliseconds.
 
 use crate::summary::Summary;
+use crate::terminal::printable;
 use horde_metrics::{LatencyStats, RequestStats};
 use std::fmt::Write;
 
 const WIDTH: usize = 80;
+/// The width of the name column of the requests and groups tables.
+const NAME_COLUMN: usize = 28;
 
 fn rule(out: &mut String, title: &str) {
     let head = format!("---- {title} ");
@@ -87,7 +90,7 @@ pub fn render(summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "{} | {} | {:.1} s | {} users ({} interrupted)",
-        summary.run.name,
+        printable(&summary.run.name),
         summary.run.status,
         duration_ms as f64 / 1000.0,
         summary.users.started,
@@ -125,6 +128,20 @@ pub fn render(summary: &Summary) -> String {
             ms(s.start_lag.max_us)
         );
     }
+    if g.unsent > 0 {
+        let _ = writeln!(out, "> {:<44}{:>10}", "KO never sent (not in the times above)", g.unsent);
+    }
+    if g.interrupted > 0 {
+        let _ = writeln!(out, "> {:<44}{:>10}", "in flight when the run ended (no outcome)", g.interrupted);
+    }
+    let c = &summary.connections;
+    if c.closed_by_server_while_idle > 0 || c.retried_on_fresh_connection > 0 {
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10} (closed by the server while idle {}, retried {})",
+            "connections opened", c.opened, c.closed_by_server_while_idle, c.retried_on_fresh_connection
+        );
+    }
     rule(&mut out, "Response Time Distribution");
     for bucket in &g.distribution {
         let _ = writeln!(out, "> {:<44}{:>10} ({:>3.0}%)", bucket.label, bucket.count, bucket.percent);
@@ -149,7 +166,14 @@ pub fn render(summary: &Summary) -> String {
     if !summary.errors.is_empty() {
         rule(&mut out, "Errors");
         for e in &summary.errors {
-            let _ = writeln!(out, "> {} [{}] {}: {}", e.count, e.kind, e.request, e.message);
+            let _ = writeln!(
+                out,
+                "> {} [{}] {}: {}",
+                e.count,
+                printable(&e.kind),
+                printable(&e.request),
+                printable(&e.message)
+            );
             let _ = writeln!(out, "  {:.2}% of KO", e.percent);
         }
     }
@@ -157,13 +181,21 @@ pub fn render(summary: &Summary) -> String {
     out
 }
 
-/// One line of the requests or groups table: counts, then mean, p50, p99 and max.
+/// One line of the requests or groups table: counts, then mean, p50, p99 and max. A name too
+/// long for its column gets a line of its own, whole, above its figures.
 fn table_row(out: &mut String, name: &str, (count, ok, ko): (u64, u64, u64), stats: &LatencyStats) {
     let pct = |p| stats.percentile(p).map(ms).unwrap_or_else(|| "-".into());
+    let name = printable(name);
+    let column = if name.chars().count() < NAME_COLUMN {
+        name.as_ref()
+    } else {
+        let _ = writeln!(out, "{name}");
+        ""
+    };
     let _ = writeln!(
         out,
         "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
-        truncate(name, 27),
+        column,
         count,
         ok,
         ko,
@@ -174,14 +206,6 @@ fn table_row(out: &mut String, name: &str, (count, ok, ko): (u64, u64, u64), sta
     );
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max - 1).collect();
-    cut.push('~');
-    cut
-}
 
 #[cfg(test)]
 mod tests {

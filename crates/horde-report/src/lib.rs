@@ -12,6 +12,7 @@ mod iron_cushion;
 mod results;
 mod summary;
 mod sweep;
+pub mod terminal;
 mod timeseries;
 
 pub use console::render as render_console;

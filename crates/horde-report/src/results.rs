@@ -8,16 +8,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// The OS error is part of each message and deliberately not a `source`: error reports that
+/// print the chain would say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
-    #[error("cannot create results directory {path}: {source}")]
-    Create { path: PathBuf, source: std::io::Error },
-    #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("{path} is not a horde summary: {source}")]
-    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("cannot create results directory {path}: {cause}")]
+    Create { path: PathBuf, cause: std::io::Error },
+    #[error("cannot write {path}: {cause}")]
+    Write { path: PathBuf, cause: std::io::Error },
+    #[error("cannot read {path}: {cause}")]
+    Read { path: PathBuf, cause: String },
+    #[error("{path} is not a horde summary: {cause}")]
+    Parse { path: PathBuf, cause: serde_json::Error },
 }
 
 /// A new, unused directory under `base` named after the plan and the time:
@@ -40,29 +42,32 @@ pub fn create_results_dir(base: &Path, plan_name: &str) -> Result<PathBuf, Resul
         match std::fs::create_dir_all(base).and_then(|_| std::fs::create_dir(&dir)) {
             Ok(()) => return Ok(dir),
             Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(ResultsError::Create { path: dir, source }),
+            Err(cause) => return Err(ResultsError::Create { path: dir, cause }),
         }
     }
-    Err(ResultsError::Create { path: base.to_path_buf(), source: std::io::Error::other("no free name") })
+    Err(ResultsError::Create { path: base.to_path_buf(), cause: std::io::Error::other("no free name") })
 }
 
 /// Writes `summary.json` so that a reader never sees a half-written file: to a temporary file
-/// first, then renamed over the old one.
+/// first, then renamed over the old one. A failed write leaves no temporary file behind.
 pub fn write_summary(dir: &Path, summary: &Summary) -> Result<PathBuf, ResultsError> {
     let path = dir.join("summary.json");
     let temporary = dir.join(".summary.json.tmp");
     let text = serde_json::to_string_pretty(summary).expect("summaries serialize");
-    std::fs::write(&temporary, text + "\n")
-        .and_then(|_| std::fs::rename(&temporary, &path))
-        .map_err(|source| ResultsError::Write { path: path.clone(), source })?;
+    let written = std::fs::write(&temporary, text + "\n").and_then(|_| std::fs::rename(&temporary, &path));
+    if let Err(cause) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(ResultsError::Write { path, cause });
+    }
     Ok(path)
 }
 
 /// Reads a saved summary from a results directory or a summary.json path.
 pub fn read_summary(path: &Path) -> Result<Summary, ResultsError> {
     let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
-    let text = std::fs::read_to_string(&file).map_err(|source| ResultsError::Read { path: file.clone(), source })?;
-    serde_json::from_str(&text).map_err(|source| ResultsError::Parse { path: file, source })
+    let text = horde_plan::input::read_text_bounded(&file, horde_plan::input::MAX_PLAN_BYTES)
+        .map_err(|cause| ResultsError::Read { path: file.clone(), cause })?;
+    serde_json::from_str(&text).map_err(|cause| ResultsError::Parse { path: file, cause })
 }
 
 /// The sink the CLI uses: keeps summary.json current and prints progress to stderr.
@@ -85,8 +90,8 @@ impl ResultsSink {
         let mut write_error = None;
         let timeseries = match TimeSeriesWriter::create(&dir, &plan.options.percentiles) {
             Ok(writer) => Some(writer),
-            Err(source) => {
-                write_error = Some(ResultsError::Write { path: dir.join("timeseries.csv"), source });
+            Err(cause) => {
+                write_error = Some(ResultsError::Write { path: dir.join("timeseries.csv"), cause });
                 None
             }
         };
@@ -117,8 +122,8 @@ impl ResultsSink {
         let last = if finished { None } else { Some(current.saturating_sub(1)) };
         let samples = totals.intervals.take(last, interval_ms, &options);
         if let Some(writer) = &mut self.timeseries {
-            if let Err(source) = writer.write(&samples) {
-                self.write_error.get_or_insert(ResultsError::Write { path: self.dir.join("timeseries.csv"), source });
+            if let Err(cause) = writer.write(&samples) {
+                self.write_failed(ResultsError::Write { path: self.dir.join("timeseries.csv"), cause });
             }
         }
     }
@@ -126,9 +131,27 @@ impl ResultsSink {
     fn write(&mut self, totals: &Totals, status: RunStatus) -> Summary {
         let summary = Summary::from_totals(totals, status, &self.plan, &self.environment);
         if let Err(err) = write_summary(&self.dir, &summary) {
-            self.write_error.get_or_insert(err);
+            self.write_failed(err);
         }
         summary
+    }
+
+    /// Says so at once, the first time: the run goes on and its summary is still printed at
+    /// the end, but the user should know now that the results directory is not keeping up.
+    fn write_failed(&mut self, err: ResultsError) {
+        if self.write_error.is_none() {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "horde: {err}; the run goes on, and its summary will be printed at the end");
+            self.write_error = Some(err);
+        }
+    }
+
+    /// Writes summary.json before anything runs, so that a results directory that cannot be
+    /// written is found before the load, not after it.
+    pub fn write_initial(&mut self, workers: usize) -> Result<(), ResultsError> {
+        let totals = Totals::new(std::time::SystemTime::now(), workers);
+        let summary = Summary::from_totals(&totals, RunStatus::Running, &self.plan, &self.environment);
+        write_summary(&self.dir, &summary).map(|_| ())
     }
 
     fn progress(&mut self, totals: &Totals) {

@@ -2,7 +2,7 @@
 //! Its JSON Schema is committed as docs/summary.schema.json.
 
 use horde_metrics::{
-    CouchdbStepReport, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
+    ConnectionStats, CouchdbStepReport, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
     SummaryOptions, Totals, UserStats,
 };
 use horde_plan::Plan;
@@ -26,6 +26,8 @@ pub struct Summary {
     pub errors: Vec<ErrorSummary>,
     pub users: UserStats,
     pub scheduling: SchedulingStats,
+    #[serde(default)]
+    pub connections: ConnectionStats,
     /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub couchdb: Vec<CouchdbStepReport>,
@@ -106,6 +108,7 @@ impl Summary {
         );
         let groups = totals.groups.iter().map(|(name, g)| g.stats(name, &options)).collect();
         let all_ko = global.ko.max(1) as f64;
+        let connections_opened = global.phases.connect.count;
         let mut errors: Vec<ErrorSummary> = totals
             .errors
             .iter()
@@ -148,6 +151,11 @@ impl Summary {
                 late_starts: totals.late_starts,
                 late_start_threshold_us: plan.options.late_start_threshold_us,
                 start_lag: LatencyStats::from_histogram(&totals.start_lag_us, &options.percentiles),
+            },
+            connections: ConnectionStats {
+                opened: connections_opened,
+                closed_by_server_while_idle: totals.connections.closed_while_idle,
+                retried_on_fresh_connection: totals.connections.retried,
             },
             couchdb: totals.couchdb_reports(),
             environment: environment.clone(),

@@ -135,7 +135,7 @@ impl VirtualUser {
         let sent = body.len();
         let mut prepared = Prepared { method, target, headers, body };
         let started = Instant::now();
-        let (result, timing) = self.exchange(&mut prepared, started, started, true).await;
+        let (result, timing) = self.exchange(row_id, &mut prepared, started, started, true).await;
         account.wire(slot, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
         match result {
             Err(failure) => {
@@ -191,7 +191,7 @@ impl VirtualUser {
         let run_token = self.ctx.run_token.clone();
         let mut id = String::new();
         for insert in 0..u64::from(step.inserts) {
-            if !self.ctx.take_request_budget() {
+            if !self.ctx.limits.take_request() {
                 return Flow::Exhausted;
             }
             let local = Instant::now();
@@ -254,7 +254,7 @@ impl VirtualUser {
         // The planner has its own stream, so the order of operations depends on the seed only.
         let mut order_rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(self.rng.random());
         while let Some(op) = planner.next(&mut order_rng) {
-            if !self.ctx.take_request_budget() {
+            if !self.ctx.limits.take_request() {
                 return Flow::Exhausted;
             }
             let slot = op as usize;
@@ -371,10 +371,10 @@ impl VirtualUser {
     /// An update or delete with no document (the create or read before it failed), or a read
     /// with none left: counted, nothing sent.
     fn record_no_document(&mut self, row_id: usize, operation: &str) {
-        let failure = Failure::new(
+        let failure = Failure::unsent(
             "no_document",
             format!("no document to {operation}: the operation that should have provided one failed"),
         );
-        self.record_failure(row_id, Instant::now(), &RequestTiming::default(), &failure, 0);
+        self.record_unsent(row_id, &failure, 0);
     }
 }

@@ -1,0 +1,198 @@
+//! Run-wide limits that every worker draws from: the request budget (`max_requests`) and the
+//! throttle's slots. Users are striped across workers (arrival k, closed slot k, go to worker
+//! k mod W), but these two must not be: a worker's share of them is only right if the
+//! worker's users use exactly that share, and they do not (one connection on a two-core
+//! machine lives on one worker; closed users are uneven; scenarios differ in pace). Split
+//! evenly, `-c 1 -n 5000` sent 2,500 and `-c 1 --rate 500` delivered 250/s.
+//!
+//! So the run keeps one ledger, and workers lease from it in small blocks: a block of the
+//! request budget, or a block of consecutive throttle slot indices. The union of what all
+//! workers use is exactly the single-worker schedule (every slot index taken once, in order
+//! of leasing; every request of the budget sent once), whichever worker has the users. A
+//! lease is one atomic operation per block, not per request, so the per-request path stays
+//! local: blocks are sized to be a small part of what is left (requests) or about a
+//! millisecond of the schedule (slots), so no worker sits on much that another could use.
+
+use crate::injection::RateSchedule;
+use horde_plan::ThrottleStep;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The largest block of the request budget a worker leases at once.
+const MAX_REQUEST_LEASE: u64 = 64;
+/// The longest stretch of the throttle schedule a worker leases at once.
+const SLOT_LEASE_SPAN_S: f64 = 0.001;
+const MAX_SLOT_LEASE: u64 = 256;
+
+/// Shared by all workers of a run.
+pub(crate) struct RunLedger {
+    /// Requests no worker has leased yet; None without `max_requests`.
+    requests_left: Option<AtomicU64>,
+    workers: u64,
+    throttle: Option<Throttle>,
+}
+
+struct Throttle {
+    /// The whole run's schedule (not a worker's share).
+    schedule: RateSchedule,
+    /// The first slot index no worker has leased.
+    next_slot: AtomicU64,
+    /// Slots per lease: about a millisecond of the schedule at its highest rate.
+    lease: u64,
+}
+
+impl RunLedger {
+    pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize) -> Arc<RunLedger> {
+        let throttle = RateSchedule::throttle(throttle).map(|schedule| {
+            let lease = (schedule.peak_rate() * SLOT_LEASE_SPAN_S).floor().clamp(1.0, MAX_SLOT_LEASE as f64) as u64;
+            Throttle { schedule, next_slot: AtomicU64::new(0), lease }
+        });
+        Arc::new(RunLedger { requests_left: max_requests.map(AtomicU64::new), workers: workers.max(1) as u64, throttle })
+    }
+
+    /// Takes up to a block of the request budget: small enough, near the end, that the last
+    /// requests go one at a time to whichever worker asks.
+    fn lease_requests(&self, left: &AtomicU64) -> u64 {
+        let mut current = left.load(Ordering::Acquire);
+        loop {
+            if current == 0 {
+                return 0;
+            }
+            let lease = (current / (4 * self.workers)).clamp(1, MAX_REQUEST_LEASE);
+            match left.compare_exchange_weak(current, current - lease, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return lease,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+/// One worker's view of the ledger: what it has leased and not used yet. Lives on the worker
+/// thread only.
+pub(crate) struct WorkerLimits {
+    ledger: Arc<RunLedger>,
+    start: Instant,
+    /// Leased requests not yet sent.
+    requests: Cell<u64>,
+    /// Leased throttle slots not yet used: [next, end).
+    slots: Cell<(u64, u64)>,
+}
+
+impl WorkerLimits {
+    pub fn new(ledger: Arc<RunLedger>, start: Instant) -> WorkerLimits {
+        WorkerLimits { ledger, start, requests: Cell::new(0), slots: Cell::new((0, 0)) }
+    }
+
+    /// Takes one request from the run's budget; false once the budget is spent.
+    pub fn take_request(&self) -> bool {
+        let Some(left) = &self.ledger.requests_left else { return true };
+        let mut leased = self.requests.get();
+        if leased == 0 {
+            leased = self.ledger.lease_requests(left);
+            if leased == 0 {
+                return false;
+            }
+        }
+        self.requests.set(leased - 1);
+        true
+    }
+
+    /// True when no request is left for this worker to send: nothing leased, nothing to lease.
+    pub fn requests_exhausted(&self) -> bool {
+        match &self.ledger.requests_left {
+            None => false,
+            Some(left) => self.requests.get() == 0 && left.load(Ordering::Acquire) == 0,
+        }
+    }
+
+    /// Gives back what this worker leased and will not use (its users are done), so that
+    /// another worker's users can send it.
+    pub fn return_unused(&self) {
+        if let Some(left) = &self.ledger.requests_left {
+            left.fetch_add(self.requests.replace(0), Ordering::AcqRel);
+        }
+    }
+
+
+    /// The intended start of the next request under the run's throttle, if there is one.
+    pub fn next_throttle_slot(&self) -> Option<Instant> {
+        let throttle = self.ledger.throttle.as_ref()?;
+        let (mut next, mut end) = self.slots.get();
+        if next == end {
+            next = throttle.next_slot.fetch_add(throttle.lease, Ordering::AcqRel);
+            end = next + throttle.lease;
+        }
+        self.slots.set((next + 1, end));
+        let at = throttle.schedule.time_of(next as f64).unwrap_or(f64::MAX / 4.0);
+        Some(self.start + Duration::from_secs_f64(at.min(1e9)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_budget_is_exact_whichever_worker_spends_it() {
+        let ledger = RunLedger::new(Some(5000), &[], 4);
+        let start = Instant::now();
+        let workers: Vec<WorkerLimits> = (0..4).map(|_| WorkerLimits::new(ledger.clone(), start)).collect();
+        // One worker has all the users, as with -c 1.
+        let sent = (0..10_000).filter(|_| workers[2].take_request()).count();
+        assert_eq!(sent, 5000);
+        assert!(workers.iter().all(WorkerLimits::requests_exhausted));
+
+        // Uneven users: worker 0 asks three times as often as worker 1.
+        let ledger = RunLedger::new(Some(1001), &[], 2);
+        let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
+        let mut sent = 0;
+        for i in 0..4000 {
+            let worker = if i % 4 == 3 { &b } else { &a };
+            sent += u64::from(worker.take_request());
+        }
+        assert_eq!(sent, 1001);
+    }
+
+    #[test]
+    fn returned_leases_are_spent_by_another_worker() {
+        let ledger = RunLedger::new(Some(1000), &[], 2);
+        let start = Instant::now();
+        let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
+        assert!(a.take_request());
+        assert!(a.requests.get() > 0, "a block was leased");
+        a.return_unused();
+        let sent_by_b = (0..2000).filter(|_| b.take_request()).count();
+        assert_eq!(sent_by_b, 999);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttle_slots_of_all_workers_are_the_whole_schedule_once() {
+        let steps = [ThrottleStep::JumpToRps { rps: 500.0 }, ThrottleStep::HoldFor { duration_ms: 10_000 }];
+        let ledger = RunLedger::new(None, &steps, 2);
+        let start = Instant::now();
+        let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
+        // One user on one worker gets the whole rate: a slot every 2 ms.
+        let alone: Vec<u128> = (0..5).map(|_| (a.next_throttle_slot().unwrap() - start).as_millis()).collect();
+        assert_eq!(alone, vec![0, 2, 4, 6, 8]);
+        // Two workers interleaving take every slot exactly once.
+        let mut seen = BTreeSet::new();
+        for i in 0..100 {
+            let worker = if i % 3 == 0 { &b } else { &a };
+            assert!(seen.insert(worker.next_throttle_slot().unwrap() - start));
+        }
+        let expected: BTreeSet<Duration> = (5..105).map(|k| Duration::from_millis(2 * k)).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn fast_throttles_lease_about_a_millisecond_of_slots() {
+        let ledger = RunLedger::new(None, &[ThrottleStep::JumpToRps { rps: 100_000.0 }], 2);
+        assert_eq!(ledger.throttle.as_ref().unwrap().lease, 100);
+        let ledger = RunLedger::new(None, &[ThrottleStep::JumpToRps { rps: 0.7 }], 2);
+        assert_eq!(ledger.throttle.as_ref().unwrap().lease, 1);
+    }
+}
