@@ -84,3 +84,36 @@ def test_the_time_series_adds_up_to_the_summary(horde, nginx):
     samples = [json.loads(line) for line in (directory / "timeseries.jsonl").read_text().splitlines()]
     assert len(samples) == len(rows)
     assert samples[1]["latency"]["count"] == int(rows[1]["ok"]) + int(rows[1]["ko"])
+
+
+def test_one_connection_on_two_workers_sends_all_of_n(horde, nginx):
+    # One worker has no user: -n is the run's, not split between workers (it sent half).
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/", "-c", "1", "-n", "5000", "--workers", "2", "-q")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["count"] == 5000
+    assert nginx.requests_served() - before == 5000
+
+
+def test_one_connection_on_two_workers_keeps_the_whole_rate(horde, nginx):
+    result = horde("http", nginx.url + "/", "-c", "1", "--rate", "500", "-d", "2s", "--workers", "2", "-q")
+    assert result.code == 0, result.stderr
+    # 500 a second for 2 s, give or take the one in flight at the end (it was 250 a second).
+    assert 990 <= result.summary["global"]["count"] <= 1001
+
+
+def test_more_connections_than_requests_makes_no_more_users_than_it_can_use(horde, nginx):
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/", "-c", "1000000", "-n", "1", "-q")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert summary["global"]["count"] == 1 and summary["users"]["started"] == 1
+    assert "using 1 connections" in result.stderr
+    assert nginx.requests_served() - before == 1
+
+
+def test_a_host_header_of_ones_own_replaces_the_urls(horde, nginx):
+    # Two Host headers would be a 400 from nginx for every request.
+    result = horde("http", nginx.url + "/", "-H", "Host: example.org", "-c", "1", "-n", "3", "-q")
+    assert result.code == 0, result.stderr
+    assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (3, 0), result.summary["errors"]

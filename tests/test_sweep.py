@@ -78,6 +78,48 @@ def test_auto_search_steps_up_then_bisects(horde, work_target):
     assert levels[:3] == [1, 2, 4], levels
     assert any(level not in (1, 2, 4, 8, 16, 32) for level in levels), levels
     assert report["knee"] in (2, 4, 8), report
+    # The boundary is confirmed by a second run of the last good and the first bad level.
+    boundary = report["boundary"]
+    assert boundary["confirmed"], report["levels"]
+    assert boundary["last_good"] < boundary["first_bad"] and boundary["last_good"] in (3, 4, 5), boundary
+    second_runs = sorted(level["level"] for level in report["levels"] if level["run"] == 2)
+    assert second_runs == [boundary["last_good"], boundary["first_bad"]], report["levels"]
+    assert "confirmed by a second run" in result.stdout
+
+
+def test_an_open_level_past_capacity_counts_what_completes_in_its_window(horde, work_target, tmp_path):
+    # 300 arrivals a second against a capacity of 200: requests queue, many begun in the
+    # warm-up complete in the window. The throughput read is the server's, not less.
+    sim = tmp_path / "open.py"
+    sim.write_text(
+        "from horde import *\n"
+        "scn = scenario('one').exec(http('work').get('/work/20'))\n"
+        "setup(scn.inject(at_once_users(1)), protocol=http.base_url(param('base_url')).request_timeout(30))\n"
+    )
+    result = horde(
+        "sweep", sim, "-D", f"base_url={work_target.url}", "--rate", "300", "--level-duration", "2s",
+        "--warmup", "1s", "-q", timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    [level] = json.loads((sweep_dir(result) / "sweep.json").read_text())["levels"]
+    assert 180 <= level["throughput_rps"] <= 205, level
+
+
+def test_a_level_the_generator_cannot_deliver_runs_again_then_stops_the_sweep(horde, work_target):
+    # 100,000 arrivals a second on one worker thread: far beyond what this generator can
+    # start on time. That is not the server's failure; the sweep says so and stops.
+    result = horde(
+        "sweep", f"{work_target.url}/", "--rate", "20,100000,200000", "--level-duration", "1s", "--warmup", "0s",
+        "--workers", "1", "-q", timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    report = json.loads((sweep_dir(result) / "sweep.json").read_text())
+    runs = [(level["level"], level["run"], level["not_delivered"] is None) for level in report["levels"]]
+    assert runs == [(20, 1, True), (100000, 1, False), (100000, 2, False)], runs
+    assert "could not deliver 100000 users/s" in report["stopped"]
+    # Only the level whose load was delivered is judged.
+    assert report["knee"] == 20 and report["errors_begin"] is None
+    assert "load not delivered" in result.stdout and "load not delivered" in (sweep_dir(result) / "sweep.svg").read_text()
 
 
 def test_an_open_sweep_finds_where_errors_begin(horde, work_target, tmp_path):

@@ -35,7 +35,7 @@ def load_simulation(path, params=None):
         except KeyboardInterrupt:
             raise
         except SystemExit as exit:
-            raise SimulationError(f"{path}: the simulation called exit({exit.code})") from None
+            raise SimulationError(f"{_where(path, exit)}: the simulation called exit({exit.code})") from None
         except BaseException as error:
             # BaseException too: a simulation's own exception classes need not be Exceptions.
             raise SimulationError(_describe(path, error)) from None
@@ -50,11 +50,19 @@ def load_simulation(path, params=None):
         loading.params, loading.simulation, loading.base_dir = saved
 
 
-def _describe(path, error):
-    """`sim.py:12: DslError: ...`: the deepest frame in the simulation file names the line."""
+def _where(path, error):
+    """`sim.py:12`: the deepest frame in the simulation file, or where its syntax broke."""
+    if isinstance(error, SyntaxError) and error.filename and Path(error.filename).resolve() == path.resolve():
+        return f"{path}:{error.lineno}"
     frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == path.resolve()]
-    where = f"{path}:{frames[-1].lineno}" if frames else str(path)
-    return f"{where}: {type(error).__name__}: {error}"
+    return f"{path}:{frames[-1].lineno}" if frames else str(path)
+
+
+def _describe(path, error):
+    """`sim.py:12: DslError: ...`."""
+    if isinstance(error, SyntaxError):
+        return f"{_where(path, error)}: SyntaxError: {error.msg}"
+    return f"{_where(path, error)}: {type(error).__name__}: {error}"
 
 
 # The exit code of a load stopped by Ctrl-C; the horde binary reads it as "interrupted".

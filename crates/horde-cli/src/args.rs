@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 /// A count of at least 1 (connections, requests, workers, users): a negative or zero one is
 /// named as such rather than mistaken for a flag.
-fn at_least_one(text: &str) -> Result<u64, String> {
+pub(crate) fn at_least_one(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("expected a whole number of at least 1, not {text:?}")),
     }
 }
 
-fn workers(text: &str) -> Result<u32, String> {
+pub(crate) fn workers(text: &str) -> Result<u32, String> {
     let n = at_least_one(text)?;
     u32::try_from(n).map_err(|_| format!("{n} is more worker threads than horde runs"))
 }
@@ -98,19 +98,21 @@ pub struct OutputArgs {
 pub struct HttpArgs {
     /// The URL to load (http://).
     pub url: String,
-    /// Connections (virtual users), each with its own keep-alive connection.
-    #[arg(short = 'c', long, default_value_t = 50, value_parser = at_least_one, allow_negative_numbers = true)]
-    pub connections: u64,
+    // Numbers are taken as text and checked with the other flags, so that every problem of a
+    // command line is named at once.
+    /// Connections (virtual users), each with its own keep-alive connection [default: 50].
+    #[arg(short = 'c', long, allow_hyphen_values = true, value_name = "N")]
+    pub connections: Option<String>,
     /// How long to run: 10s, 500ms, 2m. Default 10s unless -n is given.
     #[arg(short = 'd', long, allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Stop after exactly this many requests.
-    #[arg(short = 'n', long, value_parser = at_least_one, allow_negative_numbers = true)]
-    pub requests: Option<u64>,
+    #[arg(short = 'n', long, allow_hyphen_values = true, value_name = "N")]
+    pub requests: Option<String>,
     /// Total requests per second; latency is then measured from each request's intended
     /// start, as wrk2 and oha -q do.
-    #[arg(long, allow_negative_numbers = true)]
-    pub rate: Option<f64>,
+    #[arg(long, allow_hyphen_values = true, value_name = "R")]
+    pub rate: Option<String>,
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
     /// A request header, 'Name: value'; repeatable.
@@ -123,8 +125,8 @@ pub struct HttpArgs {
     #[arg(long, default_value = "60s", allow_hyphen_values = true)]
     pub timeout: String,
     /// Worker threads (default: one per core).
-    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
-    pub workers: Option<u32>,
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub workers: Option<String>,
     /// Do not follow redirects.
     #[arg(long)]
     pub no_follow: bool,
@@ -151,19 +153,19 @@ pub struct SweepArgs {
     #[arg(long)]
     pub auto: bool,
     /// With --auto: sweep concurrent users (closed) or arrival rates (open).
-    #[arg(long, value_parser = ["users", "rate"], default_value = "users")]
+    #[arg(long, value_parser = ["users", "rate"], default_value = "users", requires = "auto")]
     pub model: String,
     /// With --auto: the first level.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, requires = "auto")]
     pub start: Option<f64>,
     /// With --auto: each level is this many times the previous one.
-    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true, requires = "auto")]
     pub factor: f64,
     /// With --auto: never go above this level.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, requires = "auto")]
     pub max_level: Option<f64>,
     /// With --auto: bisection steps after the geometric search.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, requires = "auto")]
     pub bisect: u32,
     /// Measured time of each level: 10s, 500ms, 2m.
     #[arg(long, default_value = "10s", allow_hyphen_values = true)]
@@ -175,6 +177,9 @@ pub struct SweepArgs {
     /// 'errors<1%', 'rps>=1000'; repeatable.
     #[arg(long = "slo", value_name = "SLO")]
     pub slos: Vec<String>,
+    /// Worker threads of every level (default: the plan's, else one per core).
+    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
+    pub workers: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -193,6 +193,7 @@ pub(crate) fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationL
     let text = match input_kind(file)? {
         InputKind::Simulation => {
             let pairs = parse_params(params)?;
+            let _loading = signals::while_loading();
             loader.load(file, &pairs).map_err(load_failure)?
         }
         InputKind::PlanFile => {
@@ -227,10 +228,11 @@ fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
         if errors.len() == 1 { "" } else { "s" }
     );
     for error in errors {
+        // A message of several lines (a regex error with its caret) stays under its path.
         message.push_str(&format!(
             "\n  {}: {}",
             if error.path.is_empty() { "(plan)" } else { &error.path },
-            error.message
+            error.message.replace('\n', "\n      ")
         ));
     }
     message

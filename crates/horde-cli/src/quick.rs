@@ -1,9 +1,13 @@
 //! Quick mode (`horde http`): flags become a one-request Plan, run by the same engine. Every
 //! problem is reported in the flags' own terms, all at once, before anything is created.
 
-use crate::args::HttpArgs;
+use crate::args::{at_least_one, workers, HttpArgs};
+use crate::output::status;
 use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
 use horde_plan::{HttpProtocol, MAX_DURATION_MS, PLAN_VERSION};
+
+/// Connections when -c is not given, as oha.
+const DEFAULT_CONNECTIONS: u64 = 50;
 
 /// Parses `10s`, `500ms`, `2m`, `1h`, or a bare number of seconds.
 pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
@@ -62,6 +66,32 @@ pub(crate) fn flag_of(path: &str) -> Option<&'static str> {
 /// The plan of `horde http`, or every problem with the flags, in their terms.
 pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
     let mut problems = Vec::new();
+    let mut count = |flag: &str, text: &Option<String>| match text.as_deref().map(at_least_one) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(problem)) => {
+            problems.push(format!("{flag}: {problem}"));
+            None
+        }
+    };
+    let requests = count("-n/--requests", &args.requests);
+    let connections_given = count("-c/--connections", &args.connections);
+    let workers = match args.workers.as_deref().map(workers) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(problem)) => {
+            problems.push(format!("--workers: {problem}"));
+            None
+        }
+    };
+    let rate = match args.rate.as_deref().map(|text| (text, text.trim().parse::<f64>())) {
+        None => None,
+        Some((_, Ok(rate))) if rate > 0.0 && rate.is_finite() => Some(rate),
+        Some((text, _)) => {
+            problems.push(format!("--rate {text}: must be a number of requests per second above 0"));
+            None
+        }
+    };
     let url_checked = check_url(&args.url);
     if let Err(problem) = &url_checked {
         problems.push(problem.clone());
@@ -74,7 +104,7 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
         }
     };
     let timeout_ms = duration("--timeout", &args.timeout).unwrap_or(1);
-    let duration_ms = match (&args.duration, args.requests) {
+    let duration_ms = match (&args.duration, requests) {
         (Some(d), _) => Some(duration("-d/--duration", d).unwrap_or(1)),
         (None, Some(_)) => None,
         (None, None) => Some(10_000),
@@ -105,22 +135,15 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
             Some(Body::Raw { text: text.replace('$', "$$") })
         }
     };
-    let throttle = match args.rate {
-        Some(rate) if !(rate > 0.0 && rate.is_finite()) => {
-            problems.push(format!("--rate {rate}: must be a number of requests per second above 0"));
-            vec![]
-        }
-        Some(rps) => vec![ThrottleStep::JumpToRps { rps }],
-        None => vec![],
-    };
+    let throttle = rate.map(|rps| vec![ThrottleStep::JumpToRps { rps }]).unwrap_or_default();
     // More connections than requests would open connections that never send: one per
     // request is all -n can use.
-    let connections = match args.requests {
-        Some(requests) if requests < args.connections => {
-            eprintln!("horde: -c {} is more than -n {requests}: using {requests} connections", args.connections);
+    let connections = match (connections_given, requests) {
+        (Some(connections), Some(requests)) if requests < connections => {
+            status!("horde: -c {connections} is more than -n {requests}: using {requests} connections");
             requests
         }
-        _ => args.connections,
+        (given, requests) => given.unwrap_or(DEFAULT_CONNECTIONS).min(requests.unwrap_or(u64::MAX)),
     };
     let request = Request {
         name: format!("{} {}", args.method.to_uppercase(), args.url),
@@ -153,12 +176,12 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
         options: RunOptions {
             // Like wrk, a failed request does not stop a connection's loop.
             on_check_failure: OnCheckFailure::Continue,
-            max_requests: args.requests,
+            max_requests: requests,
             // The run ends at -d, whatever is in flight (counted as interrupted): a stalled
             // server cannot stretch it by the request timeout.
             max_duration_ms: duration_ms,
             throttle,
-            workers: args.workers,
+            workers,
             ..RunOptions::default()
         },
     };

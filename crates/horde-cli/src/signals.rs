@@ -3,9 +3,7 @@
 //! and a simulation still loading never starts; a second one exits at once.
 //!
 //! Listening starts when the command does, not when a run does: a signal between two sweep
-//! levels, or while a simulation loads, is noticed too. The handler that tokio installs calls
-//! the one it replaced, so Python's own Ctrl-C (a KeyboardInterrupt in a simulation being
-//! loaded in this process) still happens.
+//! levels is noticed too, and one while a simulation loads ends the command at once.
 
 use crate::exit;
 use crate::output::status;
@@ -15,6 +13,23 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 static CURRENT_RUN: Mutex<Option<Weak<RunControl>>> = Mutex::new(None);
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// A simulation is being loaded: nothing has run, nothing is to be saved.
+static LOADING: AtomicBool = AtomicBool::new(false);
+
+/// While the returned guard lives, a signal ends the command at once (exit 130): a simulation
+/// that loops or waits while it loads must not hold horde up, and there is nothing to save.
+pub fn while_loading() -> LoadingGuard {
+    LOADING.store(true, Ordering::SeqCst);
+    LoadingGuard
+}
+
+pub struct LoadingGuard;
+
+impl Drop for LoadingGuard {
+    fn drop(&mut self) {
+        LOADING.store(false, Ordering::SeqCst);
+    }
+}
 
 /// Whether Ctrl-C or SIGTERM came since the command started.
 pub fn interrupted() -> bool {
@@ -55,6 +70,10 @@ pub fn listen() {
                         _ = terminate.recv() => {}
                     }
                     if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                        std::process::exit(exit::INTERRUPTED);
+                    }
+                    if LOADING.load(Ordering::SeqCst) {
+                        status!("\nhorde: interrupted while loading the simulation");
                         std::process::exit(exit::INTERRUPTED);
                     }
                     let current = CURRENT_RUN.lock().expect("signal routing lock").as_ref().and_then(Weak::upgrade);

@@ -2,14 +2,20 @@
 //! the same plan with its injection replaced (constant concurrent users, or a constant arrival
 //! rate), a warm-up that is run but not measured, and its own results directory. The table,
 //! its conclusions and the chart are written as the sweep goes.
+//!
+//! A search must know its own limits: a level whose load the generator did not deliver (late
+//! or bunched starts, a saturated CPU; judged in horde-report's sweep module) runs once more,
+//! and if it is still not delivered the sweep stops and says so, rather than blaming the
+//! server. The boundary an automatic search reports is confirmed by a second run of the last
+//! good and the first bad level.
 
 use crate::args::SweepArgs;
-use crate::quick::parse_duration_ms;
 use crate::output::{print_text, status};
-use crate::{exit, load_plan, prepare, run_into, signals, Failure, SimulationLoader};
+use crate::quick::parse_duration_ms;
+use crate::{exit, invalid_flags, load_plan, prepare, run_into, signals, Failure, SimulationLoader};
 use horde_metrics::{RunStatus, Threshold};
-use horde_plan::{Injection, Plan, Request, Scenario, Step, PLAN_VERSION};
-use horde_report::{create_results_dir, format_level, SweepLevel, SweepReport};
+use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
+use horde_report::{create_results_dir, format_level, Boundary, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
 
 /// What is swept.
@@ -28,6 +34,85 @@ impl Model {
             Model::Rate => "rate",
         }
     }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Model::Users => "users",
+            Model::Rate => "users/s",
+        }
+    }
+}
+
+/// The flags of a sweep once every one is valid.
+struct Settings {
+    model: Model,
+    slos: Vec<Threshold>,
+    level_ms: u64,
+    warmup_ms: u64,
+    /// The levels to run, or None for an automatic search.
+    levels: Option<Vec<f64>>,
+}
+
+impl Settings {
+    /// Every problem with the flags, each named by its flag, at once.
+    fn from_args(args: &SweepArgs) -> Result<Settings, Vec<String>> {
+        let mut problems = Vec::new();
+        let mut slos = Vec::new();
+        for text in &args.slos {
+            match text.parse::<Threshold>() {
+                Ok(slo) => slos.push(slo),
+                Err(problem) => problems.push(format!("--slo {problem}")),
+            }
+        }
+        let level_ms = parse_duration_ms(&args.level_duration).unwrap_or_else(|problem| {
+            problems.push(format!("--level-duration: {problem}"));
+            1
+        });
+        let warmup_ms = match args.warmup.trim() {
+            "0" | "0s" | "0ms" => 0,
+            text => parse_duration_ms(text).unwrap_or_else(|problem| {
+                problems.push(format!("--warmup: {problem}"));
+                0
+            }),
+        };
+        if level_ms.saturating_add(warmup_ms) > MAX_DURATION_MS {
+            problems.push("--level-duration and --warmup: a level longer than 365 days".into());
+        }
+        let model = match (&args.users, &args.rate, args.model.as_str()) {
+            (Some(_), _, _) => Model::Users,
+            (_, Some(_), _) | (_, _, "rate") => Model::Rate,
+            _ => Model::Users,
+        };
+        if let Some(rates) = &args.rate {
+            for rate in rates.iter().filter(|r| !(**r > 0.0 && r.is_finite())) {
+                problems.push(format!("--rate: level {rate} is not a positive rate"));
+            }
+        }
+        if args.auto {
+            if !(args.factor > 1.0 && args.factor.is_finite()) {
+                problems.push(format!("--factor {}: must be more than 1", args.factor));
+            }
+            for (flag, value) in [("--start", args.start), ("--max-level", args.max_level)] {
+                if let Some(value) = value.filter(|v| !(*v > 0.0 && v.is_finite())) {
+                    problems.push(format!("{flag} {value}: must be more than 0"));
+                }
+            }
+        }
+        if args.target.contains("://") {
+            if let Err(problem) = crate::quick::check_url(&args.target) {
+                problems.push(format!("TARGET {problem}"));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let levels = match (&args.users, &args.rate) {
+            (Some(users), _) => Some(users.iter().map(|u| *u as f64).collect()),
+            (_, Some(rates)) => Some(rates.clone()),
+            _ => None,
+        };
+        Ok(Settings { model, slos, level_ms, warmup_ms, levels })
+    }
 }
 
 struct Sweep<'a> {
@@ -39,44 +124,27 @@ struct Sweep<'a> {
     dir: PathBuf,
     progress: bool,
     front_end: &'a str,
+    /// Every run, in the order run.
     levels: Vec<SweepLevel>,
     interrupted: bool,
+    boundary: Option<Boundary>,
+    /// Why the sweep stopped before its end.
+    stopped: Option<String>,
 }
 
 pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
-    let slos = args
-        .slos
-        .iter()
-        .map(|s| s.parse::<Threshold>().map_err(|e| Failure::Invalid(format!("--slo {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let level_ms = parse_duration_ms(&args.level_duration).map_err(|e| Failure::Invalid(format!("--level-duration: {e}")))?;
-    let warmup_ms = match args.warmup.trim() {
-        "0" | "0s" | "0ms" => 0,
-        text => parse_duration_ms(text).map_err(|e| Failure::Invalid(format!("--warmup: {e}")))?,
-    };
-    let model = match (&args.users, &args.rate, args.model.as_str()) {
-        (Some(_), _, _) => Model::Users,
-        (_, Some(_), _) => Model::Rate,
-        (_, _, "rate") => Model::Rate,
-        _ => Model::Users,
-    };
-    if args.users.as_ref().is_some_and(|l| l.contains(&0)) {
-        return Err(Failure::Invalid("--users: every level needs at least 1 user".into()));
-    }
-    if args.rate.as_ref().is_some_and(|l| l.iter().any(|r| !(*r > 0.0 && r.is_finite()))) {
-        return Err(Failure::Invalid("--rate: every level needs a positive rate".into()));
-    }
-    if args.auto && !(args.factor > 1.0 && args.factor.is_finite()) {
-        return Err(Failure::Invalid("--factor must be more than 1".into()));
-    }
+    let settings = Settings::from_args(args).map_err(invalid_flags)?;
+    let model = settings.model;
     let mut plan = if args.target.contains("://") {
-        crate::quick::check_url(&args.target).map_err(|problem| Failure::Invalid(format!("TARGET {problem}")))?;
         url_plan(&args.target, model)
     } else {
         load_plan(Path::new(&args.target), &args.params, loader)?
     };
+    if args.workers.is_some() {
+        plan.options.workers = args.workers;
+    }
     // The percentiles the table and the SLOs need.
-    for p in [50.0, 99.0].into_iter().chain(slos.iter().filter_map(Threshold::percentile)) {
+    for p in [50.0, 99.0].into_iter().chain(settings.slos.iter().filter_map(Threshold::percentile)) {
         if !plan.options.percentiles.contains(&p) {
             plan.options.percentiles.push(p);
         }
@@ -85,35 +153,32 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let mut sweep = Sweep {
         plan,
         model,
-        slos,
-        level_ms,
-        warmup_ms,
+        slos: settings.slos,
+        level_ms: settings.level_ms,
+        warmup_ms: settings.warmup_ms,
         dir: PathBuf::new(),
         progress: !args.output.quiet,
         front_end: &front_end,
         levels: Vec::new(),
         interrupted: false,
+        boundary: None,
+        stopped: None,
     };
     // The first level must be runnable before anything is created.
-    let first = match (&args.users, &args.rate) {
-        (Some(users), _) => users[0] as f64,
-        (_, Some(rates)) => rates[0],
-        _ => args.start.unwrap_or(if model == Model::Users { 1.0 } else { 10.0 }),
+    let first = match &settings.levels {
+        Some(levels) => levels[0],
+        None => sweep.first_auto_level(args),
     };
     prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
     sweep.dir = create_results_dir(&args.output.results, &format!("sweep-{}", sweep.plan.name))?;
     status!("horde sweep: results in {}", sweep.dir.display());
-    if args.auto {
-        sweep.search(args)?;
-    } else {
-        let levels: Vec<f64> = match (&args.users, &args.rate) {
-            (Some(users), _) => users.iter().map(|u| *u as f64).collect(),
-            (_, Some(rates)) => rates.clone(),
-            _ => unreachable!("clap requires one of --users, --rate, --auto"),
-        };
-        for level in levels {
-            if sweep.run_level(level)?.is_none() {
-                break;
+    match settings.levels {
+        None => sweep.search(args)?,
+        Some(levels) => {
+            for level in levels {
+                if sweep.measure(level)?.is_none() {
+                    break;
+                }
             }
         }
     }
@@ -125,11 +190,59 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
 
 impl Sweep<'_> {
     fn report(&self) -> SweepReport {
-        SweepReport::analyse(&self.plan.name, self.model.name(), &self.slos, self.level_ms, self.warmup_ms, self.levels.clone())
+        let mut report = SweepReport::analyse(
+            &self.plan.name,
+            self.model.name(),
+            &self.slos,
+            self.level_ms,
+            self.warmup_ms,
+            self.levels.clone(),
+        );
+        report.boundary = self.boundary.clone();
+        report.stopped = self.stopped.clone();
+        report
     }
 
-    /// Runs one level and records it; the report on disk is brought up to date. None when
-    /// the sweep must stop here: it was interrupted, or this level cannot run on this machine.
+    fn integer_levels(&self) -> bool {
+        self.model == Model::Users
+    }
+
+    fn first_auto_level(&self, args: &SweepArgs) -> f64 {
+        let start = args.start.unwrap_or(if self.integer_levels() { 1.0 } else { 10.0 });
+        if self.integer_levels() {
+            start.round().max(1.0)
+        } else {
+            start
+        }
+    }
+
+    /// A level's verdict: it runs, and runs again if its load was not delivered. None when the
+    /// sweep must stop: it was interrupted, the level cannot run here, or the generator could
+    /// not deliver it twice (what the sweep would measure beyond is the generator's limit).
+    fn measure(&mut self, level: f64) -> Result<Option<SweepLevel>, Failure> {
+        let Some(first) = self.run_level(level)? else { return Ok(None) };
+        let Some(why) = first.not_delivered.clone() else { return Ok(Some(first)) };
+        status!("horde sweep: the load of level {} was not delivered ({why}); running it again", format_level(level));
+        let Some(second) = self.run_level(level)? else { return Ok(None) };
+        match &second.not_delivered {
+            None => Ok(Some(second)),
+            Some(why) => {
+                let stopped = format!(
+                    "horde could not deliver {} {} on this machine, twice ({why}): beyond it, the limit found would be \
+                     the load generator's, not the server's (more cores, or fewer other processes, may help)",
+                    format_level(level),
+                    self.model.unit()
+                );
+                status!("horde sweep: {stopped}");
+                self.stopped = Some(stopped);
+                self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs one level once and records it; the report on disk is brought up to date. None
+    /// when the sweep must stop here: it was interrupted, or this level cannot run here.
     fn run_level(&mut self, level: f64) -> Result<Option<SweepLevel>, Failure> {
         if signals::interrupted() {
             self.interrupted = true;
@@ -138,32 +251,44 @@ impl Sweep<'_> {
         let program = match prepare(&self.level_plan(level), Path::new("of this sweep level")) {
             Ok(program) => program,
             Err(Failure::Invalid(problem)) => {
-                status!("horde sweep: level {} cannot run here, the sweep stops: {problem}", format_level(level));
+                let stopped = format!("level {} cannot run on this machine: {problem}", format_level(level));
+                status!("horde sweep: {stopped}");
+                self.stopped = Some(stopped);
                 return Ok(None);
             }
             Err(other) => return Err(other),
         };
-        let label = format!("{}-{}", self.model.name(), format_level(level));
+        let run = 1 + self.levels.iter().filter(|l| l.level == level).count() as u32;
+        let label = match run {
+            1 => format!("{}-{}", self.model.name(), format_level(level)),
+            run => format!("{}-{}-run{run}", self.model.name(), format_level(level)),
+        };
         let dir = self.dir.join(&label);
         std::fs::create_dir_all(&dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
         status!(
-            "horde sweep: level {} {} for {:.1} s (+{:.1} s warm-up)",
+            "horde sweep: level {} {} for {:.1} s (+{:.1} s warm-up){}",
             format_level(level),
-            if self.model == Model::Users { "users" } else { "users/s" },
+            self.model.unit(),
             self.level_ms as f64 / 1000.0,
-            self.warmup_ms as f64 / 1000.0
+            self.warmup_ms as f64 / 1000.0,
+            if run > 1 { format!(", run {run}") } else { String::new() }
         );
         let finished = run_into(program, &dir, self.progress, self.front_end)?;
         finished.results_written()?;
-        let result = SweepLevel::from_summary(level, &finished.summary, &self.slos, label);
+        let arrival_rate = (self.model == Model::Rate).then_some(level);
+        let result = SweepLevel::from_summary(level, &finished.summary, &self.slos, label, arrival_rate, run);
         status!(
-            "horde sweep:   {} requests, p50 {:.2} ms, p99 {:.2} ms, errors {:.1} %, {:.1} req/s{}",
+            "horde sweep:   {} requests, p50 {:.2} ms, p99 {:.2} ms, errors {:.1} %, {:.1} req/s{}{}",
             result.requests,
             result.p50_us as f64 / 1000.0,
             result.p99_us as f64 / 1000.0,
             result.error_rate * 100.0,
             result.throughput_rps,
-            if result.broken_slos.is_empty() { String::new() } else { format!(", broke {}", result.broken_slos.join(", ")) }
+            if result.broken_slos.is_empty() { String::new() } else { format!(", broke {}", result.broken_slos.join(", ")) },
+            match &result.not_delivered {
+                Some(why) => format!(", load not delivered: {why}"),
+                None => String::new(),
+            }
         );
         self.interrupted = finished.status == RunStatus::Interrupted;
         self.levels.push(result.clone());
@@ -190,16 +315,16 @@ impl Sweep<'_> {
     }
 
     /// Geometric steps until a level is bad, then bisection between the last good level and
-    /// the first bad one. Bad: an SLO broke, or throughput grew less than half as fast as load.
+    /// the first bad one, then a second run of both to confirm the boundary. Bad: an SLO
+    /// broke, or throughput grew less than half as fast as load.
     fn search(&mut self, args: &SweepArgs) -> Result<(), Failure> {
-        let integer = self.model == Model::Users;
-        let start = args.start.unwrap_or(if integer { 1.0 } else { 10.0 });
+        let integer = self.integer_levels();
         let max = args.max_level.unwrap_or(if integer { 10_000.0 } else { 100_000.0 });
         let mut last_good: Option<SweepLevel> = None;
         let mut first_bad: Option<SweepLevel> = None;
-        let mut level = if integer { start.round().max(1.0) } else { start };
+        let mut level = self.first_auto_level(args).min(max);
         loop {
-            let Some(result) = self.run_level(level)? else { return Ok(()) };
+            let Some(result) = self.measure(level)? else { return Ok(()) };
             if !is_good(&result, last_good.as_ref()) {
                 first_bad = Some(result);
                 break;
@@ -218,13 +343,30 @@ impl Sweep<'_> {
             if middle <= low.level || middle >= high.level {
                 break;
             }
-            let Some(result) = self.run_level(middle)? else { return Ok(()) };
+            let Some(result) = self.measure(middle)? else { return Ok(()) };
             if is_good(&result, Some(&low)) {
                 low = result;
             } else {
                 high = result;
             }
         }
+        self.confirm(low, high)
+    }
+
+    /// Runs the last good and the first bad level again: the boundary holds when they keep
+    /// their verdicts. A noisy machine or server shows as an unconfirmed boundary.
+    fn confirm(&mut self, low: SweepLevel, high: SweepLevel) -> Result<(), Failure> {
+        status!(
+            "horde sweep: confirming the boundary between {} and {} {}",
+            format_level(low.level),
+            format_level(high.level),
+            self.model.unit()
+        );
+        let Some(low_again) = self.measure(low.level)? else { return Ok(()) };
+        let Some(high_again) = self.measure(high.level)? else { return Ok(()) };
+        let confirmed = low_again.meets_slos() && !is_good(&high_again, Some(&low_again));
+        self.boundary = Some(Boundary { last_good: low.level, first_bad: high.level, confirmed });
+        self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok(())
     }
 }
@@ -254,7 +396,8 @@ fn url_plan(url: &str, model: Model) -> Plan {
         checks: vec![],
     });
     let steps = match model {
-        Model::Users => vec![Step::During { duration_ms: 86_400_000, counter: None, steps: vec![request] }],
+        // The level's maximum duration ends the loop.
+        Model::Users => vec![Step::During { duration_ms: MAX_DURATION_MS, counter: None, steps: vec![request] }],
         Model::Rate => vec![request],
     };
     Plan {
@@ -288,6 +431,12 @@ mod tests {
             broken_slos: vec![],
             results: String::new(),
             interrupted: false,
+            run: 1,
+            not_delivered: None,
+            scheduled_starts: 0,
+            late_starts: 0,
+            start_lag_p99_us: 0,
+            generator_busy: 0.1,
         }
     }
 

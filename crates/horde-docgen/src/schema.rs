@@ -59,7 +59,11 @@ impl Schema {
     pub fn from_xml(text: &str) -> Result<Schema, SchemaError> {
         let document = roxmltree::Document::parse(text).map_err(|e| {
             let position = e.pos();
-            SchemaError::Xml { line: position.row, column: position.col, message: e.to_string() }
+            // roxmltree ends its message with the position, which the error gives already.
+            let message = e.to_string();
+            let suffix = format!(" at {}:{}", position.row, position.col);
+            let message = message.strip_suffix(&suffix).unwrap_or(&message).to_string();
+            SchemaError::Xml { line: position.row, column: position.col, message }
         })?;
         let root = document.root_element();
         if root.tag_name().name() != "object" {
@@ -144,7 +148,7 @@ fn from_xml_type(
         return Err(xml_error(
             document,
             node,
-            format!("objects and arrays nest deeper than {MAX_SCHEMA_DEPTH} levels here, the most a schema may"),
+            format!("objects and arrays nest deeper than {MAX_SCHEMA_DEPTH} levels here (the most a schema may nest)"),
         ));
     }
     let leaf = |schema: Schema| {

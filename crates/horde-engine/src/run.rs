@@ -6,7 +6,7 @@ use crate::run_limits::RunLedger;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
 use horde_metrics::{RunStatus, Sink, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -90,6 +90,8 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
         .collect();
     drop(snapshots);
 
+    let cpu_at_start = process_cpu_time();
+    let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
     totals.warmup = Duration::from_millis(options.warmup_ms.unwrap_or(0));
     let deadline = options.max_duration_ms.and_then(|ms| start.checked_add(Duration::from_millis(ms)));
@@ -109,29 +111,45 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 stop_sent = true;
             }
         }
-        // Short enough to notice an interruption quickly; the deadline is met on time.
-        let mut wait = Duration::from_millis(50);
+        // Short enough to notice an interruption and the end quickly; the deadline is met
+        // on time.
+        let mut wait = Duration::from_millis(20);
         if let Some(deadline) = deadline.filter(|_| !stop_sent) {
             wait = wait.min(deadline.saturating_duration_since(now));
         }
-        match received.recv_timeout(wait) {
-            Ok(snapshot) => {
-                intervals.received(snapshot.worker, snapshot.interval, snapshot.finished);
-                totals.absorb(snapshot);
+        // The collector wakes on its own clock and never blocks on the channel: a worker's
+        // send would wake it, and the scheduler then tends to run it on the sender's core
+        // (wake-affine), where rendering the results would hold that worker up for a slice.
+        std::thread::sleep(wait);
+        let mut disconnected = false;
+        loop {
+            match received.try_recv() {
+                Ok(snapshot) => {
+                    intervals.received(snapshot.worker, snapshot.interval, snapshot.finished);
+                    totals.absorb(snapshot);
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
         }
         // The results are written once every running worker has handed in an interval, and
         // cover exactly the intervals they describe: a killed run's summary.json agrees with
         // its own duration. A worker that falls a whole interval behind does not hold them up.
         if let Some(complete) = intervals.newly_complete() {
             totals.elapsed = interval * complete as u32;
+            totals.generator_cpu = cpu_since_start();
             sink.interval(&mut totals);
         } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
             totals.elapsed = start.elapsed();
+            totals.generator_cpu = cpu_since_start();
             intervals.written += 1;
             sink.interval(&mut totals);
+        }
+        if disconnected {
+            break;
         }
     }
     for thread in threads {
@@ -150,8 +168,22 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
         }
     }
     totals.elapsed = start.elapsed();
+    totals.generator_cpu = cpu_since_start();
     sink.finish(&mut totals, status);
     RunResult { totals, status }
+}
+
+/// CPU time this process has used, all threads (utime + stime of /proc/self/stat, in the
+/// kernel's USER_HZ ticks of 10 ms): how busy the load generator itself was.
+fn process_cpu_time() -> Option<Duration> {
+    const TICK: Duration = Duration::from_millis(10);
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces; the fields after it do not.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    // Fields 14 and 15 of the whole line are the 12th and 13th after the name.
+    let user: u32 = fields.nth(11)?.parse().ok()?;
+    let system: u32 = fields.next()?.parse().ok()?;
+    Some(TICK * (user + system))
 }
 
 /// Which snapshot intervals every worker has handed in.

@@ -100,6 +100,13 @@ impl WorkerLimits {
         true
     }
 
+    /// Requests this worker may still send, leased or not (other workers may take the
+    /// unleased ones first); None without a request budget.
+    pub fn requests_left(&self) -> Option<u64> {
+        let left = self.ledger.requests_left.as_ref()?;
+        Some(self.requests.get() + left.load(Ordering::Acquire))
+    }
+
     /// True when no request is left for this worker to send: nothing leased, nothing to lease.
     pub fn requests_exhausted(&self) -> bool {
         match &self.ledger.requests_left {

@@ -7,7 +7,7 @@ use crate::check::{run_checks, ResponseView};
 use crate::client::{Connection, Failure, KeepHeaders, RequestHead, Response, WireTiming};
 use crate::lower::{BodyProgram, PartProgram, PauseKind, RequestProgram, StepProgram, Target, UrlProgram};
 use crate::precise_timer::PreciseTimer;
-use crate::worker::WorkerContext;
+use crate::worker::{WorkerContext, WorkerMetrics};
 use bytes::Bytes;
 use cookie_store::CookieStore;
 use horde_metrics::RequestTiming;
@@ -367,9 +367,25 @@ impl VirtualUser {
     }
 
     fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming) {
-        if self.ctx.measures(started) {
-            self.ctx.metrics.borrow_mut().row(row_id).record(timing, true);
+        if let Some(mut metrics) = self.measured(row_id, started) {
+            metrics.row(row_id).record(timing, true);
         }
+    }
+
+    /// The worker's recorders if the exchange on `row_id` that began at `started` and ends
+    /// now is measured. What completes after the warm-up counts, wherever it began: a
+    /// level's throughput is what completes in its window (requests queued in the warm-up
+    /// and answered after it count; those cut at the end do not).
+    fn measured(&self, row_id: usize, started: Instant) -> Option<std::cell::RefMut<'_, WorkerMetrics>> {
+        if !self.ctx.measures(Instant::now()) {
+            return None;
+        }
+        let mut metrics = self.ctx.metrics.borrow_mut();
+        if !self.ctx.measures(started) {
+            // Its start, in the warm-up, was not counted: it is now, with its outcome.
+            metrics.row(row_id).started += 1;
+        }
+        Some(metrics)
     }
 
     /// A failed exchange: counted with its timing. An unsent request goes to
@@ -386,12 +402,10 @@ impl VirtualUser {
             return self.record_unsent(row_id, failure, detail);
         }
         self.failures += 1;
-        if !self.ctx.measures(started) {
-            return;
+        if let Some(mut metrics) = self.measured(row_id, started) {
+            metrics.row(row_id).record(timing, false);
+            metrics.error(failure.kind, row_id, detail, || failure.message.clone());
         }
-        let mut metrics = self.ctx.metrics.borrow_mut();
-        metrics.row(row_id).record(timing, false);
-        metrics.error(failure.kind, row_id, detail, || failure.message.clone());
     }
 
     /// A request that failed before anything was sent: a KO, counted, with no latency.
@@ -598,6 +612,10 @@ impl VirtualUser {
                         let connected = Instant::now();
                         timing.connect_us = Some(connected.duration_since(connecting).as_micros() as u64);
                         self.connection = Some(connection);
+                        // Counted now: the request on it may never complete.
+                        if measured {
+                            self.ctx.metrics.borrow_mut().connections.opened += 1;
+                        }
                         connected
                     }
                     Err(failure) => break Err(failure),

@@ -336,8 +336,8 @@ async fn worker_main(setup: WorkerSetup) {
     let _ = snapshots.send(snapshot);
 }
 
-/// Arrivals made in a row, at most, before the injector lets the users it made run.
-const SPAWN_BATCH: u64 = 64;
+/// Arrivals made in a row, at most, before the injector lets the worker's other tasks run.
+const SPAWN_BATCH: u64 = 1024;
 
 /// This worker's share of one scenario: wait for the scenario it starts after, inject its
 /// users, wait for them, then tell the other workers.
@@ -380,23 +380,28 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
         }
     } else {
         let mut timer = PreciseTimer::new();
-        let mut spawned = 0u64;
+        let mut made_since_yield = 0u64;
         for (k, offset) in arrivals(injection, seed).enumerate() {
             if k % ctx.workers != ctx.worker {
                 continue;
             }
-            // Users are made as they are due, and a burst (`at_once_users(1_000_000)`) lets
-            // the users already made run now and then: once they have spent the request
-            // budget, no more are made.
-            if spawned % SPAWN_BATCH == SPAWN_BATCH - 1 {
+            // Users are made as they are due. In a burst (`at_once_users(1_000_000)`), once
+            // the users made since the last pause could spend all the requests the run has
+            // left, those users run before more are made: a burst bounded by a request budget
+            // makes no more users than it can use, and one within it makes every user, each
+            // with its connection. An unbounded burst still pauses now and then for the
+            // worker's ticker and stop signal.
+            let budget_covered = ctx.limits.requests_left().is_some_and(|left| made_since_yield >= left);
+            if budget_covered || made_since_yield >= SPAWN_BATCH {
                 tokio::task::yield_now().await;
+                made_since_yield = 0;
             }
             if ctx.limits.requests_exhausted() {
                 break;
             }
             let intended = begin + offset;
             timer.sleep_until(intended).await;
-            spawned += 1;
+            made_since_yield += 1;
             ctx.record_start_lag(intended, Instant::now());
             // Counted before the task first runs, so the wait below cannot see zero users
             // while this one is still to start.

@@ -327,3 +327,63 @@ fn a_scenario_waits_for_users_that_were_spawned_but_had_not_started() {
     assert!(started.elapsed() >= std::time::Duration::from_millis(400), "{:?}", started.elapsed());
     assert_eq!(row(&totals, "b").ok.len(), 2);
 }
+
+/// A sink that keeps how many times it was called, to see that results kept coming.
+#[derive(Default)]
+struct Counting {
+    intervals: u32,
+}
+
+impl Sink for Counting {
+    fn interval(&mut self, _: &mut Totals) {
+        self.intervals += 1;
+    }
+    fn finish(&mut self, _: &mut Totals, _: RunStatus) {}
+}
+
+#[test]
+fn users_that_only_fail_without_waiting_share_the_worker_and_keep_their_duration() {
+    // An undefined variable fails each request before anything is sent, without any wait.
+    // Five such users in a 1 s loop used to run one after the other (5 s), starving the
+    // worker's ticker; they must share the worker and end together at about 1 s.
+    let plan = Plan::from_json(
+        r#"{"version": 1, "options": {"on_check_failure": "continue", "workers": 1, "snapshot_interval_ms": 100},
+            "scenarios": [{"name": "s", "injection": [{"type": "at_once_users", "users": 5}],
+              "steps": [{"type": "during", "duration_ms": 1000, "steps": [
+                {"type": "request", "name": "undefined", "method": "GET", "url": "http://127.0.0.1:9/${nope}"}]}]}]}"#,
+    )
+    .unwrap();
+    let program = Arc::new(lower(&plan).unwrap());
+    let mut sink = Counting::default();
+    let started = std::time::Instant::now();
+    let result = run(program, &RunControl::new(), &mut sink);
+    let took = started.elapsed();
+    assert_eq!(result.status, RunStatus::Completed);
+    assert!(took < std::time::Duration::from_millis(2500), "took {took:?}");
+    // The ticker kept going: about one snapshot every 100 ms.
+    assert!(sink.intervals >= 7, "{} intervals", sink.intervals);
+    assert!(row(&result.totals, "undefined").unsent > 1000);
+}
+
+#[test]
+fn one_user_on_two_workers_sends_the_whole_budget_at_the_whole_rate() {
+    // With one user, one worker has nothing to do: the run's request budget and its throttle
+    // are the run's, not split between workers (it used to send half, at half the rate).
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let plan = format!(
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}},
+            "options": {{"max_requests": 300, "workers": 2, "throttle": [{{"type": "jump_to_rps", "rps": 400}}]}},
+            "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 1}}],
+              "steps": [{{"type": "during", "duration_ms": 60000, "steps": [
+                {{"type": "request", "name": "items", "method": "GET", "url": "/api/items"}}]}}]}}]}}"#,
+        server.base_url()
+    );
+    let started = std::time::Instant::now();
+    let (totals, status) = run_plan(&plan);
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!(status, RunStatus::LimitReached);
+    assert_eq!(totals.request_counts(), (300, 0));
+    assert_eq!(server.stats().total, 300);
+    // 300 requests at 400 a second: 0.75 s (at half the rate it would be 1.5 s).
+    assert!((0.7..1.1).contains(&took), "took {took} s");
+}

@@ -27,7 +27,7 @@ pub use recorder::{
 };
 pub use summary::{
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
-    ConnectionStats, SchedulingStats, SummaryOptions, UserStats,
+    ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };
 pub use threshold::{Comparison, Metric, Observed, Threshold};
 pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};

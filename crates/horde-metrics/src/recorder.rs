@@ -178,6 +178,8 @@ pub struct ErrorRecord {
 /// What happened to keep-alive connections beyond opening them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConnectionEvents {
+    /// Connections opened (successful connects), whether or not a request on them completed.
+    pub opened: u64,
     /// Connections found closed by the server while idle, before a request was written.
     pub closed_while_idle: u64,
     /// Requests sent again on a fresh connection after the reused one failed before any
@@ -187,6 +189,7 @@ pub struct ConnectionEvents {
 
 impl ConnectionEvents {
     pub fn add(&mut self, other: &ConnectionEvents) {
+        self.opened += other.opened;
         self.closed_while_idle += other.closed_while_idle;
         self.retried += other.retried;
     }

@@ -157,6 +157,17 @@ pub struct ConnectionStats {
     pub retried_on_fresh_connection: u64,
 }
 
+/// How busy the load generator itself was: a generator short of CPU delivers less load than
+/// asked, and its late starts are not the server's doing.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct GeneratorStats {
+    /// CPU time horde used during the run (all threads).
+    pub cpu_ms: u64,
+    /// That CPU time over the run's duration times its worker threads: near 1, the workers
+    /// had no time to spare.
+    pub busy: f64,
+}
+
 /// How faithfully the intended schedule (arrivals, throttle slots) was kept.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct SchedulingStats {

@@ -53,6 +53,8 @@ pub struct Totals {
     pub start_lag_us: Histogram<u64>,
     pub late_starts: u64,
     pub connections: ConnectionEvents,
+    /// CPU time the load generator (this process) used since the run began, when known.
+    pub generator_cpu: Option<Duration>,
     /// Per-interval measurements not yet taken by a sink.
     pub intervals: PendingIntervals,
     /// Per CouchDB step, in order of first appearance: every connection's phase totals.
@@ -77,6 +79,7 @@ impl Totals {
             start_lag_us: new_histogram(),
             late_starts: 0,
             connections: ConnectionEvents::default(),
+            generator_cpu: None,
             intervals: PendingIntervals::default(),
             couchdb_steps: Vec::new(),
         }
@@ -128,6 +131,11 @@ impl Totals {
             .iter()
             .map(|(name, kind, records)| CouchdbStepReport::from_connections(name, *kind, records))
             .collect()
+    }
+
+    /// Worker threads of the run.
+    pub fn workers(&self) -> usize {
+        self.active_by_worker.len()
     }
 
     /// The measured part of the run so far.

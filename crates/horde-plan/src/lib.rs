@@ -78,8 +78,19 @@ impl Plan {
     /// by [`Plan::validate`], all at once. A UTF-8 byte order mark is skipped.
     pub fn from_json(text: &str) -> Result<Plan, Vec<PlanError>> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|err| vec![PlanError::new("", format!("not valid JSON: {err}"))])?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|err| {
+            let message = if err.to_string().starts_with("recursion limit exceeded") {
+                format!(
+                    "objects and arrays nest more than 128 deep (about 40 steps inside one another), the most \
+                     horde reads: line {}, column {}",
+                    err.line(),
+                    err.column()
+                )
+            } else {
+                format!("not valid JSON: {err}")
+            };
+            vec![PlanError::new("", message)]
+        })?;
         static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
         let errors = schema_check::check_against_schema(&value, SCHEMA.get_or_init(Plan::json_schema));
         if !errors.is_empty() {

@@ -19,5 +19,5 @@ pub use console::render as render_console;
 pub use iron_cushion::render_iron_cushion;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
-pub use sweep::{format_level, SweepLevel, SweepReport};
+pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};
 pub use timeseries::TimeSeriesWriter;

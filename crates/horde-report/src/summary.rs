@@ -2,7 +2,7 @@
 //! Its JSON Schema is committed as docs/summary.schema.json.
 
 use horde_metrics::{
-    ConnectionStats, CouchdbStepReport, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
+    ConnectionStats, CouchdbStepReport, GeneratorStats, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
     SummaryOptions, Totals, UserStats,
 };
 use horde_plan::Plan;
@@ -28,6 +28,8 @@ pub struct Summary {
     pub scheduling: SchedulingStats,
     #[serde(default)]
     pub connections: ConnectionStats,
+    #[serde(default)]
+    pub generator: GeneratorStats,
     /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub couchdb: Vec<CouchdbStepReport>,
@@ -108,7 +110,6 @@ impl Summary {
         );
         let groups = totals.groups.iter().map(|(name, g)| g.stats(name, &options)).collect();
         let all_ko = global.ko.max(1) as f64;
-        let connections_opened = global.phases.connect.count;
         let mut errors: Vec<ErrorSummary> = totals
             .errors
             .iter()
@@ -153,9 +154,17 @@ impl Summary {
                 start_lag: LatencyStats::from_histogram(&totals.start_lag_us, &options.percentiles),
             },
             connections: ConnectionStats {
-                opened: connections_opened,
+                opened: totals.connections.opened,
                 closed_by_server_while_idle: totals.connections.closed_while_idle,
                 retried_on_fresh_connection: totals.connections.retried,
+            },
+            generator: {
+                let cpu = totals.generator_cpu.unwrap_or_default();
+                let capacity = totals.elapsed.as_secs_f64() * totals.workers().max(1) as f64;
+                GeneratorStats {
+                    cpu_ms: cpu.as_millis() as u64,
+                    busy: if capacity > 0.0 { cpu.as_secs_f64() / capacity } else { 0.0 },
+                }
             },
             couchdb: totals.couchdb_reports(),
             environment: environment.clone(),

@@ -12,6 +12,15 @@ use std::path::Path;
 /// A level counts as the knee when its throughput is within this share of the best.
 const PLATEAU: f64 = 0.95;
 
+/// Judging whether the generator delivered a level's load. More than this share of starts
+/// later than the plan's late-start threshold (1 ms by default) is not delivered...
+const LATE_SHARE_LIMIT: f64 = 0.01;
+/// ...nor is a start lag p99 longer than the time between two arrivals (and than the 1 ms the
+/// timer is forgiven): arrivals then come in bursts, which a rate limiter rightly refuses...
+const LAG_FORGIVEN_US: u64 = 1000;
+/// ...nor a level during which the generator's workers had this share of their CPU busy.
+const BUSY_LIMIT: f64 = 0.9;
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct SweepLevel {
     /// Concurrent users (closed sweep) or arrivals per second (open sweep).
@@ -32,13 +41,76 @@ pub struct SweepLevel {
     pub results: String,
     /// The level was cut short by an interruption.
     pub interrupted: bool,
+    /// Which run of this level this was: a level whose load was not delivered runs again,
+    /// and the boundary an automatic search finds is confirmed by a second run.
+    #[serde(default = "first_run")]
+    pub run: u32,
+    /// Why the generator did not deliver this level's load (its starts were late, or its
+    /// CPU was saturated); None when it did. Such a level says nothing about the server.
+    #[serde(default)]
+    pub not_delivered: Option<String>,
+    /// The facts behind that verdict.
+    #[serde(default)]
+    pub scheduled_starts: u64,
+    #[serde(default)]
+    pub late_starts: u64,
+    #[serde(default)]
+    pub start_lag_p99_us: u64,
+    #[serde(default)]
+    pub generator_busy: f64,
+}
+
+fn first_run() -> u32 {
+    1
+}
+
+/// Whether the load of a level was delivered, and if not why: late starts, a start lag that
+/// bunches arrivals, or a generator out of CPU. `arrival_rate` is the level's arrivals per
+/// second in an open sweep.
+fn delivery_problem(summary: &Summary, arrival_rate: Option<f64>) -> Option<String> {
+    let scheduling = &summary.scheduling;
+    if scheduling.scheduled_starts > 0 {
+        let late_share = scheduling.late_starts as f64 / scheduling.scheduled_starts as f64;
+        if late_share > LATE_SHARE_LIMIT {
+            return Some(format!(
+                "{:.1} % of starts were more than {:.1} ms late",
+                late_share * 100.0,
+                scheduling.late_start_threshold_us as f64 / 1000.0
+            ));
+        }
+        let lag_p99 = scheduling.start_lag.percentile(99.0).unwrap_or(0);
+        if let Some(rate) = arrival_rate.filter(|r| *r > 0.0) {
+            let gap_us = (1e6 / rate) as u64;
+            if lag_p99 > gap_us.max(LAG_FORGIVEN_US) {
+                return Some(format!(
+                    "start lag p99 {:.2} ms is longer than the {:.2} ms between arrivals: they came in bursts",
+                    lag_p99 as f64 / 1000.0,
+                    gap_us as f64 / 1000.0
+                ));
+            }
+        }
+    }
+    let busy = summary.generator.busy;
+    (busy > BUSY_LIMIT).then(|| format!("the generator's workers were {:.0} % busy", busy * 100.0))
 }
 
 impl SweepLevel {
-    pub fn from_summary(level: f64, summary: &Summary, slos: &[Threshold], results: String) -> SweepLevel {
+    /// The level's figures from its summary. `arrival_rate` is the level in an open sweep
+    /// (arrivals per second), None in a closed one.
+    pub fn from_summary(
+        level: f64,
+        summary: &Summary,
+        slos: &[Threshold],
+        results: String,
+        arrival_rate: Option<f64>,
+        run: u32,
+    ) -> SweepLevel {
         let global = &summary.global;
         let latency = &global.latency.all;
-        let measured_s = (summary.run.duration_ms.saturating_sub(summary.run.warmup_ms)) as f64 / 1000.0;
+        // The level's window is its length, even when its last users finished before its
+        // end: an open level of 1 s whose last arrival completes at 0.95 s still ran 1 s.
+        let run_ms = summary.plan.options.max_duration_ms.unwrap_or(0).max(summary.run.duration_ms);
+        let measured_s = run_ms.saturating_sub(summary.run.warmup_ms) as f64 / 1000.0;
         let error_rate = if global.count > 0 { global.ko as f64 / global.count as f64 } else { 0.0 };
         let throughput_rps = if measured_s > 0.0 { global.ok as f64 / measured_s } else { 0.0 };
         let observed = Observed { latency, error_rate, throughput: throughput_rps };
@@ -55,12 +127,60 @@ impl SweepLevel {
             broken_slos: slos.iter().filter(|t| !t.holds(&observed)).map(|t| t.text.clone()).collect(),
             results,
             interrupted: summary.run.status == "interrupted",
+            run,
+            not_delivered: delivery_problem(summary, arrival_rate),
+            scheduled_starts: summary.scheduling.scheduled_starts,
+            late_starts: summary.scheduling.late_starts,
+            start_lag_p99_us: summary.scheduling.start_lag.percentile(99.0).unwrap_or(0),
+            generator_busy: summary.generator.busy,
         }
     }
 
     pub fn meets_slos(&self) -> bool {
         self.broken_slos.is_empty() && self.requests > 0
     }
+
+    pub fn delivered(&self) -> bool {
+        self.not_delivered.is_none()
+    }
+}
+
+/// The boundary an automatic search found, and whether a second run of both levels agreed.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct Boundary {
+    pub last_good: f64,
+    pub first_bad: f64,
+    /// Both levels ran again and kept their verdicts.
+    pub confirmed: bool,
+}
+
+/// One verdict per level, from its runs whose load was delivered: the SLOs broken in any of
+/// them, the mean throughput, the most errors. Levels never delivered say nothing of the server.
+fn verdicts(levels: &[SweepLevel]) -> Vec<SweepLevel> {
+    let mut verdicts: Vec<SweepLevel> = Vec::new();
+    let mut runs_of: Vec<u32> = Vec::new();
+    for run in levels.iter().filter(|l| l.delivered()) {
+        match verdicts.iter().position(|v| v.level == run.level) {
+            None => {
+                verdicts.push(run.clone());
+                runs_of.push(1);
+            }
+            Some(i) => {
+                let verdict = &mut verdicts[i];
+                runs_of[i] += 1;
+                let n = f64::from(runs_of[i]);
+                verdict.throughput_rps += (run.throughput_rps - verdict.throughput_rps) / n;
+                verdict.ko = verdict.ko.max(run.ko);
+                for slo in &run.broken_slos {
+                    if !verdict.broken_slos.contains(slo) {
+                        verdict.broken_slos.push(slo.clone());
+                    }
+                }
+            }
+        }
+    }
+    verdicts.sort_by(|a, b| a.level.total_cmp(&b.level));
+    verdicts
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -82,15 +202,25 @@ pub struct SweepReport {
     /// The first level with any failed request.
     pub errors_begin: Option<f64>,
     pub interrupted: bool,
+    /// The boundary of an automatic search (set by the search).
+    #[serde(default)]
+    pub boundary: Option<Boundary>,
+    /// Why the sweep stopped before its end, when it did (load not delivered, a level that
+    /// cannot run on this machine).
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 impl SweepReport {
+    /// The conclusions from every run of the sweep. Runs whose load was not delivered are in
+    /// the table, but not in the conclusions.
     pub fn analyse(name: &str, model: &str, slos: &[Threshold], level_duration_ms: u64, warmup_ms: u64, mut levels: Vec<SweepLevel>) -> SweepReport {
-        levels.sort_by(|a, b| a.level.total_cmp(&b.level));
-        let highest_meeting_slos = levels.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
-        let best = levels.iter().map(|l| l.throughput_rps).fold(0.0, f64::max);
-        let knee = (best > 0.0).then(|| levels.iter().find(|l| l.throughput_rps >= PLATEAU * best).map(|l| l.level)).flatten();
-        let errors_begin = levels.iter().find(|l| l.ko > 0).map(|l| l.level);
+        levels.sort_by(|a, b| a.level.total_cmp(&b.level).then(a.run.cmp(&b.run)));
+        let judged = verdicts(&levels);
+        let highest_meeting_slos = judged.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
+        let best = judged.iter().map(|l| l.throughput_rps).fold(0.0, f64::max);
+        let knee = (best > 0.0).then(|| judged.iter().find(|l| l.throughput_rps >= PLATEAU * best).map(|l| l.level)).flatten();
+        let errors_begin = judged.iter().find(|l| l.ko > 0).map(|l| l.level);
         let interrupted = levels.iter().any(|l| l.interrupted);
         SweepReport {
             name: name.to_string(),
@@ -104,6 +234,8 @@ impl SweepReport {
             best_throughput_rps: best,
             errors_begin,
             interrupted,
+            boundary: None,
+            stopped: None,
         }
     }
 
@@ -135,13 +267,16 @@ impl SweepReport {
             "throughput"
         );
         for l in &self.levels {
-            let slo = if self.slos.is_empty() {
+            let slo = if let Some(why) = &l.not_delivered {
+                format!("load not delivered: {why}")
+            } else if self.slos.is_empty() {
                 String::new()
             } else if l.broken_slos.is_empty() {
                 "met".to_string()
             } else {
                 format!("broken: {}", l.broken_slos.join(", "))
             };
+            let slo = if l.run > 1 { format!("(run {}) {slo}", l.run) } else { slo };
             let _ = writeln!(
                 out,
                 "{:>10}{:>11}{:>11.2}{:>11.2}{:>9.1}%{:>9.1} r/s  {}",
@@ -170,17 +305,32 @@ impl SweepReport {
             self.best_throughput_rps
         );
         let _ = writeln!(out, "> errors begin at: {}", or_none(self.errors_begin, "no errors at any level"));
+        if let Some(boundary) = &self.boundary {
+            let _ = writeln!(
+                out,
+                "> boundary: between {} (good) and {} (bad), {}",
+                format_level(boundary.last_good),
+                format_level(boundary.first_bad),
+                if boundary.confirmed { "confirmed by a second run of each" } else { "NOT confirmed: a second run disagreed" }
+            );
+        }
+        if let Some(why) = &self.stopped {
+            let _ = writeln!(out, "> the sweep stopped early: {why}");
+        }
         let _ = writeln!(out, "{}", "=".repeat(80));
         out
     }
 
     pub fn csv(&self) -> String {
-        let mut out = String::from("level,requests,ok,ko,p50_us,p99_us,mean_us,error_rate,throughput_rps,slos_met,results\n");
+        let mut out = String::from(
+            "level,run,requests,ok,ko,p50_us,p99_us,mean_us,error_rate,throughput_rps,slos_met,load_delivered,results\n",
+        );
         for l in &self.levels {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{:.1},{:.6},{:.3},{},{}",
+                "{},{},{},{},{},{},{},{:.1},{:.6},{:.3},{},{},{}",
                 format_level(l.level),
+                l.run,
                 l.requests,
                 l.ok,
                 l.ko,
@@ -190,6 +340,7 @@ impl SweepReport {
                 l.error_rate,
                 l.throughput_rps,
                 l.meets_slos(),
+                l.delivered(),
                 l.results
             );
         }
@@ -224,10 +375,13 @@ fn chart(report: &SweepReport) -> String {
     let (left, right, top, bottom) = (70.0, 80.0, 40.0, 60.0);
     let plot_w = width - left - right;
     let plot_h = height - top - bottom;
-    let levels = &report.levels;
-    let max_level = levels.iter().map(|l| l.level).fold(0.0, f64::max).max(1.0);
-    let max_rps = levels.iter().map(|l| l.throughput_rps).fold(0.0, f64::max).max(1.0) * 1.1;
-    let max_ms = levels.iter().map(|l| l.p99_us as f64 / 1000.0).fold(0.0, f64::max).max(1.0) * 1.1;
+    // The lines join the verdicts of levels whose load was delivered; the others are marked
+    // apart, as they say nothing of the server.
+    let levels = &verdicts(&report.levels);
+    let all_runs = &report.levels;
+    let max_level = all_runs.iter().map(|l| l.level).fold(0.0, f64::max).max(1.0);
+    let max_rps = all_runs.iter().map(|l| l.throughput_rps).fold(0.0, f64::max).max(1.0) * 1.1;
+    let max_ms = all_runs.iter().map(|l| l.p99_us as f64 / 1000.0).fold(0.0, f64::max).max(1.0) * 1.1;
     let x = |level: f64| left + plot_w * level / max_level;
     let y_rps = |rps: f64| top + plot_h * (1.0 - rps / max_rps);
     let y_ms = |ms: f64| top + plot_h * (1.0 - ms / max_ms);
@@ -274,7 +428,12 @@ fn chart(report: &SweepReport) -> String {
             max_ms * fraction
         );
     }
-    for l in levels {
+    let mut labelled: Vec<f64> = Vec::new();
+    for l in all_runs {
+        if labelled.contains(&l.level) {
+            continue;
+        }
+        labelled.push(l.level);
         let _ = write!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -319,6 +478,16 @@ fn chart(report: &SweepReport) -> String {
         "#d62728",
         r#"stroke-dasharray="6 3""#,
     ));
+    // Runs whose load was not delivered: a grey hollow marker at their throughput, and a word.
+    for l in all_runs.iter().filter(|l| !l.delivered()) {
+        let (mx, my) = (x(l.level), y_rps(l.throughput_rps));
+        let _ = write!(
+            svg,
+            r##"<circle cx="{mx:.1}" cy="{my:.1}" r="5" fill="none" stroke="#888" stroke-width="2"/><text x="{:.1}" y="{:.1}" fill="#888" text-anchor="middle">load not delivered</text>"##,
+            mx,
+            my - 9.0
+        );
+    }
     let legend_y = height - 8.0;
     let _ = write!(
         svg,
@@ -352,6 +521,12 @@ mod tests {
             broken_slos: if p99_ms >= 500 { vec!["p99<500ms".into()] } else { vec![] },
             results: String::new(),
             interrupted: false,
+            run: 1,
+            not_delivered: None,
+            scheduled_starts: 0,
+            late_starts: 0,
+            start_lag_p99_us: 0,
+            generator_busy: 0.1,
         }
     }
 
@@ -379,5 +554,26 @@ mod tests {
         let svg = report.svg();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<polyline").count(), 3);
+    }
+
+    #[test]
+    fn levels_whose_load_was_not_delivered_are_shown_but_not_judged() {
+        let slos = vec!["p99<500ms".parse().unwrap()];
+        let mut late = level(300.0, 120.0, 900, 50);
+        late.not_delivered = Some("start lag p99 250 ms".into());
+        let mut again = level(200.0, 940.0, 450, 0);
+        again.run = 2;
+        let levels = vec![level(100.0, 800.0, 300, 0), level(200.0, 960.0, 400, 0), again, late];
+        let report = SweepReport::analyse("limited", "rate", &slos, 10_000, 2_000, levels);
+        // 300 users/s broke the SLO and made errors, but its load was never delivered.
+        assert_eq!(report.highest_meeting_slos, Some(200.0));
+        assert_eq!(report.errors_begin, None);
+        assert_eq!(report.knee, Some(200.0));
+        assert!((report.best_throughput_rps - 950.0).abs() < 1e-9, "the mean of the two runs of 200");
+        let text = report.render();
+        assert!(text.contains("load not delivered: start lag p99 250 ms"), "{text}");
+        assert!(text.contains("(run 2)"), "{text}");
+        assert!(report.svg().contains("load not delivered"));
+        assert!(report.csv().contains("300,1,150,100,50,1000,900000,1000.0,0.333333,120.000,false,false,"));
     }
 }
