@@ -666,4 +666,78 @@ mod tests {
             );
         });
     }
+
+    /// Bytes a server might send: anything at all, or something shaped like a response with
+    /// odd status codes, lengths, framings and bodies.
+    fn response_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let header = prop_oneof![
+            (0u64..200).prop_map(|n| format!("Content-Length: {n}")),
+            Just("Content-Length: 99999999999999999999".to_string()),
+            Just("Content-Length: 5, 6".to_string()),
+            Just("Transfer-Encoding: chunked".to_string()),
+            Just("Connection: close".to_string()),
+            Just("Set-Cookie: a=b; Path=/".to_string()),
+            Just("Location: /x".to_string()),
+            "[A-Za-z-]{1,8}: [ -~]{0,12}",
+        ];
+        let shaped = (
+            prop_oneof![Just("HTTP/1.1".to_string()), Just("HTTP/1.0".to_string()), "[A-Z/0-9.]{0,9}"],
+            0u16..1000,
+            proptest::collection::vec(header, 0..6),
+            proptest::collection::vec(any::<u8>(), 0..300),
+            prop_oneof![
+                Just(String::new()),
+                (0u32..0xffff_ffff).prop_map(|n| format!("{n:x}\r\nabc\r\n0\r\n\r\n")),
+                "[0-9a-fx;\r\n]{0,30}",
+            ],
+        )
+            .prop_map(|(version, status, headers, body, chunks)| {
+                let mut out = format!("{version} {status} Reason\r\n").into_bytes();
+                for header in headers {
+                    out.extend_from_slice(header.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(chunks.as_bytes());
+                out.extend_from_slice(&body);
+                out
+            });
+        prop_oneof![proptest::collection::vec(any::<u8>(), 0..400), shaped]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+        /// Whatever a server sends, then closing the connection, the client ends with a
+        /// response or a failure, quickly, and keeps no more body than it may.
+        #[test]
+        fn any_bytes_from_a_server_end_in_a_response_or_a_failure(bytes in response_bytes()) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let outcome = runtime.block_on(async move {
+                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let authority: Arc<str> = listener.local_addr().unwrap().to_string().into();
+                tokio::spawn(async move {
+                    let (mut socket, _) = listener.accept().await.unwrap();
+                    let mut request = [0u8; 1024];
+                    let _ = socket.read(&mut request).await;
+                    let _ = socket.write_all(&bytes).await;
+                    // Dropped: the server closes.
+                });
+                let mut connection = Connection::open(&authority, Duration::from_secs(2)).await.unwrap();
+                let headers = HeaderMap::new();
+                let request = RequestHead { method: &Method::GET, target: "/", host: "h", headers: &headers, body: b"" };
+                let mut wire = WireTiming::default();
+                tokio::time::timeout(
+                    Duration::from_secs(5),
+                    connection.round_trip(request, true, 64, KeepHeaders::All, &mut wire),
+                )
+                .await
+            });
+            let result = outcome.expect("the client never hangs on a closed connection");
+            if let Ok(response) = result {
+                proptest::prop_assert!(response.body.len() <= 64);
+            }
+        }
+    }
 }
