@@ -4,7 +4,7 @@
 use crate::lower::Program;
 use crate::run_limits::RunLedger;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
-use horde_metrics::{RunStatus, Sink, Totals};
+use horde_metrics::{Recorder, RunStatus, Sink, Snapshot, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, TryRecvError};
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub fn worker_count(program: &Program) -> usize {
 
 /// Runs the program to its end (or its limits, or an interruption), calling `sink` at every
 /// snapshot interval and once at the end.
-pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> RunResult {
+pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + Send)) -> RunResult {
     let options = program.plan.options.clone();
     let workers = worker_count(&program).max(1);
     let seed = options.seed.unwrap_or_else(|| {
@@ -68,8 +68,11 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     let run_token = run_token(started_at);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
+    let mut give_back = Vec::with_capacity(workers);
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
+            let (emptied_sender, emptied) = mpsc::channel();
+            give_back.push(emptied_sender);
             let setup = WorkerSetup {
                 program: program.clone(),
                 worker,
@@ -77,6 +80,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
                 start,
                 seed,
                 snapshots: snapshots.clone(),
+                emptied,
                 stop: control.stop.subscribe(),
                 gates: gates.clone(),
                 ledger: ledger.clone(),
@@ -90,6 +94,51 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
         .collect();
     drop(snapshots);
 
+    // The collector runs on a thread of its own, below the workers' priority: its work once
+    // an interval (merging snapshots, every row's percentiles, summary.json) takes tens of
+    // milliseconds with hundreds of rows, and must never be why a worker sharing its core
+    // starts a request late. It also polls rather than being woken by the workers' sends,
+    // which would tend to pull it onto the sender's core.
+    let (totals, status) = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("horde-collector".into())
+            .spawn_scoped(scope, move || {
+                give_way_to_workers();
+                collect(&options, workers, started_at, start, control, received, &give_back, sink)
+            })
+            .expect("spawning the collector thread")
+            .join()
+            .expect("the collector does not panic")
+    });
+    for thread in threads {
+        // A worker that panicked has already lost its measurements; the rest are kept.
+        let _ = thread.join();
+    }
+    RunResult { totals, status }
+}
+
+/// How much less the collector thread weighs than a worker (a nice value: about 1/10 of a
+/// worker's share of a contended core, and a worker waking preempts it).
+const COLLECTOR_NICE: i32 = 10;
+
+fn give_way_to_workers() {
+    // Lowering one's own priority is always allowed; if it fails, the run goes on as before.
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), COLLECTOR_NICE);
+}
+
+/// The collector: merges the workers' snapshots, feeds the sink once per interval and at the
+/// end, and stops the run at its deadline or interruption.
+#[allow(clippy::too_many_arguments)]
+fn collect(
+    options: &horde_plan::RunOptions,
+    workers: usize,
+    started_at: SystemTime,
+    start: Instant,
+    control: &RunControl,
+    received: mpsc::Receiver<Snapshot>,
+    give_back: &[mpsc::Sender<Vec<Recorder>>],
+    sink: &mut (dyn Sink + Send),
+) -> (Totals, RunStatus) {
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
@@ -117,16 +166,17 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
         if let Some(deadline) = deadline.filter(|_| !stop_sent) {
             wait = wait.min(deadline.saturating_duration_since(now));
         }
-        // The collector wakes on its own clock and never blocks on the channel: a worker's
-        // send would wake it, and the scheduler then tends to run it on the sender's core
-        // (wake-affine), where rendering the results would hold that worker up for a slice.
+        // On its own clock: see `run`.
         std::thread::sleep(wait);
         let mut disconnected = false;
         loop {
             match received.try_recv() {
                 Ok(snapshot) => {
                     intervals.received(snapshot.worker, snapshot.interval, snapshot.finished);
-                    totals.absorb(snapshot);
+                    let worker = snapshot.worker;
+                    let emptied = totals.absorb(snapshot);
+                    // A worker that has ended no longer listens; its recorders are dropped.
+                    let _ = give_back[worker].send(emptied);
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
@@ -152,10 +202,6 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
             break;
         }
     }
-    for thread in threads {
-        // A worker that panicked has already lost its measurements; the rest are kept.
-        let _ = thread.join();
-    }
     // Workers stop by themselves when told to; one that was already done when Ctrl-C came
     // must not turn an interrupted run into a completed one.
     if control.is_interrupted() {
@@ -170,7 +216,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut dyn Sink) -> 
     totals.elapsed = start.elapsed();
     totals.generator_cpu = cpu_since_start();
     sink.finish(&mut totals, status);
-    RunResult { totals, status }
+    (totals, status)
 }
 
 /// CPU time this process has used, all threads (utime + stime of /proc/self/stat, in the

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
@@ -143,8 +143,12 @@ impl WorkerContext {
 
 /// The worker's recorders for the current interval.
 pub(crate) struct WorkerMetrics {
-    /// Same order as `Program::rows`, then redirect-hop rows as they appear.
-    rows: Vec<(Arc<str>, Recorder)>,
+    /// Same order as `Program::rows`, then redirect-hop rows as they appear. A row's recorder
+    /// is made (or taken from `spare`) when something is first recorded on it in an interval,
+    /// so a snapshot never makes hundreds of them at once on the worker's thread.
+    rows: Vec<(Arc<str>, Option<Recorder>)>,
+    /// Empty recorders the collector gave back.
+    spare: Vec<Recorder>,
     redirect_rows: HashMap<(usize, u32), usize>,
     groups: Vec<(Arc<str>, GroupRecorder)>,
     errors: HashMap<ErrorKey, ErrorRecord>,
@@ -161,7 +165,8 @@ pub(crate) struct WorkerMetrics {
 impl WorkerMetrics {
     fn new(program: &Program) -> WorkerMetrics {
         WorkerMetrics {
-            rows: program.rows.iter().map(|r| (r.clone(), Recorder::default())).collect(),
+            rows: program.rows.iter().map(|r| (r.clone(), None)).collect(),
+            spare: Vec::new(),
             redirect_rows: HashMap::new(),
             groups: program.groups.iter().map(|g| (g.clone(), GroupRecorder::default())).collect(),
             errors: HashMap::new(),
@@ -176,7 +181,8 @@ impl WorkerMetrics {
     }
 
     pub fn row(&mut self, row_id: usize) -> &mut Recorder {
-        &mut self.rows[row_id].1
+        let spare = &mut self.spare;
+        self.rows[row_id].1.get_or_insert_with(|| spare.pop().unwrap_or_default())
     }
 
     /// The row of redirect hop `hop` of a request, named as Gatling does: `login Redirect 1`.
@@ -185,7 +191,7 @@ impl WorkerMetrics {
             return id;
         }
         let name: Arc<str> = format!("{} Redirect {hop}", self.rows[row_id].0).into();
-        self.rows.push((name, Recorder::default()));
+        self.rows.push((name, None));
         let id = self.rows.len() - 1;
         self.redirect_rows.insert((row_id, hop), id);
         id
@@ -204,12 +210,13 @@ impl WorkerMetrics {
             .or_insert_with(|| ErrorRecord { message: message(), count: 1 });
     }
 
+    /// Everything measured since the last snapshot; the rows start the next interval empty.
     fn take_snapshot(&mut self, worker: usize, users_active: u64, finished: bool, interval: u64) -> Snapshot {
         let requests = self
             .rows
             .iter_mut()
+            .filter_map(|(name, r)| r.take().map(|r| (name.clone(), r)))
             .filter(|(_, r)| !r.is_empty())
-            .map(|(name, r)| (name.clone(), std::mem::take(r)))
             .collect();
         let groups = self
             .groups
@@ -244,6 +251,8 @@ pub(crate) struct WorkerSetup {
     pub start: std::time::Instant,
     pub seed: u64,
     pub snapshots: Sender<Snapshot>,
+    /// Recorders the collector emptied after merging them, to be recorded into again.
+    pub emptied: Receiver<Vec<Recorder>>,
     pub stop: watch::Receiver<StopSignal>,
     pub gates: Arc<[ScenarioGate]>,
     pub ledger: Arc<RunLedger>,
@@ -263,7 +272,8 @@ pub(crate) fn run_worker(setup: WorkerSetup) {
 }
 
 async fn worker_main(setup: WorkerSetup) {
-    let WorkerSetup { program, worker, workers, start, seed, snapshots, mut stop, gates, ledger, run_token } = setup;
+    let WorkerSetup { program, worker, workers, start, seed, snapshots, emptied, mut stop, gates, ledger, run_token } =
+        setup;
     let start = Instant::from_std(start);
     let options = &program.plan.options;
     let ctx = Rc::new(WorkerContext {
@@ -315,7 +325,12 @@ async fn worker_main(setup: WorkerSetup) {
             _ = &mut graceful_stop => break,
             _ = ticker.tick() => {
                 intervals_done += 1;
-                let snapshot = ctx.metrics.borrow_mut().take_snapshot(worker, ctx.active_users.get(), false, intervals_done);
+                let mut metrics = ctx.metrics.borrow_mut();
+                while let Ok(recorders) = emptied.try_recv() {
+                    metrics.spare.extend(recorders);
+                }
+                let snapshot = metrics.take_snapshot(worker, ctx.active_users.get(), false, intervals_done);
+                drop(metrics);
                 if snapshots.send(snapshot).is_err() {
                     return;
                 }

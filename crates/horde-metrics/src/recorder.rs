@@ -113,6 +113,26 @@ impl Recorder {
         self.started.saturating_sub(self.ok.len() + self.ko.len())
     }
 
+    /// Empties the recorder, keeping its histograms' memory: a worker that gets it back
+    /// records into it without allocating.
+    pub fn reset(&mut self) {
+        for histogram in [
+            &mut self.ok,
+            &mut self.ko,
+            &mut self.uncorrected,
+            &mut self.connect,
+            &mut self.send,
+            &mut self.wait,
+            &mut self.receive,
+        ] {
+            histogram.reset();
+        }
+        self.unsent = 0;
+        self.started = 0;
+        self.bytes_sent = 0;
+        self.bytes_received = 0;
+    }
+
     pub fn merge(&mut self, other: &Recorder) {
         // Histograms made by `new_histogram` auto-resize, so `add` cannot fail on range.
         let add = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
