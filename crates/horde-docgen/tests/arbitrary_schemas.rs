@@ -39,11 +39,9 @@ proptest! {
 
     #[test]
     fn any_text_is_refused_or_generates(text in "\\PC{0,120}") {
-        for parsed in [Schema::from_json(&text), Schema::from_xml(&text)] {
-            if let Ok(schema) = parsed {
-                let mut generator = Generator::new(schema, Dictionary::shared(), 1);
-                let _ = generator.document();
-            }
+        for schema in [Schema::from_json(&text), Schema::from_xml(&text)].into_iter().flatten() {
+            let mut generator = Generator::new(schema, Dictionary::shared(), 1);
+            let _ = generator.document();
         }
     }
 }
