@@ -216,6 +216,7 @@ class HttpProtocol:
     request_timeout_ms: Optional[int] = None
     follow_redirects: bool = True
     redirects: Optional[int] = None
+    body_limit: Optional[int] = None
 
     def base_url(self, url):
         return replace(self, base=str(url))
@@ -242,6 +243,17 @@ class HttpProtocol:
     def max_redirects(self, count):
         return replace(self, redirects=int(count))
 
+    def max_body_bytes(self, size):
+        """The largest response body a check may read (default 16 MiB); a larger one is a KO
+        ``body_too_large``. Bodies no check reads are never kept, whatever their size.
+
+        >>> http.base_url("http://127.0.0.1:8080").max_body_bytes(64 * 1024 * 1024).to_plan()["max_body_bytes"]
+        67108864
+        """
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise DslError(f"max_body_bytes() takes a number of bytes of at least 1, got {size!r}")
+        return replace(self, body_limit=size)
+
     def to_plan(self):
         plan = {"follow_redirects": self.follow_redirects}
         if self.base is not None:
@@ -254,6 +266,8 @@ class HttpProtocol:
             plan["request_timeout_ms"] = self.request_timeout_ms
         if self.redirects is not None:
             plan["max_redirects"] = self.redirects
+        if self.body_limit is not None:
+            plan["max_body_bytes"] = self.body_limit
         return plan
 
 
