@@ -136,3 +136,20 @@ def error_kinds(summary):
     for error in summary["errors"]:
         kinds[error["kind"]] += error["count"]
     return dict(kinds)
+
+
+def assert_every_request_failed(result, server, path, n, kind):
+    """A quick-mode run of n requests to `path` that all failed as `kind`: counted once each,
+    timed like any exchange, seen by the server, on connections it accepted."""
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert summary["run"]["status"] == "limit_reached"
+    assert (summary["global"]["count"], summary["global"]["ok"], summary["global"]["ko"]) == (n, 0, n)
+    assert error_kinds(summary) == {kind: n}, summary["errors"]
+    row = result.row(f"GET {server.url(path)}")
+    assert (row["count"], row["ko"]) == (n, n)
+    # A KO of an exchange that happened has a time; only requests never sent have none.
+    assert summary["global"]["latency"]["all"]["count"] == n
+    assert server.settled(lambda: server.heads(path), n) == n
+    # Every connection the server accepted was counted as opened.
+    assert summary["connections"]["opened"] == server.accepted()

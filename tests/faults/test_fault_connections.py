@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from conftest import wait_until
-from fault_fixtures import error_kinds, misbehaving  # noqa: F401 (fixture)
+from fault_fixtures import assert_every_request_failed, error_kinds, misbehaving  # noqa: F401 (fixture)
 
 LIMIT_REACHED = "limit_reached"
 
@@ -18,19 +18,6 @@ def closed_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def assert_every_request_failed(result, server, path, n, kind):
-    assert result.code == 0, result.stderr
-    summary = result.summary
-    assert summary["run"]["status"] == LIMIT_REACHED
-    assert (summary["global"]["count"], summary["global"]["ok"], summary["global"]["ko"]) == (n, 0, n)
-    assert error_kinds(summary) == {kind: n}, summary["errors"]
-    row = result.row(f"GET {server.url(path)}")
-    assert (row["count"], row["ko"]) == (n, n)
-    assert server.settled(lambda: server.heads(path), n) == n
-    # Every connection the server accepted was counted as opened.
-    assert summary["connections"]["opened"] == server.accepted()
 
 
 def test_a_refused_connection_is_a_connect_refused_ko(horde):
@@ -156,3 +143,15 @@ def test_a_request_on_a_connection_the_server_drops_unanswered_is_retried_on_a_f
     assert misbehaving.answered("/one-per-connection") == 10
     assert misbehaving.settled(lambda: misbehaving.heads("/one-per-connection"), 19) == 19
     assert misbehaving.accepted() == 10
+
+
+def test_a_post_written_whole_on_a_connection_the_server_dropped_is_a_ko_not_sent_again(horde, misbehaving):
+    # The server may have acted on a POST it received: horde does not send it twice.
+    result = horde("http", misbehaving.url("/one-per-connection"), "-m", "POST", "--body", "x", "-c", "1", "-n", "10", "-q")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert (summary["global"]["count"], summary["global"]["ok"], summary["global"]["ko"]) == (10, 5, 5)
+    assert error_kinds(summary) == {"connection_closed": 5}, summary["errors"]
+    assert summary["connections"]["retried_on_fresh_connection"] == 0
+    # Every request reached the server exactly once.
+    assert misbehaving.settled(lambda: misbehaving.heads("/one-per-connection"), 10) == 10

@@ -24,10 +24,9 @@ def test_ten_thousand_connections_send_exactly_n_requests_and_nginx_serves_them(
     summary = result.summary
     assert summary["run"]["status"] == "limit_reached"
     assert (summary["global"]["count"], summary["global"]["ok"]) == (20000, 20000), summary["errors"]
-    # The budget of -n is the run's: users that start late may find it spent and never
-    # connect, so at most one connection per user, and every user that started finished.
-    assert 0 < summary["connections"]["opened"] <= summary["users"]["started"] <= 10000
-    assert summary["users"]["finished"] == summary["users"]["started"]
+    # As wrk's -c: every connection is opened (-n allows it), each used, each user finished.
+    assert summary["users"]["started"] == summary["users"]["finished"] == 10000
+    assert summary["connections"]["opened"] == 10000
     assert nginx.requests_served() - before == 20000
 
 
@@ -62,8 +61,10 @@ def test_an_open_model_past_the_open_file_limit_counts_unsent_kos_and_writes_its
     assert (g["count"], g["ok"], g["ko"]) == (4000, 0, 4000), summary["errors"]
     kinds = error_kinds(summary)
     assert set(kinds) == {"too_many_open_files", "request_timeout"}, summary["errors"]
-    # The requests without a descriptor were never sent: KOs, without a latency.
+    # The requests without a descriptor were never sent: KOs, without a latency, and not in
+    # flight either.
     assert kinds["too_many_open_files"] == g["unsent"] > 0
+    assert g["interrupted"] == 0
     sent = g["count"] - g["unsent"]
     assert kinds["request_timeout"] == sent == g["latency"]["all"]["count"]
     # At most the limit's worth of connections were open at once.
@@ -71,3 +72,14 @@ def test_an_open_model_past_the_open_file_limit_counts_unsent_kos_and_writes_its
     assert misbehaving.settled(lambda: misbehaving.heads("/stall"), sent) == sent
     # Stalled for the 5 s timeout, then done.
     assert 5 <= result.wall_seconds < 12
+
+
+def test_throttle_timers_leave_the_descriptors_connections_need(run_measured, misbehaving):
+    # About 220 descriptors for connections and timers: 150 throttled users need 150 for
+    # connections; their precise timers only take what is left (tokio's timer stands in).
+    result = run_measured("http", misbehaving.url("/ok"), "-c", "150", "--rate", "1000", "-n", "1500", "-q",
+                          prefix=PRLIMIT_300)
+    assert result.code == 0, result.stderr
+    g = result.summary["global"]
+    assert (g["count"], g["ok"]) == (1500, 1500), result.summary["errors"]
+    assert result.summary["connections"]["opened"] == 150

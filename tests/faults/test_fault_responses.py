@@ -4,27 +4,12 @@ byte, 100 MB) are OK; a body a check must keep is bounded in memory."""
 
 import textwrap
 
-from fault_fixtures import error_kinds, misbehaving, run_measured  # noqa: F401 (fixtures)
+from fault_fixtures import assert_every_request_failed, error_kinds, misbehaving, run_measured  # noqa: F401 (fixtures)
 from misbehaving_server import BIG_SIZE, CONTINUE, DRIBBLE, DRIBBLE_INTERVAL, HTTP10, OK
 
 LIMIT_REACHED = "limit_reached"
 # Peak resident memory allowed for a run that reads 100 MB bodies.
 MAX_RSS_KIB = 200 * 1024
-
-
-def assert_every_request_failed(result, server, path, n, kind):
-    assert result.code == 0, result.stderr
-    summary = result.summary
-    assert summary["run"]["status"] == LIMIT_REACHED
-    assert (summary["global"]["count"], summary["global"]["ok"], summary["global"]["ko"]) == (n, 0, n)
-    assert error_kinds(summary) == {kind: n}, summary["errors"]
-    row = result.row(f"GET {server.url(path)}")
-    assert (row["count"], row["ko"]) == (n, n)
-    # A KO of a received response has a time like any exchange.
-    assert summary["global"]["latency"]["all"]["count"] == n
-    assert server.settled(lambda: server.heads(path), n) == n
-    # Every connection the server accepted was counted as opened.
-    assert summary["connections"]["opened"] == server.accepted()
 
 
 def assert_every_request_ok(result, server, path, n):

@@ -43,14 +43,8 @@ def start_run(nginx, results, layout, *extra):
     )
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_sigint_and_sigterm_end_the_run_as_interrupted_with_what_nginx_served(nginx, tmp_path, summary_schema, sig, layout):
-    results = tmp_path / "results"
-    before = nginx.requests_served()
-    process = start_run(nginx, results, layout)
-    # summary.json is rewritten every second: wait until it shows requests.
-    wait_until(lambda: (read_summary(results) or {}).get("global", {}).get("count", 0) > 0, what="a first summary")
+def interrupt(process, results, sig, summary_schema):
+    """Sends `sig`; the run must end quickly as interrupted (exit 130) with a valid summary."""
     process.send_signal(sig)
     signalled = time.monotonic()
     out, err = process.communicate(timeout=30)
@@ -59,6 +53,18 @@ def test_sigint_and_sigterm_end_the_run_as_interrupted_with_what_nginx_served(ng
     summary = read_summary(results)
     jsonschema.validate(summary, summary_schema)
     assert summary["run"]["status"] == "interrupted"
+    return summary
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigint_and_sigterm_end_the_run_as_interrupted_with_what_nginx_served(nginx, tmp_path, summary_schema, sig, layout):
+    results = tmp_path / "results"
+    before = nginx.requests_served()
+    process = start_run(nginx, results, layout)
+    # summary.json is rewritten every second: wait until it shows requests.
+    wait_until(lambda: (read_summary(results) or {}).get("global", {}).get("count", 0) > 0, what="a first summary")
+    summary = interrupt(process, results, sig, summary_schema)
     users = connections(layout)
     assert summary["users"]["interrupted"] == users
     g = summary["global"]
@@ -99,14 +105,7 @@ def test_sigint_ends_a_run_whose_requests_all_stall(misbehaving, tmp_path, summa
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     wait_until(lambda: misbehaving.heads("/stall") == 4, what="four stalled requests")
-    process.send_signal(signal.SIGINT)
-    signalled = time.monotonic()
-    out, err = process.communicate(timeout=30)
-    assert time.monotonic() - signalled < 5
-    assert process.returncode == INTERRUPTED, err
-    summary = read_summary(results)
-    jsonschema.validate(summary, summary_schema)
-    assert summary["run"]["status"] == "interrupted"
+    summary = interrupt(process, results, signal.SIGINT, summary_schema)
     # Nothing was answered: no outcome, four requests in flight, four users cut off.
     assert summary["global"]["count"] == 0
     assert summary["global"]["interrupted"] == 4

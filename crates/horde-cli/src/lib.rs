@@ -39,6 +39,8 @@ pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
     // Every virtual user holds a connection: allow as many open files as the system lets us.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
     signals::listen();
+    // An earlier command in this process (the Python binding) may have been interrupted.
+    signals::forget_interruption();
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => {
@@ -99,17 +101,17 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => {
-            let plan = load_plan(&args.file, &args.params, loader)?;
-            execute(plan, &args.file, &args.output, &loader.front_end())
+            let program = load_program(&args.file, &args.params, loader)?;
+            execute(program, &args.output, &loader.front_end())
         }
         Command::Plan { file, params } => {
-            let plan = load_plan(&file, &params, loader)?;
-            print_text(&(plan.to_json_pretty() + "\n"));
+            let program = load_program(&file, &params, loader)?;
+            print_text(&(program.plan.to_json_pretty() + "\n"));
             Ok(exit::OK)
         }
         Command::Http(args) => {
-            let plan = quick::plan(&args).map_err(invalid_flags)?;
-            execute(plan, Path::new("of horde http"), &args.output, "cli")
+            let program = quick::program(&args).map_err(invalid_flags)?;
+            execute(program, &args.output, "cli")
         }
         Command::Demo { users, output } => {
             let server = horde_target::TargetServer::start("127.0.0.1:0".parse().expect("a socket address"))
@@ -117,8 +119,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             status!("horde demo: built-in target on {}", server.base_url());
             let simulation = loader.demo_simulation().map_err(load_failure)?;
             let params = vec![format!("base_url={}", server.base_url()), format!("users={users}")];
-            let plan = load_plan(&simulation, &params, loader)?;
-            let code = execute(plan, &simulation, &output, &loader.front_end())?;
+            let program = load_program(&simulation, &params, loader)?;
+            let code = execute(program, &output, &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -189,7 +191,7 @@ fn load_failure(error: LoadError) -> Failure {
 
 /// Reads a plan file or runs a simulation, then validates and lowers it; every problem is
 /// listed with its path.
-pub(crate) fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Plan, Failure> {
+pub(crate) fn load_program(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Program, Failure> {
     let text = match input_kind(file)? {
         InputKind::Simulation => {
             let pairs = parse_params(params)?;
@@ -216,8 +218,7 @@ pub(crate) fn load_plan(file: &Path, params: &[String], loader: &dyn SimulationL
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         plan.base_dir = Some(dir.to_string_lossy().into_owned());
     }
-    lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
-    Ok(plan)
+    lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))
 }
 
 fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
@@ -248,12 +249,18 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
         .collect()
 }
 
-/// Lowers a plan that is about to run, and checks that this machine can run it: its users
-/// that must hold connections at once fit in the open-file limit. Nothing is created yet.
-/// `source` names the plan in messages (its file, or the command that made it).
+/// Lowers a plan that is about to run, and checks that this machine can run it (below).
+/// `source` names the plan in messages (the command that made it).
 pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
     let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
-    let needed = horde_engine::connections_needed_at_once(plan);
+    check_capacity(&program)?;
+    Ok(program)
+}
+
+/// Whether this machine can run the program: its users that must hold connections at once
+/// fit in the open-file limit. Nothing is created yet.
+fn check_capacity(program: &Program) -> Result<(), Failure> {
+    let needed = horde_engine::connections_needed_at_once(&program.plan);
     let capacity = horde_engine::connection_capacity();
     if needed > capacity {
         return Err(Failure::Invalid(format!(
@@ -261,13 +268,13 @@ pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
              (the limit, less what is open and a reserve for the results): raise it (ulimit -n) or run fewer users"
         )));
     }
-    Ok(program)
+    Ok(())
 }
 
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout.
-fn execute(plan: Plan, source: &Path, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
-    let program = prepare(&plan, source)?;
-    let dir = create_results_dir(&output.results, &plan.name)?;
+fn execute(program: Program, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
+    check_capacity(&program)?;
+    let dir = create_results_dir(&output.results, &program.plan.name)?;
     status!("horde: running; results in {}", dir.display());
     let finished = run_into(program, &dir, !output.quiet, front_end)?;
     if !output.quiet {

@@ -63,8 +63,8 @@ pub(crate) fn flag_of(path: &str) -> Option<&'static str> {
     FLAG_OF_PATH.iter().find(|(prefix, _)| path.starts_with(prefix)).map(|(_, flag)| *flag)
 }
 
-/// The plan of `horde http`, or every problem with the flags, in their terms.
-pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
+/// The lowered plan of `horde http`, or every problem with the flags, in their terms.
+pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     let mut problems = Vec::new();
     let mut count = |flag: &str, text: &Option<String>| match text.as_deref().map(at_least_one) {
         None => None,
@@ -185,20 +185,20 @@ pub fn plan(args: &HttpArgs) -> Result<Plan, Vec<String>> {
             ..RunOptions::default()
         },
     };
-    if let Err(errors) = horde_engine::lower(&plan) {
-        for error in errors {
-            match flag_of(&error.path) {
-                // Said above, in the URL's own terms.
-                Some("URL") if url_checked.is_err() => {}
-                Some(flag) => problems.push(format!("{flag}: {}", error.message)),
-                None => problems.push(format!("{}: {}", error.path, error.message)),
+    match horde_engine::lower(&plan) {
+        Ok(program) if problems.is_empty() => Ok(program),
+        Ok(_) => Err(problems),
+        Err(errors) => {
+            for error in errors {
+                match flag_of(&error.path) {
+                    // Said above, in the URL's own terms.
+                    Some("URL") if url_checked.is_err() => {}
+                    Some(flag) => problems.push(format!("{flag}: {}", error.message)),
+                    None => problems.push(format!("{}: {}", error.path, error.message)),
+                }
             }
+            Err(problems)
         }
-    }
-    if problems.is_empty() {
-        Ok(plan)
-    } else {
-        Err(problems)
     }
 }
 

@@ -36,6 +36,11 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// Starts a command afresh: an interruption of an earlier one in this process is forgotten.
+pub fn forget_interruption() {
+    INTERRUPTED.store(false, Ordering::SeqCst);
+}
+
 /// Sends signals to `control` until [`stop_routing`] is called. A signal that came before
 /// the run started interrupts it at once.
 pub fn route_interruptions_to(control: &Arc<RunControl>) {

@@ -12,7 +12,7 @@
 use crate::args::SweepArgs;
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
-use crate::{exit, invalid_flags, load_plan, prepare, run_into, signals, Failure, SimulationLoader};
+use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failure, SimulationLoader};
 use horde_metrics::{RunStatus, Threshold};
 use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
 use horde_report::{create_results_dir, format_level, Boundary, SweepLevel, SweepReport};
@@ -138,7 +138,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let mut plan = if args.target.contains("://") {
         url_plan(&args.target, model)
     } else {
-        load_plan(Path::new(&args.target), &args.params, loader)?
+        load_program(Path::new(&args.target), &args.params, loader)?.plan
     };
     if args.workers.is_some() {
         plan.options.workers = args.workers;
@@ -418,26 +418,7 @@ mod tests {
     use super::*;
 
     fn level(level: f64, throughput: f64) -> SweepLevel {
-        SweepLevel {
-            level,
-            requests: 10,
-            ok: 10,
-            ko: 0,
-            p50_us: 1,
-            p99_us: 1,
-            mean_us: 1.0,
-            error_rate: 0.0,
-            throughput_rps: throughput,
-            broken_slos: vec![],
-            results: String::new(),
-            interrupted: false,
-            run: 1,
-            not_delivered: None,
-            scheduled_starts: 0,
-            late_starts: 0,
-            start_lag_p99_us: 0,
-            generator_busy: 0.1,
-        }
+        SweepLevel { level, requests: 10, ok: 10, throughput_rps: throughput, run: 1, ..SweepLevel::default() }
     }
 
     #[test]

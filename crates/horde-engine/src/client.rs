@@ -83,7 +83,8 @@ pub struct RequestHead<'a> {
     pub method: &'a Method,
     /// Origin form: `/path?query`.
     pub target: &'a str,
-    pub host: &'a str,
+    /// The Host header from the URL; None when the request's headers carry their own.
+    pub host: Option<&'a str>,
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
 }
@@ -154,7 +155,7 @@ impl Connection {
 
     /// Opens a connection to `authority` (`host:port`).
     pub async fn open(authority: &Arc<str>, timeout: Duration) -> Result<Connection, Failure> {
-        let descriptor = DescriptorPermit::acquire().ok_or_else(|| {
+        let descriptor = DescriptorPermit::connection().ok_or_else(|| {
             Failure::unsent(
                 "too_many_open_files",
                 format!(
@@ -252,9 +253,9 @@ impl Connection {
         out.extend_from_slice(request.target.as_bytes());
         out.extend_from_slice(b" HTTP/1.1\r\n");
         // A Host header of the user's own replaces the one from the URL: two would be a 400.
-        if !request.headers.contains_key(http::header::HOST) {
+        if let Some(host) = request.host {
             out.extend_from_slice(b"Host: ");
-            out.extend_from_slice(request.host.as_bytes());
+            out.extend_from_slice(host.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
         for (name, value) in request.headers {
@@ -600,7 +601,7 @@ mod tests {
 
     async fn get(connection: &mut Connection, keep: KeepHeaders) -> Result<Response, Failure> {
         let headers = HeaderMap::new();
-        let request = RequestHead { method: &Method::GET, target: "/x?y=1", host: "example", headers: &headers, body: b"" };
+        let request = RequestHead { method: &Method::GET, target: "/x?y=1", host: Some("example"), headers: &headers, body: b"" };
         connection.round_trip(request, true, 1 << 20, keep, &mut WireTiming::default()).await
     }
 
@@ -658,7 +659,7 @@ mod tests {
             let mut connection = Connection::open(&authority, Duration::from_secs(1)).await.unwrap();
             let mut headers = HeaderMap::new();
             headers.insert("content-type", HeaderValue::from_static("text/plain"));
-            let request = RequestHead { method: &Method::POST, target: "/", host: "h:1", headers: &headers, body: b"abc" };
+            let request = RequestHead { method: &Method::POST, target: "/", host: Some("h:1"), headers: &headers, body: b"abc" };
             connection.write_request(&request);
             assert_eq!(
                 connection.write_buffer,
@@ -726,7 +727,7 @@ mod tests {
                 });
                 let mut connection = Connection::open(&authority, Duration::from_secs(2)).await.unwrap();
                 let headers = HeaderMap::new();
-                let request = RequestHead { method: &Method::GET, target: "/", host: "h", headers: &headers, body: b"" };
+                let request = RequestHead { method: &Method::GET, target: "/", host: Some("h"), headers: &headers, body: b"" };
                 let mut wire = WireTiming::default();
                 tokio::time::timeout(
                     Duration::from_secs(5),

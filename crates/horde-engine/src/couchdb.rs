@@ -209,7 +209,7 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
         let head = crate::client::RequestHead {
             method: &method,
             target: &target.origin_form,
-            host: &target.host_header,
+            host: Some(&target.host_header),
             headers: &headers,
             body: b"",
         };

@@ -40,9 +40,18 @@ impl RateSchedule {
         self.segments.iter().map(|(_, length, from, to)| (from + to) / 2.0 * length).sum()
     }
 
-    /// The highest rate anywhere in the schedule.
-    pub fn peak_rate(&self) -> f64 {
-        self.segments.iter().map(|&(_, _, from, to)| from.max(to)).fold(0.0, f64::max)
+    /// The rate (per second) `t` seconds into the schedule.
+    pub fn rate_at(&self, t: f64) -> f64 {
+        for &(start, length, from, to) in &self.segments {
+            if t < start + length {
+                let within = if length > 0.0 { ((t - start) / length).clamp(0.0, 1.0) } else { 0.0 };
+                return from + (to - from) * within;
+            }
+        }
+        match self.segments.last() {
+            Some(&(_, _, _, last)) if self.holds => last,
+            _ => 0.0,
+        }
     }
 
     /// The throttle's schedule for the whole run.
@@ -450,6 +459,6 @@ mod tests {
         assert!((schedule.time_of(10.0).unwrap() - 1.0).abs() < 1e-9);
         assert!((schedule.time_of(30.0).unwrap() - 2.0).abs() < 1e-9);
         assert!((schedule.time_of(130.0).unwrap() - 3.0).abs() < 1e-9);
-        assert_eq!(schedule.peak_rate(), 100.0);
+        assert_eq!((schedule.rate_at(0.5), schedule.rate_at(1.5), schedule.rate_at(9.0)), (10.0, 20.0, 100.0));
     }
 }

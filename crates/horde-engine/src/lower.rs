@@ -122,6 +122,8 @@ pub struct RequestProgram {
     pub checks: Vec<CheckProgram>,
     /// Some check reads the body, so it must be kept rather than drained.
     pub needs_body: bool,
+    /// A Host header is among the request's (or the protocol's): it replaces the URL's.
+    pub sets_host: bool,
 }
 
 pub struct HeaderProgram {
@@ -498,7 +500,8 @@ impl Lowering {
         let needs_body = checks.iter().any(|c| c.extractor.reads_body());
         let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
         let row_id = self.row(row.clone());
-        RequestProgram { row, row_id, method, url, query, headers, body, checks, needs_body }
+        let sets_host = headers.iter().any(|h| h.name == http::header::HOST);
+        RequestProgram { row, row_id, method, url, query, headers, body, checks, needs_body, sets_host }
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.

@@ -18,9 +18,9 @@ pub(crate) struct PreciseTimer {
 
 impl PreciseTimer {
     /// Falls back to tokio's timer when a timerfd cannot be had (none left in the descriptor
-    /// budget, which connections need more).
+    /// budget once the run's connections are provided for).
     pub fn new() -> PreciseTimer {
-        let Some(descriptor) = DescriptorPermit::acquire() else {
+        let Some(descriptor) = DescriptorPermit::timer() else {
             return PreciseTimer { fd: None, _descriptor: None };
         };
         let fd = TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|fd| {

@@ -1,5 +1,5 @@
-//! Running a program: workers on their own threads, and the collector on the caller's thread
-//! merging their snapshots and feeding the sink.
+//! Running a program: workers on their own threads, and the collector on a thread of its own
+//! merging their snapshots and feeding the sink, while the caller's thread waits.
 
 use crate::lower::Program;
 use crate::run_limits::RunLedger;
@@ -68,6 +68,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
     let run_token = run_token(started_at);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
+    crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program.plan));
     let mut give_back = Vec::with_capacity(workers);
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
@@ -189,7 +190,9 @@ fn collect(
         // cover exactly the intervals they describe: a killed run's summary.json agrees with
         // its own duration. A worker that falls a whole interval behind does not hold them up.
         if let Some(complete) = intervals.newly_complete() {
-            totals.elapsed = interval * complete as u32;
+            totals.complete_intervals = complete;
+            // Never backwards, even after a write for a worker that fell behind.
+            totals.elapsed = totals.elapsed.max(interval * complete as u32);
             totals.generator_cpu = cpu_since_start();
             sink.interval(&mut totals);
         } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
@@ -219,17 +222,10 @@ fn collect(
     (totals, status)
 }
 
-/// CPU time this process has used, all threads (utime + stime of /proc/self/stat, in the
-/// kernel's USER_HZ ticks of 10 ms): how busy the load generator itself was.
+/// CPU time this process has used, all threads: how busy the load generator itself was.
 fn process_cpu_time() -> Option<Duration> {
-    const TICK: Duration = Duration::from_millis(10);
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name, in parentheses, may hold spaces; the fields after it do not.
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-    // Fields 14 and 15 of the whole line are the 12th and 13th after the name.
-    let user: u32 = fields.nth(11)?.parse().ok()?;
-    let system: u32 = fields.next()?.parse().ok()?;
-    Some(TICK * (user + system))
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(Duration::new(u64::try_from(now.tv_sec).ok()?, u32::try_from(now.tv_nsec).ok()?))
 }
 
 /// Which snapshot intervals every worker has handed in.

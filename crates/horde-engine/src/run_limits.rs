@@ -11,7 +11,8 @@
 //! of leasing; every request of the budget sent once), whichever worker has the users. A
 //! lease is one atomic operation per block, not per request, so the per-request path stays
 //! local: blocks are sized to be a small part of what is left (requests) or about a
-//! millisecond of the schedule (slots), so no worker sits on much that another could use.
+//! millisecond of the schedule where it is (slots), so no worker sits on much that another
+//! could use.
 
 use crate::injection::RateSchedule;
 use horde_plan::ThrottleStep;
@@ -40,16 +41,21 @@ struct Throttle {
     schedule: RateSchedule,
     /// The first slot index no worker has leased.
     next_slot: AtomicU64,
-    /// Slots per lease: about a millisecond of the schedule at its highest rate.
-    lease: u64,
+}
+
+impl Throttle {
+    /// Slots in about a millisecond of the schedule from slot `at`, at the rate there: one at
+    /// a time at low rates, so that no worker holds a slot another's idle user could take.
+    fn lease_size(&self, at: u64) -> u64 {
+        let time = self.schedule.time_of(at as f64).unwrap_or(f64::MAX);
+        (self.schedule.rate_at(time) * SLOT_LEASE_SPAN_S).floor().clamp(1.0, MAX_SLOT_LEASE as f64) as u64
+    }
 }
 
 impl RunLedger {
     pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize) -> Arc<RunLedger> {
-        let throttle = RateSchedule::throttle(throttle).map(|schedule| {
-            let lease = (schedule.peak_rate() * SLOT_LEASE_SPAN_S).floor().clamp(1.0, MAX_SLOT_LEASE as f64) as u64;
-            Throttle { schedule, next_slot: AtomicU64::new(0), lease }
-        });
+        let throttle =
+            RateSchedule::throttle(throttle).map(|schedule| Throttle { schedule, next_slot: AtomicU64::new(0) });
         Arc::new(RunLedger { requests_left: max_requests.map(AtomicU64::new), workers: workers.max(1) as u64, throttle })
     }
 
@@ -129,8 +135,11 @@ impl WorkerLimits {
         let throttle = self.ledger.throttle.as_ref()?;
         let (mut next, mut end) = self.slots.get();
         if next == end {
-            next = throttle.next_slot.fetch_add(throttle.lease, Ordering::AcqRel);
-            end = next + throttle.lease;
+            // Sized where the schedule is now; another worker may lease first, which only
+            // makes this lease a little later in the schedule than the size was read for.
+            let lease = throttle.lease_size(throttle.next_slot.load(Ordering::Acquire));
+            next = throttle.next_slot.fetch_add(lease, Ordering::AcqRel);
+            end = next + lease;
         }
         self.slots.set((next + 1, end));
         let at = throttle.schedule.time_of(next as f64).unwrap_or(f64::MAX / 4.0);
@@ -196,10 +205,22 @@ mod tests {
     }
 
     #[test]
-    fn fast_throttles_lease_about_a_millisecond_of_slots() {
-        let ledger = RunLedger::new(None, &[ThrottleStep::JumpToRps { rps: 100_000.0 }], 2);
-        assert_eq!(ledger.throttle.as_ref().unwrap().lease, 100);
-        let ledger = RunLedger::new(None, &[ThrottleStep::JumpToRps { rps: 0.7 }], 2);
-        assert_eq!(ledger.throttle.as_ref().unwrap().lease, 1);
+    fn slots_are_leased_about_a_millisecond_at_a_time_where_the_schedule_is() {
+        let throttle = |steps: &[ThrottleStep]| RunLedger::new(None, steps, 2).throttle.as_ref().map(|t| t.schedule.clone());
+        let lease = |steps: &[ThrottleStep], at: u64| {
+            let ledger = RunLedger::new(None, steps, 2);
+            ledger.throttle.as_ref().unwrap().lease_size(at)
+        };
+        assert!(throttle(&[]).is_none());
+        assert_eq!(lease(&[ThrottleStep::JumpToRps { rps: 100_000.0 }], 0), 100);
+        assert_eq!(lease(&[ThrottleStep::JumpToRps { rps: 0.7 }], 0), 1);
+        // 100/s for a minute, then 100,000/s: one slot at a time first, 100 after.
+        let steps = [
+            ThrottleStep::JumpToRps { rps: 100.0 },
+            ThrottleStep::HoldFor { duration_ms: 60_000 },
+            ThrottleStep::JumpToRps { rps: 100_000.0 },
+        ];
+        assert_eq!(lease(&steps, 10), 1);
+        assert_eq!(lease(&steps, 6_000 + 5_000), 100);
     }
 }

@@ -28,8 +28,9 @@ use url::Url;
 const TIMER_RESOLUTION: Duration = Duration::from_millis(1);
 
 /// A keep-alive connection idle this long is checked for a close by the server before it is
-/// written on. Below it the check is not worth its syscall: servers close idle connections
-/// after seconds, and the rare close that races a request is retried.
+/// written on. The check usually costs a read syscall (the socket still reads as ready from
+/// the last response), which back-to-back requests should not pay: servers close idle
+/// connections after seconds, and the rare close that races a request is retried.
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(1);
 
 /// Where a request's corrected latency is measured from: its intended start, plus the timer's
@@ -75,6 +76,7 @@ mod tests {
             target: Arc::new(Target::from_url(url).unwrap()),
             headers,
             body: Bytes::from("{}"),
+            sets_host: false,
         };
         redirect(&mut prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?;
         Ok(prepared)
@@ -155,6 +157,17 @@ struct Prepared {
     target: Arc<Target>,
     headers: HeaderMap,
     body: Bytes,
+    /// The headers hold a Host of their own, which replaces the URL's.
+    sets_host: bool,
+}
+
+/// Whether a request that failed on a reused connection before any byte of a response may go
+/// once more on a fresh one: when the server cannot have acted on it (writing it failed), or
+/// when acting on it twice is harmless (an idempotent method, RFC 9110 9.2.2), as browsers do.
+/// A POST that was written whole is a KO instead: the server may have done it.
+fn may_resend(method: &Method, wire: &WireTiming) -> bool {
+    wire.bytes_sent == 0
+        || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE)
 }
 
 impl VirtualUser {
@@ -367,7 +380,7 @@ impl VirtualUser {
     }
 
     fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming) {
-        if let Some(mut metrics) = self.measured(row_id, started) {
+        if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, true);
         }
     }
@@ -376,8 +389,9 @@ impl VirtualUser {
     /// now is measured. What completes after the warm-up counts, wherever it began: a
     /// level's throughput is what completes in its window (requests queued in the warm-up
     /// and answered after it count; those cut at the end do not).
-    fn measured(&self, row_id: usize, started: Instant) -> Option<std::cell::RefMut<'_, WorkerMetrics>> {
-        if !self.ctx.measures(Instant::now()) {
+    fn measured(&self, row_id: usize, started: Instant, timing: &RequestTiming) -> Option<std::cell::RefMut<'_, WorkerMetrics>> {
+        let ended = started + Duration::from_micros(timing.uncorrected_us);
+        if !self.ctx.measures(ended) {
             return None;
         }
         let mut metrics = self.ctx.metrics.borrow_mut();
@@ -402,7 +416,7 @@ impl VirtualUser {
             return self.record_unsent(row_id, failure, detail);
         }
         self.failures += 1;
-        if let Some(mut metrics) = self.measured(row_id, started) {
+        if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, false);
             metrics.error(failure.kind, row_id, detail, || failure.message.clone());
         }
@@ -452,7 +466,7 @@ impl VirtualUser {
                 headers.insert(CONTENT_TYPE, content_type);
             }
         }
-        Ok(Prepared { method: request.method.clone(), target, headers, body })
+        Ok(Prepared { method: request.method.clone(), target, headers, body, sets_host: request.sets_host })
     }
 
     fn target(&self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
@@ -582,13 +596,10 @@ impl VirtualUser {
         let (connect_timeout, request_timeout, max_body_bytes) =
             (protocol.connect_timeout, protocol.request_timeout, protocol.max_body_bytes);
         let measured = self.ctx.measures(started);
-        if measured {
-            self.ctx.metrics.borrow_mut().row(row_id).started += 1;
-        }
         if self.has_cookies {
             self.set_cookie_header(prepared);
         }
-        let Prepared { method, target, headers, body } = prepared;
+        let Prepared { method, target, headers, body, sets_host } = prepared;
         // Without header checks, only the headers cookies and redirects need are kept.
         let keep_headers = if self.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
         let mut timing = RequestTiming::default();
@@ -604,7 +615,11 @@ impl VirtualUser {
                     }
                 }
             }
-            let send_started = if !reused {
+            let send_started = if reused {
+                // A reused connection sends at once: the start of the request is the start
+                // of sending.
+                started
+            } else {
                 self.connection = None;
                 let connecting = Instant::now();
                 match Connection::open(&target.authority, connect_timeout).await {
@@ -618,16 +633,17 @@ impl VirtualUser {
                         }
                         connected
                     }
-                    Err(failure) => break Err(failure),
+                    // A request already sent once is not "unsent" because its resending
+                    // could not connect.
+                    Err(failure) => break Err(Failure { unsent: failure.unsent && !retried, ..failure }),
                 }
-            } else if retried {
-                Instant::now()
-            } else {
-                // A reused connection sends at once: the start of the request is the start
-                // of sending.
-                started
             };
-            let head = RequestHead { method, target: &target.origin_form, host: &target.host_header, headers, body };
+            if measured && !retried {
+                // Begun: from here until its outcome it is in flight.
+                self.ctx.metrics.borrow_mut().row(row_id).started += 1;
+            }
+            let host = (!*sets_host).then_some(target.host_header.as_str());
+            let head = RequestHead { method, target: &target.origin_form, host, headers, body };
             let mut wire = WireTiming::default();
             let connection = self.connection.as_mut().expect("opened above");
             let exchange = connection.round_trip(head, keep_body, max_body_bytes, keep_headers, &mut wire);
@@ -647,7 +663,7 @@ impl VirtualUser {
             timing.bytes_sent += wire.bytes_sent;
             timing.bytes_received += wire.bytes_received;
             match result {
-                Err(failure) if reused && !retried && failure.closed_before_response(&wire) => {
+                Err(failure) if reused && !retried && failure.closed_before_response(&wire) && may_resend(method, &wire) => {
                     retried = true;
                     self.connection = None;
                     if measured {

@@ -396,18 +396,22 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     } else {
         let mut timer = PreciseTimer::new();
         let mut made_since_yield = 0u64;
+        let mut previous_offset = None;
         for (k, offset) in arrivals(injection, seed).enumerate() {
             if k % ctx.workers != ctx.worker {
                 continue;
             }
-            // Users are made as they are due. In a burst (`at_once_users(1_000_000)`), once
-            // the users made since the last pause could spend all the requests the run has
-            // left, those users run before more are made: a burst bounded by a request budget
-            // makes no more users than it can use, and one within it makes every user, each
-            // with its connection. An unbounded burst still pauses now and then for the
-            // worker's ticker and stop signal.
-            let budget_covered = ctx.limits.requests_left().is_some_and(|left| made_since_yield >= left);
-            if budget_covered || made_since_yield >= SPAWN_BATCH {
+            // Users are made as they are due. In a burst (`at_once_users(N)`), every user is
+            // made before any runs, as `-c N` of wrk opens N connections, unless the users made
+            // since the last pause could spend all the requests the run has left (this
+            // worker's share of them, 1/W): those run first, and once the budget is spent no
+            // more are made (`-c 1000000 -n 1` makes one). Arrivals spread in time that come
+            // late, in a row, pause now and then for the worker's other tasks.
+            let in_burst = previous_offset == Some(offset);
+            previous_offset = Some(offset);
+            let budget_covered =
+                ctx.limits.requests_left().is_some_and(|left| made_since_yield * ctx.workers as u64 >= left);
+            if budget_covered || (!in_burst && made_since_yield >= SPAWN_BATCH) {
                 tokio::task::yield_now().await;
                 made_since_yield = 0;
             }

@@ -163,8 +163,8 @@ pub struct ConnectionStats {
 pub struct GeneratorStats {
     /// CPU time horde used during the run (all threads).
     pub cpu_ms: u64,
-    /// That CPU time over the run's duration times its worker threads: near 1, the workers
-    /// had no time to spare.
+    /// That CPU time over the run's duration times its worker threads (at most the cores):
+    /// near 1, the workers had no time to spare.
     pub busy: f64,
 }
 

@@ -57,6 +57,8 @@ pub struct Totals {
     pub generator_cpu: Option<Duration>,
     /// Per-interval measurements not yet taken by a sink.
     pub intervals: PendingIntervals,
+    /// Snapshot intervals every running worker has handed in: the ones that are complete.
+    pub complete_intervals: u64,
     /// Per CouchDB step, in order of first appearance: every connection's phase totals.
     pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
 }
@@ -81,6 +83,7 @@ impl Totals {
             connections: ConnectionEvents::default(),
             generator_cpu: None,
             intervals: PendingIntervals::default(),
+            complete_intervals: 0,
             couchdb_steps: Vec::new(),
         }
     }

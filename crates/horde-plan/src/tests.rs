@@ -94,3 +94,15 @@ fn committed_json_schema_matches_the_types() {
         "docs/plan.schema.json is stale: run HORDE_UPDATE_SCHEMAS=1 cargo test -p horde-plan"
     );
 }
+
+#[test]
+fn durations_are_bounded_but_request_bodies_are_data() {
+    let mut plan = minimal();
+    let Step::Request(request) = &mut plan.scenarios[0].steps[0] else { panic!("a request") };
+    request.body = Some(crate::Body::Json { value: serde_json::json!({"created_at_ms": 1_718_000_000_000u64}) });
+    assert!(plan.validate().is_empty(), "{:?}", plan.validate());
+    plan.options.warmup_ms = Some(400 * 24 * 3600 * 1000);
+    let errors = plan.validate();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].path, "options.warmup_ms");
+}

@@ -43,12 +43,13 @@ impl Validator {
     }
 
     /// Every duration of the plan (a field ending in `_ms` or `_us`) within a year: far
-    /// beyond any load test, and far from the overflows of clocks and timers.
+    /// beyond any load test, and far from the overflows of clocks and timers. Request bodies
+    /// are the user's data, not the plan's: a `created_at_ms` in a JSON body is no duration.
     fn durations(&mut self, path: &str, value: &serde_json::Value) {
         use serde_json::Value;
         match value {
             Value::Object(map) => {
-                for (key, item) in map {
+                for (key, item) in map.iter().filter(|(key, _)| key.as_str() != "body") {
                     let item_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                     let limit = if key.ends_with("_ms") {
                         Some(MAX_DURATION_MS)

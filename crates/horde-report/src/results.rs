@@ -116,10 +116,9 @@ impl ResultsSink {
             percentiles: self.plan.options.percentiles.clone(),
             response_time_bounds_ms: self.plan.options.response_time_bounds_ms,
         };
-        // A worker's snapshot can arrive a little after the collector's tick: keep the
-        // newest interval open until the next one.
-        let current = totals.elapsed.as_millis() as u64 / interval_ms;
-        let last = if finished { None } else { Some(current.saturating_sub(1)) };
+        // Only intervals every worker has handed in: a late worker's snapshot still belongs
+        // to an interval not yet written.
+        let last = if finished { None } else { Some(totals.complete_intervals) };
         let samples = totals.intervals.take(last, interval_ms, &options);
         if let Some(writer) = &mut self.timeseries {
             if let Err(cause) = writer.write(&samples) {

@@ -160,7 +160,9 @@ impl Summary {
             },
             generator: {
                 let cpu = totals.generator_cpu.unwrap_or_default();
-                let capacity = totals.elapsed.as_secs_f64() * totals.workers().max(1) as f64;
+                // Workers beyond the cores cannot all be busy at once.
+                let threads = totals.workers().min(environment.cores).max(1);
+                let capacity = totals.elapsed.as_secs_f64() * threads as f64;
                 GeneratorStats {
                     cpu_ms: cpu.as_millis() as u64,
                     busy: if capacity > 0.0 { cpu.as_secs_f64() / capacity } else { 0.0 },

@@ -21,7 +21,7 @@ const LAG_FORGIVEN_US: u64 = 1000;
 /// ...nor a level during which the generator's workers had this share of their CPU busy.
 const BUSY_LIMIT: f64 = 0.9;
 
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct SweepLevel {
     /// Concurrent users (closed sweep) or arrivals per second (open sweep).
     pub level: f64,
@@ -519,14 +519,8 @@ mod tests {
             error_rate: ko as f64 / (100 + ko) as f64,
             throughput_rps: throughput,
             broken_slos: if p99_ms >= 500 { vec!["p99<500ms".into()] } else { vec![] },
-            results: String::new(),
-            interrupted: false,
             run: 1,
-            not_delivered: None,
-            scheduled_starts: 0,
-            late_starts: 0,
-            start_lag_p99_us: 0,
-            generator_busy: 0.1,
+            ..SweepLevel::default()
         }
     }
 

@@ -133,7 +133,7 @@ impl VirtualUser {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let sent = body.len();
-        let mut prepared = Prepared { method, target, headers, body };
+        let mut prepared = Prepared { method, target, headers, body, sets_host: false };
         let started = Instant::now();
         let (result, timing) = self.exchange(row_id, &mut prepared, started, started, true).await;
         account.wire(slot, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
@@ -194,6 +194,8 @@ impl VirtualUser {
             if !self.ctx.limits.take_request() {
                 return Flow::Exhausted;
             }
+            // As in the CRUD step: a failure without a wait must not hold the worker.
+            tokio::task::consume_budget().await;
             let local = Instant::now();
             let mut body = Vec::with_capacity(256 * per_insert as usize);
             body.extend_from_slice(b"{\"docs\":[");
@@ -257,6 +259,9 @@ impl VirtualUser {
             if !self.ctx.limits.take_request() {
                 return Flow::Exhausted;
             }
+            // Operations can fail without any wait (no descriptor, no document): now and then
+            // the worker's other tasks, its ticker and its stop signal get their turn.
+            tokio::task::consume_budget().await;
             let slot = op as usize;
             let row_id = step.rows[slot];
             match op {
