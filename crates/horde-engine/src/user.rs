@@ -202,7 +202,19 @@ impl VirtualUser {
     async fn chain(&mut self, steps: &[StepProgram]) -> Flow {
         for step in steps {
             let flow = match step {
-                StepProgram::Request(request) => self.request(request).await,
+                StepProgram::Request(request) => {
+                    let failures = self.failures;
+                    let flow = self.request(request).await;
+                    if self.failures != failures {
+                        // A failure can come without any wait (an unsent request, a descriptor
+                        // limit): the worker's other tasks, its snapshot ticker and its stop
+                        // signal get their turn now and then, or a loop of failures would hold
+                        // the worker's thread for ever. Here, not in `request`, where the
+                        // wait would keep its large locals in every user's future.
+                        tokio::task::consume_budget().await;
+                    }
+                    flow
+                }
                 StepProgram::Pause(kind) => {
                     self.pause(*kind).await;
                     Flow::Next
@@ -313,7 +325,7 @@ impl VirtualUser {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
                 self.record_unsent(request.row_id, &failure, detail);
-                return self.after_failure().await;
+                return self.after_failure();
             }
         };
         let max_redirects = self.ctx.program.protocol.max_redirects;
@@ -330,7 +342,7 @@ impl VirtualUser {
                 Ok(response) => response,
                 Err(failure) => {
                     self.record_failure(row_id, started, &timing, &failure, 0);
-                    return self.after_failure().await;
+                    return self.after_failure();
                 }
             };
             self.store_cookies(&response.headers, &prepared.target.url);
@@ -344,7 +356,7 @@ impl VirtualUser {
                 };
                 if let Err(failure) = followed {
                     self.record_failure(row_id, started, &timing, &failure, 0);
-                    return self.after_failure().await;
+                    return self.after_failure();
                 }
                 self.record_ok(row_id, started, &timing);
                 hop += 1;
@@ -361,18 +373,14 @@ impl VirtualUser {
                     let failure_detail = failure.detail;
                     let failure = Failure::new("check_failed", failure.message);
                     self.record_failure(row_id, started, &timing, &failure, failure_detail);
-                    self.after_failure().await
+                    self.after_failure()
                 }
             };
         }
     }
 
-    /// What the chain does after a failed request. A failure can come without any wait (an
-    /// unsent request, a descriptor limit): the user gives its worker's other tasks, the
-    /// snapshot ticker and the stop signal their turn now and then, or a loop of failures
-    /// would hold the worker's thread forever.
-    async fn after_failure(&self) -> Flow {
-        tokio::task::consume_budget().await;
+    /// What the chain does after a failed request.
+    fn after_failure(&self) -> Flow {
         match self.ctx.program.plan.options.on_check_failure {
             OnCheckFailure::StopIteration => Flow::StopIteration,
             OnCheckFailure::Continue => Flow::Next,
