@@ -250,7 +250,7 @@ impl SweepReport {
         let _ = writeln!(
             out,
             "{} | sweep of {} | {:.1} s per level after {:.1} s of warm-up{}",
-            self.name,
+            crate::terminal::printable(&self.name),
             self.level_label(),
             self.level_duration_ms as f64 / 1000.0,
             self.warmup_ms as f64 / 1000.0,
