@@ -25,10 +25,12 @@ def pinned(core, argv):
     return ["taskset", "-c", str(core), *argv]
 
 
-def start_nginx(work, core=None):
-    """Starts nginx with its files in `work`; returns (process, base URL without a slash)."""
+def start_nginx(work, core=None, configure=None):
+    """Starts nginx with its files in `work`; returns (process, base URL without a slash).
+    `configure`, if given, rewrites the configuration text first."""
     port = free_port()
-    (work / "nginx.conf").write_text(TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port)))
+    conf = TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port))
+    (work / "nginx.conf").write_text(configure(conf) if configure else conf)
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     process = subprocess.Popen(pinned(core, [binary, "-c", str(work / "nginx.conf"), "-p", str(work)]))
     deadline = time.monotonic() + 10

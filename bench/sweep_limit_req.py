@@ -16,42 +16,31 @@ Needs nginx (Debian package) and horde on PATH.
 """
 
 import argparse
-import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from local_nginx import TEMPLATE, free_port, stop_nginx
+from local_nginx import start_nginx, stop_nginx
 
 
 def start_limited_nginx(work, rate):
-    port = free_port()
+    """nginx whose pages are limited to `rate` requests a second; returns (process, URL)."""
     # nginx's worker (nobody, when started as root) must reach the file.
     work.chmod(0o755)
     (work / "www").mkdir()
     (work / "www" / "index.html").write_text("hello\n")
-    conf = TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port))
-    conf = conf.replace(
-        "  keepalive_requests 100000000;",
-        f"  keepalive_requests 100000000;\n  limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;\n"
-        "  limit_req_status 503;",
-    )
-    # limit_req acts in a phase that `return` skips: the limited location serves a file.
-    conf = conf.replace('    location / { return 200 "hello\\n"; }', f"    location / {{ limit_req zone=one; root {work}/www; }}")
-    (work / "nginx.conf").write_text(conf)
-    binary = shutil.which("nginx") or "/usr/sbin/nginx"
-    process = subprocess.Popen([binary, "-c", str(work / "nginx.conf"), "-p", str(work)])
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return process, f"http://127.0.0.1:{port}/index.html"
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
+
+    def limit(conf):
+        conf = conf.replace(
+            "  keepalive_requests 100000000;",
+            f"  keepalive_requests 100000000;\n  limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;\n"
+            "  limit_req_status 503;",
+        )
+        # limit_req acts in a phase that `return` skips: the limited location serves a file.
+        return conf.replace('    location / { return 200 "hello\\n"; }', f"    location / {{ limit_req zone=one; root {work}/www; }}")
+
+    process, base = start_nginx(work, configure=limit)
+    return process, base + "/index.html"
 
 
 def sweep(url, args, results):
