@@ -17,23 +17,21 @@
 //!
 //! The life of a request: a worker's injector starts a [`user`] at its intended time; the user
 //! renders the request from its session, sends it on its own keep-alive connection
-//! ([`client`]), runs the checks ([`check`]), and records the outcome in its worker's
-//! recorders. Every interval the worker moves its recorders into a snapshot for the collector
+//! (`protocol::http`), runs the checks, and records the outcome in its worker's recorders. Every interval the worker moves its recorders into a snapshot for the collector
 //! ([`run`]).
 
-mod check;
-mod client;
-mod couchdb;
 mod descriptors;
+mod failure;
 mod injection;
 pub mod lower;
 mod precise_timer;
+mod protocol;
 mod run;
 mod run_limits;
 mod user;
 mod worker;
 
-pub use couchdb::couchdb_request;
 pub use descriptors::{connection_capacity, connections_needed_at_once};
+pub use protocol::couchdb::couchdb_request;
 pub use lower::{lower, Program};
 pub use run::{run, worker_count, RunControl, RunResult};

@@ -4,9 +4,11 @@
 //! statistics (HDR latency, errors by kind). A failed operation is counted and the step goes
 //! on, as Iron Cushion does: the step always attempts all of its operations.
 
-use super::{Flow, Prepared, VirtualUser};
-use crate::client::{Failure, Response};
-use crate::couchdb::{bulk_outcome, document_id, error_kind, error_message, CrudOp, CrudPlanner, DocumentRef, Reply};
+use super::{bulk_outcome, document_id, error_kind, error_message, CrudOp, CrudPlanner, DocumentRef, Reply};
+use crate::failure::Failure;
+use crate::protocol::http::client::Response;
+use crate::protocol::http::request::Prepared;
+use crate::user::{Flow, VirtualUser};
 use crate::lower::{BulkInsertProgram, CouchdbTarget, CrudProgram, Target};
 use bytes::Bytes;
 use horde_metrics::{ConnectionPhases, CouchdbStepKind, RequestTiming};
@@ -184,7 +186,7 @@ impl VirtualUser {
 
     /// Iron Cushion's bulk insert step: `inserts` POSTs to `_bulk_docs`, each with
     /// `documents_per_insert` new documents with ids the CRUD step can find.
-    pub(super) async fn couchdb_bulk_insert(&mut self, step: &BulkInsertProgram) -> Flow {
+    pub(crate) async fn couchdb_bulk_insert(&mut self, step: &BulkInsertProgram) -> Flow {
         let mut account = PhaseAccount::new();
         let per_insert = u64::from(step.documents_per_insert);
         let per_user = u64::from(step.inserts) * per_insert;
@@ -244,7 +246,7 @@ impl VirtualUser {
 
     /// Iron Cushion's CRUD step: the weighted operations in a random order; updates and
     /// deletes act on the document last created or read, with the `_rev` that gave.
-    pub(super) async fn couchdb_crud(&mut self, step: &CrudProgram) -> Flow {
+    pub(crate) async fn couchdb_crud(&mut self, step: &CrudProgram) -> Flow {
         let mut account = PhaseAccount::new();
         let mut planner = CrudPlanner::new(step.counts, step.bulk_documents_per_user);
         let mut pool: Vec<DocumentRef> = (0..step.bulk_documents_per_user).map(DocumentRef::Bulk).collect();

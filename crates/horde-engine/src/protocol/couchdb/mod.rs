@@ -3,6 +3,8 @@
 //! run are sent by the user (`user/couchdb_steps.rs`); [`couchdb_request`] at the end is the
 //! one exception, a blocking request for `horde couchdb`'s checks outside any run.
 
+mod steps;
+
 use horde_plan::CrudCounts;
 use rand::Rng;
 use serde::Deserialize;
@@ -204,20 +206,20 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
     runtime.block_on(async {
         let timeout = std::time::Duration::from_secs(10);
         let mut connection =
-            crate::client::Connection::open(&target.authority, timeout).await.map_err(|f| f.message)?;
+            crate::protocol::http::client::Connection::open(&target.authority, timeout).await.map_err(|f| f.message)?;
         let headers = http::HeaderMap::new();
-        let head = crate::client::RequestHead {
+        let head = crate::protocol::http::client::RequestHead {
             method: &method,
             target: &target.origin_form,
             host: Some(&target.host_header),
             headers: &headers,
             body: b"",
         };
-        let mut wire = crate::client::WireTiming::default();
+        let mut wire = crate::protocol::http::client::WireTiming::default();
         // A status reply is small; this bounds what a misbehaving server can make us keep.
         let max_body_bytes = 1 << 20;
         let exchange =
-            connection.round_trip(head, true, max_body_bytes, crate::client::KeepHeaders::CookiesAndLocation, &mut wire);
+            connection.round_trip(head, true, max_body_bytes, crate::protocol::http::client::KeepHeaders::CookiesAndLocation, &mut wire);
         let response = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| format!("no answer from {} within 10 s", target.url))?

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 use crate::descriptors::DescriptorPermit;
+use crate::failure::Failure;
 use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -22,51 +23,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-/// Why a request failed before a response could be judged. `kind` is the stable key the
-/// error is counted under.
-#[derive(Debug, Clone)]
-pub struct Failure {
-    pub kind: &'static str,
-    pub message: String,
-    /// Nothing went on the wire: the request is counted, but not in the latency statistics.
-    pub unsent: bool,
+/// A response that breaks the protocol.
+fn invalid(message: impl Into<String>) -> Failure {
+    Failure::new("invalid_response", message)
 }
 
-impl Failure {
-    pub fn new(kind: &'static str, message: impl Into<String>) -> Failure {
-        Failure { kind, message: message.into(), unsent: false }
-    }
-
-    /// A request that failed before anything was sent.
-    pub fn unsent(kind: &'static str, message: impl Into<String>) -> Failure {
-        Failure { kind, message: message.into(), unsent: true }
-    }
-
-    fn io(err: &io::Error) -> Failure {
-        let kind = match err.kind() {
-            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted => {
-                "connection_reset"
-            }
-            io::ErrorKind::UnexpectedEof => "connection_closed",
-            _ => "io_error",
-        };
-        Failure::new(kind, err.to_string())
-    }
-
-    fn closed() -> Failure {
-        Failure::new("connection_closed", "the server closed the connection before the response was complete")
-    }
-
-    fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new("invalid_response", message)
-    }
-
-    /// Whether a fresh connection may be tried: the request failed on a reused connection
-    /// that the server had closed (or reset) before any byte of a response arrived, the
-    /// shape of a keep-alive connection closed while idle.
-    pub fn closed_before_response(&self, wire: &WireTiming) -> bool {
-        matches!(self.kind, "connection_closed" | "connection_reset") && wire.bytes_received == 0
-    }
+/// Whether a fresh connection may be tried: the request failed on a reused connection that
+/// the server had closed (or reset) before any byte of a response arrived, the shape of a
+/// keep-alive connection closed while idle.
+pub fn closed_before_response(failure: &Failure, wire: &WireTiming) -> bool {
+    matches!(failure.kind, "connection_closed" | "connection_reset") && wire.bytes_received == 0
 }
 
 /// Which response headers a caller wants kept. Framing headers are always read; the others
@@ -213,7 +179,7 @@ impl Connection {
         let (status, headers, framing, head_len, close) = loop {
             let parsed = self.read_head(keep_headers, wire).await?;
             if parsed.0 == StatusCode::SWITCHING_PROTOCOLS {
-                return Err(Failure::invalid("101 Switching Protocols, but no protocol switch was asked for"));
+                return Err(invalid("101 Switching Protocols, but no protocol switch was asked for"));
             }
             if parsed.0.is_informational() {
                 self.read_buffer.drain(..parsed.3);
@@ -304,21 +270,21 @@ impl Connection {
                 match response.parse(&self.read_buffer) {
                     Ok(httparse::Status::Complete(head_len)) => {
                         let status = StatusCode::from_u16(response.code.unwrap_or(0))
-                            .map_err(|_| Failure::invalid(format!("invalid status {:?}", response.code)))?;
+                            .map_err(|_| invalid(format!("invalid status {:?}", response.code)))?;
                         let http10 = response.version == Some(0);
                         let (headers, framing, close) = read_headers(response.headers, keep_headers, http10)?;
                         return Ok((status, headers, framing, head_len, close));
                     }
                     Ok(httparse::Status::Partial) if self.read_buffer.len() > MAX_HEAD_BYTES => {
-                        return Err(Failure::invalid(format!("response head larger than {MAX_HEAD_BYTES} bytes")));
+                        return Err(invalid(format!("response head larger than {MAX_HEAD_BYTES} bytes")));
                     }
                     Ok(httparse::Status::Partial) => {}
                     Err(httparse::Error::TooManyHeaders) => {
-                        return Err(Failure::invalid(format!(
+                        return Err(invalid(format!(
                             "the response has more than {MAX_HEADERS} headers, the most horde reads"
                         )))
                     }
-                    Err(err) => return Err(Failure::invalid(format!("invalid HTTP response: {err}"))),
+                    Err(err) => return Err(invalid(format!("invalid HTTP response: {err}"))),
                 }
             }
             self.fill(wire).await?;
@@ -360,13 +326,13 @@ impl Connection {
                     break end;
                 }
                 if self.read_buffer.len() > 1024 {
-                    return Err(Failure::invalid("chunk size line too long"));
+                    return Err(invalid("chunk size line too long"));
                 }
                 self.fill(wire).await?;
             };
-            let line = std::str::from_utf8(&self.read_buffer[..line_end]).map_err(|_| Failure::invalid("bad chunk size"))?;
+            let line = std::str::from_utf8(&self.read_buffer[..line_end]).map_err(|_| invalid("bad chunk size"))?;
             let size_text = line.split(';').next().unwrap_or("").trim();
-            let size = u64::from_str_radix(size_text, 16).map_err(|_| Failure::invalid(format!("bad chunk size {size_text:?}")))?;
+            let size = u64::from_str_radix(size_text, 16).map_err(|_| invalid(format!("bad chunk size {size_text:?}")))?;
             self.read_buffer.drain(..line_end + 2);
             if size == 0 {
                 // Trailers, then an empty line.
@@ -480,9 +446,9 @@ fn read_headers(
                 let text = std::str::from_utf8(text).unwrap_or("").trim();
                 let length: u64 = text
                     .parse()
-                    .map_err(|_| Failure::invalid(format!("bad Content-Length {text:?}")))?;
+                    .map_err(|_| invalid(format!("bad Content-Length {text:?}")))?;
                 if content_length.is_some_and(|seen| seen != length) {
-                    return Err(Failure::invalid(format!(
+                    return Err(invalid(format!(
                         "conflicting Content-Length headers ({} and {length})",
                         content_length.unwrap_or_default()
                     )));
@@ -508,8 +474,8 @@ fn read_headers(
             }
         };
         if wanted {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| Failure::invalid(format!("bad header name {name:?}")))?;
-            let value = HeaderValue::from_bytes(header.value).map_err(|_| Failure::invalid("bad header value"))?;
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(format!("bad header name {name:?}")))?;
+            let value = HeaderValue::from_bytes(header.value).map_err(|_| invalid("bad header value"))?;
             headers.append(name, value);
         }
     }

@@ -1,0 +1,34 @@
+//! HTTP: the lean HTTP/1.1 client (`client`), requests as a virtual user sends them (`request`:
+//! rendering, redirects, cookies, retries), and the checks on responses (`check`).
+
+pub(crate) mod check;
+pub(crate) mod client;
+pub(crate) mod request;
+
+use client::Connection;
+use cookie_store::CookieStore;
+use tokio::time::Instant;
+
+/// What HTTP keeps in a virtual user's session: its cookie jar and its keep-alive connection.
+/// The core holds it for the user and never reads it.
+pub(crate) struct HttpSession {
+    pub cookies: CookieStore,
+    pub has_cookies: bool,
+    pub connection: Option<Connection>,
+    /// When the connection last finished an exchange.
+    pub connection_idle_since: Instant,
+    /// Some check of the scenario reads a response header, so all headers are kept.
+    pub keep_all_headers: bool,
+}
+
+impl HttpSession {
+    pub fn new(keep_all_headers: bool) -> HttpSession {
+        HttpSession {
+            cookies: CookieStore::default(),
+            has_cookies: false,
+            connection: None,
+            connection_idle_since: Instant::now(),
+            keep_all_headers,
+        }
+    }
+}

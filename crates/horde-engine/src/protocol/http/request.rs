@@ -1,0 +1,434 @@
+//! HTTP requests of a virtual user: rendering a request from its session, sending it on the
+//! user's connection, following redirects, running the checks, and recording the outcome.
+
+use super::check::{run_checks, ResponseView};
+use super::client::{closed_before_response, Connection, KeepHeaders, RequestHead, Response, WireTiming};
+use crate::failure::Failure;
+use crate::lower::{BodyProgram, PartProgram, RequestProgram, Target, UrlProgram};
+use crate::precise_timer::PreciseTimer;
+use crate::user::{corrected_start, Flow, VirtualUser};
+use bytes::Bytes;
+use horde_metrics::RequestTiming;
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use http::{Method, StatusCode};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use url::Url;
+
+/// A keep-alive connection idle this long is checked for a close by the server before it is
+/// written on. The check usually costs a read syscall (the socket still reads as ready from
+/// the last response), which back-to-back requests should not pay: servers close idle
+/// connections after seconds, and the rare close that races a request is retried.
+const IDLE_CHECK_AFTER: Duration = Duration::from_millis(1);
+
+/// A request ready to go on the wire.
+pub(crate) struct Prepared {
+    pub method: Method,
+    pub target: Arc<Target>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// The headers hold a Host of their own, which replaces the URL's.
+    pub sets_host: bool,
+}
+
+/// Whether a request that failed on a reused connection before any byte of a response may go
+/// once more on a fresh one: when the server cannot have acted on it (writing it failed), or
+/// when acting on it twice is harmless (an idempotent method, RFC 9110 9.2.2), as browsers do.
+/// A POST that was written whole is a KO instead: the server may have done it.
+fn may_resend(method: &Method, wire: &WireTiming) -> bool {
+    wire.bytes_sent == 0
+        || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE)
+}
+
+/// Turns the request of one hop into the next hop of a redirect, as browsers do: 303, and
+/// 301/302 after a POST, become a GET without a body; otherwise the same request (and the same
+/// body) goes to the new location.
+fn redirect(prepared: &mut Prepared, status: StatusCode, location: &HeaderValue) -> Result<(), Failure> {
+    let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
+    let url = prepared
+        .target
+        .url
+        .join(location)
+        .map_err(|err| Failure::new("invalid_redirect", format!("Location {location:?}: {err}")))?;
+    let target = Target::from_url(url).map_err(|m| Failure::new("invalid_redirect", m))?;
+    let becomes_get = status == StatusCode::SEE_OTHER
+        || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && prepared.method == Method::POST);
+    if becomes_get {
+        prepared.method = Method::GET;
+        prepared.body = Bytes::new();
+        prepared.headers.remove(CONTENT_TYPE);
+    }
+    prepared.target = Arc::new(target);
+    Ok(())
+}
+
+impl VirtualUser {
+    /// One request step: its share of the run's budget and throttle, the request rendered
+    /// from the session, sent, its redirects followed, checked and recorded.
+    pub(crate) async fn request(&mut self, request: &RequestProgram) -> Flow {
+        if !self.ctx.limits.take_request() {
+            return Flow::Exhausted;
+        }
+        let mut intended = self.next_intended.take();
+        if let Some(slot) = self.ctx.limits.next_throttle_slot() {
+            // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
+            // start most of them late.
+            self.slot_timer.get_or_insert_with(PreciseTimer::new).sleep_until(slot).await;
+            self.ctx.record_start_lag(slot, Instant::now());
+            intended = Some(slot);
+        }
+        let mut prepared = match self.prepare(request) {
+            Ok(prepared) => prepared,
+            Err((failure, detail)) => {
+                self.record_unsent(request.row_id, &failure, detail);
+                return self.after_failure();
+            }
+        };
+        let max_redirects = self.ctx.program.protocol.max_redirects;
+        let mut hop = 0u32;
+        let mut row_id = request.row_id;
+        loop {
+            let started = Instant::now();
+            let from = match (hop, intended) {
+                (0, Some(intended)) => corrected_start(intended, started),
+                _ => started,
+            };
+            let (result, timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
+            let response = match result {
+                Ok(response) => response,
+                Err(failure) => {
+                    self.record_failure(row_id, started, &timing, &failure, 0);
+                    return self.after_failure();
+                }
+            };
+            self.store_cookies(&response.headers, &prepared.target.url);
+            let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
+            if let (Some(location), true) = (location, max_redirects > 0) {
+                // The hop is one exchange with one outcome: OK when it can be followed.
+                let followed = if hop < max_redirects {
+                    redirect(&mut prepared, response.status, location)
+                } else {
+                    Err(Failure::new("too_many_redirects", format!("more than {max_redirects} redirects in a row")))
+                };
+                if let Err(failure) = followed {
+                    self.record_failure(row_id, started, &timing, &failure, 0);
+                    return self.after_failure();
+                }
+                self.record_ok(row_id, started, &timing);
+                hop += 1;
+                row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
+                continue;
+            }
+            let mut view = ResponseView::new(response.status, &response.headers, &response.body);
+            return match run_checks(&request.checks, &mut view, &mut self.variables) {
+                Ok(()) => {
+                    self.record_ok(row_id, started, &timing);
+                    Flow::Next
+                }
+                Err(failure) => {
+                    let failure_detail = failure.detail;
+                    let failure = Failure::new("check_failed", failure.message);
+                    self.record_failure(row_id, started, &timing, &failure, failure_detail);
+                    self.after_failure()
+                }
+            };
+        }
+    }
+
+    /// Renders everything the request needs; an unset variable fails it before it is sent.
+    pub(crate) fn prepare(&mut self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
+        let target = self.target(request)?;
+        let mut headers = HeaderMap::new();
+        for header in &request.headers {
+            let value = match &header.fixed {
+                Some(value) => value.clone(),
+                None => {
+                    let text = header.value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                    HeaderValue::from_str(&text).map_err(|_| {
+                        (
+                            Failure::new(
+                                "invalid_header",
+                                format!("header {} has an invalid value {text:?}", header.name),
+                            ),
+                            0,
+                        )
+                    })?
+                }
+            };
+            headers.append(header.name.clone(), value);
+        }
+        let (body, content_type) = self.body(&request.body)?;
+        if let Some(content_type) = content_type {
+            if !headers.contains_key(CONTENT_TYPE) {
+                headers.insert(CONTENT_TYPE, content_type);
+            }
+        }
+        Ok(Prepared { method: request.method.clone(), target, headers, body, sets_host: request.sets_host })
+    }
+
+    fn target(&self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
+        let invalid = |message: String| (Failure::new("invalid_url", message), 0);
+        let mut url = match &request.url {
+            UrlProgram::Static(target) if request.query.is_empty() => return Ok(target.clone()),
+            UrlProgram::Static(target) => target.url.clone(),
+            UrlProgram::Dynamic { template, base } => {
+                let text = template.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let parsed = match base {
+                    Some(base) => base.join(&text),
+                    None => Url::parse(&text),
+                };
+                parsed.map_err(|err| invalid(format!("{text:?}: {err}")))?
+            }
+        };
+        if !request.query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (name, value) in &request.query {
+                let name = name.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let value = value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                pairs.append_pair(&name, &value);
+            }
+        }
+        Target::from_url(url).map(Arc::new).map_err(invalid)
+    }
+
+    fn body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
+        if let BodyProgram::Generated { id, schema, bulk } = body {
+            let generator = self.generator(*id, schema);
+            let document = match bulk {
+                None => generator.document(),
+                Some(count) => {
+                    let docs: Vec<serde_json::Value> = (0..*count).map(|_| generator.document()).collect();
+                    serde_json::json!({ "docs": docs })
+                }
+            };
+            let bytes = serde_json::to_vec(&document).expect("generated documents serialize");
+            return Ok((Bytes::from(bytes), Some(HeaderValue::from_static("application/json"))));
+        }
+        self.render_body(body)
+    }
+
+    fn render_body(&self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
+        let render = |t: &crate::lower::Template| t.render(&self.variables).map_err(|slot| self.undefined(slot));
+        Ok(match body {
+            BodyProgram::None => (Bytes::new(), None),
+            BodyProgram::Static { bytes, content_type } => (bytes.clone(), content_type.clone()),
+            BodyProgram::Raw { text, content_type } => (Bytes::from(render(text)?), content_type.clone()),
+            BodyProgram::Form(params) => {
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                for (name, value) in params {
+                    form.append_pair(&render(name)?, &render(value)?);
+                }
+                let content_type = HeaderValue::from_static("application/x-www-form-urlencoded");
+                (Bytes::from(form.finish()), Some(content_type))
+            }
+            BodyProgram::Multipart { boundary, parts } => {
+                let mut out = Vec::new();
+                for part in parts {
+                    out.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+                    match part {
+                        PartProgram::Text { name, value } => {
+                            let value = render(value)?;
+                            out.extend_from_slice(
+                                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                                    .as_bytes(),
+                            );
+                        }
+                        PartProgram::File { name, file_name, content_type, data } => {
+                            out.extend_from_slice(
+                                format!(
+                                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+                                     Content-Type: {content_type}\r\n\r\n"
+                                )
+                                .as_bytes(),
+                            );
+                            out.extend_from_slice(data);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                    }
+                }
+                out.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+                let content_type = HeaderValue::from_str(&format!("multipart/form-data; boundary={boundary}"))
+                    .expect("the boundary is a valid header value");
+                (Bytes::from(out), Some(content_type))
+            }
+            BodyProgram::Generated { .. } => unreachable!("generated by body()"),
+        })
+    }
+
+    fn store_cookies(&mut self, headers: &HeaderMap, url: &Url) {
+        for value in headers.get_all(SET_COOKIE) {
+            if let Ok(text) = value.to_str() {
+                if self.http.cookies.parse(text, url).is_ok() {
+                    self.http.has_cookies = true;
+                }
+            }
+        }
+    }
+
+    /// Sends one request on the user's connection (opening it if needed) and reads the whole
+    /// response. The timing is filled in whatever happens.
+    ///
+    /// A keep-alive connection the server closed while it sat idle is not written on (its
+    /// idle timeout would otherwise fail a request the server never saw), and a request that
+    /// fails on a reused connection before any byte of a response arrived is sent once more
+    /// on a fresh connection, as browsers and hyper do. Both are counted.
+    pub(crate) async fn exchange(
+        &mut self,
+        row_id: usize,
+        prepared: &mut Prepared,
+        intended: Instant,
+        started: Instant,
+        keep_body: bool,
+    ) -> (Result<Response, Failure>, RequestTiming) {
+        let protocol = &self.ctx.program.protocol;
+        let (connect_timeout, request_timeout, max_body_bytes) =
+            (protocol.connect_timeout, protocol.request_timeout, protocol.max_body_bytes);
+        let measured = self.ctx.measures(started);
+        if self.http.has_cookies {
+            self.set_cookie_header(prepared);
+        }
+        let Prepared { method, target, headers, body, sets_host } = prepared;
+        // Without header checks, only the headers cookies and redirects need are kept.
+        let keep_headers = if self.http.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
+        let mut timing = RequestTiming::default();
+        let mut retried = false;
+        let result = loop {
+            let mut reused = self.http.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
+            if reused && started.saturating_duration_since(self.http.connection_idle_since) >= IDLE_CHECK_AFTER {
+                let connection = self.http.connection.as_mut().expect("checked above");
+                if connection.closed_while_idle() {
+                    reused = false;
+                    if measured {
+                        self.ctx.metrics.borrow_mut().connections.closed_while_idle += 1;
+                    }
+                }
+            }
+            let send_started = if reused {
+                // A reused connection sends at once: the start of the request is the start
+                // of sending.
+                started
+            } else {
+                self.http.connection = None;
+                let connecting = Instant::now();
+                match Connection::open(&target.authority, connect_timeout).await {
+                    Ok(connection) => {
+                        let connected = Instant::now();
+                        timing.connect_us = Some(connected.duration_since(connecting).as_micros() as u64);
+                        self.http.connection = Some(connection);
+                        // Counted now: the request on it may never complete.
+                        if measured {
+                            self.ctx.metrics.borrow_mut().connections.opened += 1;
+                        }
+                        connected
+                    }
+                    // A request already sent once is not "unsent" because its resending
+                    // could not connect.
+                    Err(failure) => break Err(Failure { unsent: failure.unsent && !retried, ..failure }),
+                }
+            };
+            if measured && !retried {
+                // Begun: from here until its outcome it is in flight.
+                self.ctx.metrics.borrow_mut().row(row_id).started += 1;
+            }
+            let host = (!*sets_host).then_some(target.host_header.as_str());
+            let head = RequestHead { method, target: &target.origin_form, host, headers, body };
+            let mut wire = WireTiming::default();
+            let connection = self.http.connection.as_mut().expect("opened above");
+            let exchange = connection.round_trip(head, keep_body, max_body_bytes, keep_headers, &mut wire);
+            let result = match tokio::time::timeout(request_timeout, exchange).await {
+                Ok(result) => result,
+                Err(_) => Err(Failure::new(
+                    "request_timeout",
+                    format!("no complete response within {} ms", request_timeout.as_millis()),
+                )),
+            };
+            let end = Instant::now();
+            let sent_at = wire.sent_at.unwrap_or(end);
+            timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
+            timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
+            timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
+            // Bytes of a failed first attempt did cross the wire: they count.
+            timing.bytes_sent += wire.bytes_sent;
+            timing.bytes_received += wire.bytes_received;
+            match result {
+                Err(failure) if reused && !retried && closed_before_response(&failure, &wire) && may_resend(method, &wire) => {
+                    retried = true;
+                    self.http.connection = None;
+                    if measured {
+                        self.ctx.metrics.borrow_mut().connections.retried += 1;
+                    }
+                }
+                Err(failure) => {
+                    // The connection is in an unknown state; the next request opens a fresh one.
+                    self.http.connection = None;
+                    break Err(failure);
+                }
+                Ok(response) => {
+                    self.http.connection_idle_since = end;
+                    break Ok(response);
+                }
+            }
+        };
+        let end = Instant::now();
+        timing.latency_us = end.duration_since(intended).as_micros() as u64;
+        timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
+        (result, timing)
+    }
+
+    /// The Cookie header for the request's URL from the user's jar.
+    fn set_cookie_header(&self, prepared: &mut Prepared) {
+        let mut cookie = String::new();
+        for (name, value) in self.http.cookies.get_request_values(&prepared.target.url) {
+            if !cookie.is_empty() {
+                cookie.push_str("; ");
+            }
+            cookie.push_str(name);
+            cookie.push('=');
+            cookie.push_str(value);
+        }
+        match (cookie.is_empty(), HeaderValue::from_str(&cookie)) {
+            (false, Ok(value)) => {
+                prepared.headers.insert(COOKIE, value);
+            }
+            _ => {
+                prepared.headers.remove(COOKIE);
+            }
+        }
+    }}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn posted(status: u16, location: &'static str) -> Result<Prepared, Failure> {
+        let url = Url::parse("http://127.0.0.1:1/app/form").unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut prepared = Prepared {
+            method: Method::POST,
+            target: Arc::new(Target::from_url(url).unwrap()),
+            headers,
+            body: Bytes::from("{}"),
+            sets_host: false,
+        };
+        redirect(&mut prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?;
+        Ok(prepared)
+    }
+
+    #[test]
+    fn redirects_keep_or_drop_the_body_as_browsers_do() {
+        let same = posted(307, "next").unwrap();
+        assert_eq!(
+            (same.method, &same.body[..], same.target.origin_form.as_str()),
+            (Method::POST, &b"{}"[..], "/app/next")
+        );
+        assert!(same.headers.contains_key(CONTENT_TYPE));
+        for status in [302, 303] {
+            let get = posted(status, "/done?x=1").unwrap();
+            assert_eq!((get.method, get.body.len(), get.target.origin_form.as_str()), (Method::GET, 0, "/done?x=1"));
+            assert!(!get.headers.contains_key(CONTENT_TYPE));
+        }
+        assert_eq!(posted(302, "ftp://elsewhere/").err().unwrap().kind, "invalid_redirect");
+    }
+}
