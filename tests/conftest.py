@@ -138,6 +138,60 @@ def nginx(tmp_path_factory):
     server.stop()
 
 
+NGINX_TLS_TEMPLATE = ROOT / "scripts" / "nginx-tls.conf.template"
+TLS_SERVERS = ("tls", "expired", "other_host", "unknown_ca", "mtls", "redirect")
+
+
+class TlsNginx:
+    """nginx over TLS (HTTP/1.1 and HTTP/2) with certificates the tests make, one server per
+    certificate problem, a server demanding a client certificate, and an http server that
+    redirects to https. ``url(server)`` is a server's base URL; ``files`` the certificates."""
+
+    def __init__(self, directory):
+        import tls_material
+
+        # nginx's worker (nobody, when started as root) reads the certificates.
+        directory.chmod(0o755)
+        self.files = tls_material.make(directory)
+        self.ports = {server: free_port() for server in TLS_SERVERS}
+        self.status_requests = 0
+        conf = NGINX_TLS_TEMPLATE.read_text().replace("{dir}", str(directory))
+        for server, port in self.ports.items():
+            conf = conf.replace("{" + server + "_port}", str(port))
+        (directory / "nginx.conf").write_text(conf)
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
+                                        stderr=subprocess.PIPE)
+        wait_until(lambda: all(can_connect(p) for p in self.ports.values()) or self.process.poll() is not None,
+                   what="nginx with TLS")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+
+    def url(self, server="tls", host="127.0.0.1"):
+        scheme = "http" if server == "redirect" else "https"
+        return f"{scheme}://{host}:{self.ports[server]}"
+
+    def requests_served(self):
+        """nginx's own count of requests over every server, less the status requests made."""
+        import ssl
+
+        self.status_requests += 1
+        context = ssl.create_default_context(cafile=str(self.files["ca"][0]))
+        with urllib.request.urlopen(self.url() + "/nginx_status", timeout=5, context=context) as response:
+            text = response.read().decode()
+        return int(text.splitlines()[2].split()[2]) - self.status_requests
+
+    def stop(self):
+        stop_process(self.process)
+
+
+@pytest.fixture(scope="session")
+def tls_nginx(tmp_path_factory):
+    server = TlsNginx(tmp_path_factory.mktemp("nginx-tls"))
+    yield server
+    server.stop()
+
+
 class CouchDb:
     """pouchdb-server (a CouchDB-API server) in memory, installed by scripts/test.sh."""
 

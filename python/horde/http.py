@@ -208,7 +208,7 @@ class _RequestName:
 
 @dataclass(frozen=True)
 class HttpProtocol:
-    """Defaults for every request: base URL, headers, timeouts, redirects."""
+    """Defaults for every request: base URL, headers, timeouts, redirects, TLS, host names."""
 
     base: Optional[str] = None
     header_pairs: tuple = ()
@@ -217,6 +217,8 @@ class HttpProtocol:
     follow_redirects: bool = True
     redirects: Optional[int] = None
     body_limit: Optional[int] = None
+    tls: tuple = ()
+    host_mappings: tuple = ()
 
     def base_url(self, url):
         return replace(self, base=str(url))
@@ -254,8 +256,65 @@ class HttpProtocol:
             raise DslError(f"max_body_bytes() takes a number of bytes of at least 1, got {size!r}")
         return replace(self, body_limit=size)
 
+    def _tls(self, **options):
+        return replace(self, tls=self.tls + tuple(options.items()))
+
+    def disable_tls_verification(self):
+        """Accept any server certificate (the summary says verification was off).
+
+        >>> http.base_url("https://127.0.0.1:8443").disable_tls_verification().to_plan()["tls"]
+        {'verify': False}
+        """
+        return self._tls(verify=False)
+
+    def ca_file(self, path):
+        """Trust the certificate authorities of this PEM file besides the system's."""
+        return self._tls(ca_file=str(path))
+
+    def client_certificate(self, certificate, key):
+        """A client certificate (PEM chain) and its private key (PEM) for mutual TLS.
+
+        >>> http.client_certificate("client.pem", "client.key").to_plan()["tls"]
+        {'client_certificate': {'certificate': 'client.pem', 'key': 'client.key'}}
+        """
+        return self._tls(client_certificate={"certificate": str(certificate), "key": str(key)})
+
+    def tls_versions(self, minimum=None, maximum=None):
+        """The TLS versions offered: "1.2" and/or "1.3" (both by default)."""
+        for version in (minimum, maximum):
+            if version is not None and version not in ("1.2", "1.3"):
+                raise DslError(f'tls_versions() takes "1.2" or "1.3", got {version!r}')
+        options = {}
+        if minimum is not None:
+            options["min_version"] = minimum
+        if maximum is not None:
+            options["max_version"] = maximum
+        return self._tls(**options)
+
+    def disable_sni(self):
+        """Do not send the host name in the TLS handshake."""
+        return self._tls(sni=False)
+
+    def share_tls_sessions(self):
+        """Let all users resume one another's TLS sessions (by default each user has its own, so
+        a new user pays a full handshake, as a new browser does)."""
+        return self._tls(share_sessions=True)
+
+    def resolve(self, host, port, address):
+        """Connect to `address` for `host`:`port` instead of asking the resolver (curl's
+        ``--resolve``).
+
+        >>> http.resolve("example.org", 443, "127.0.0.1").to_plan()["resolve"]
+        [{'host': 'example.org', 'port': 443, 'address': '127.0.0.1'}]
+        """
+        return replace(self, host_mappings=self.host_mappings + ({"host": str(host), "port": int(port), "address": str(address)},))
+
     def to_plan(self):
         plan = {"follow_redirects": self.follow_redirects}
+        if self.tls:
+            plan["tls"] = dict(self.tls)
+        if self.host_mappings:
+            plan["resolve"] = list(self.host_mappings)
         if self.base is not None:
             plan["base_url"] = self.base
         if self.header_pairs:
@@ -291,6 +350,18 @@ class _Http:
 
     def disable_follow_redirect(self):
         return HttpProtocol().disable_follow_redirect()
+
+    def disable_tls_verification(self):
+        return HttpProtocol().disable_tls_verification()
+
+    def ca_file(self, path):
+        return HttpProtocol().ca_file(path)
+
+    def client_certificate(self, certificate, key):
+        return HttpProtocol().client_certificate(certificate, key)
+
+    def resolve(self, host, port, address):
+        return HttpProtocol().resolve(host, port, address)
 
 
 http = _Http()

@@ -96,7 +96,7 @@ pub struct OutputArgs {
 
 #[derive(Args, Debug)]
 pub struct HttpArgs {
-    /// The URL to load (http://).
+    /// The URL to load (http:// or https://).
     pub url: String,
     // Numbers are taken as text and checked with the other flags, so that every problem of a
     // command line is named at once.
@@ -130,6 +130,15 @@ pub struct HttpArgs {
     /// Do not follow redirects.
     #[arg(long)]
     pub no_follow: bool,
+    /// https: accept any certificate (the summary says verification was off).
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+    /// https: also trust the certificate authorities of this PEM file.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<String>,
+    /// Connect to ADDRESS for HOST:PORT instead of resolving HOST, as curl; repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDRESS")]
+    pub resolve: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -4,7 +4,7 @@
 use crate::args::{at_least_one, workers, HttpArgs};
 use crate::output::status;
 use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
-use horde_plan::{HttpProtocol, MAX_DURATION_MS, PLAN_VERSION};
+use horde_plan::{HostMapping, HttpProtocol, TlsOptions, MAX_DURATION_MS, PLAN_VERSION};
 
 /// Connections when -c is not given, as oha.
 const DEFAULT_CONNECTIONS: u64 = 50;
@@ -32,16 +32,29 @@ pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     Ok(ms as u64)
 }
 
-/// The request URL of quick mode and of `horde sweep URL`: absolute, http, with a host.
+/// The request URL of quick mode and of `horde sweep URL`: absolute, http or https, with a host.
 pub(crate) fn check_url(url: &str) -> Result<(), String> {
     let parsed = url::Url::parse(url).map_err(|err| format!("{url:?} is not a URL: {err}"))?;
-    if parsed.scheme() != "http" {
-        return Err(format!("{url:?}: only http:// URLs are supported"));
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("{url:?}: only http:// and https:// URLs are supported"));
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("{url:?} has no host"));
     }
     Ok(())
+}
+
+/// `host:port:address`, as curl's `--resolve` (an IPv6 address may be in brackets).
+pub(crate) fn parse_host_mapping(text: &str) -> Result<HostMapping, String> {
+    let (host, rest) = text.split_once(':').ok_or("expected host:port:address")?;
+    let (port, address) = rest.split_once(':').ok_or("expected host:port:address")?;
+    let port: u16 = port.parse().map_err(|_| format!("{port:?} is not a port"))?;
+    let address = address.trim_start_matches('[').trim_end_matches(']');
+    address.parse::<std::net::IpAddr>().map_err(|_| format!("{address:?} is not an IP address"))?;
+    if host.is_empty() {
+        return Err("no host name".into());
+    }
+    Ok(HostMapping { host: host.to_string(), port, address: address.to_string() })
 }
 
 /// Where each plan path of a quick-mode plan came from, to name problems by their flag.
@@ -57,6 +70,8 @@ const FLAG_OF_PATH: &[(&str, &str)] = &[
     ("options.throttle", "--rate"),
     ("options.workers", "--workers"),
     ("protocol.request_timeout_ms", "--timeout"),
+    ("protocol.tls.ca_file", "--cacert"),
+    ("protocol.resolve", "--resolve"),
 ];
 
 pub(crate) fn flag_of(path: &str) -> Option<&'static str> {
@@ -136,6 +151,14 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         }
     };
     let throttle = rate.map(|rps| vec![ThrottleStep::JumpToRps { rps }]).unwrap_or_default();
+    let mut resolve = Vec::new();
+    for mapping in &args.resolve {
+        match parse_host_mapping(mapping) {
+            Ok(mapping) => resolve.push(mapping),
+            Err(problem) => problems.push(format!("--resolve {mapping:?}: {problem}")),
+        }
+    }
+    let tls = TlsOptions { verify: !args.insecure, ca_file: args.cacert.clone(), ..TlsOptions::default() };
     // More connections than requests would open connections that never send: one per
     // request is all -n can use.
     let connections = match (connections_given, requests) {
@@ -165,6 +188,8 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         protocol: HttpProtocol {
             request_timeout_ms: timeout_ms,
             follow_redirects: !args.no_follow,
+            tls,
+            resolve,
             ..HttpProtocol::default()
         },
         scenarios: vec![Scenario {
@@ -215,6 +240,15 @@ mod tests {
         assert!(parse_duration_ms("10 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_duration_ms("soon").is_err());
         assert!(parse_duration_ms("99999999999999999999h").unwrap_err().contains("365 days"));
+    }
+
+    #[test]
+    fn host_mappings_read_as_curl_writes_them() {
+        let mapping = parse_host_mapping("example.org:443:127.0.0.1").unwrap();
+        assert_eq!((mapping.host.as_str(), mapping.port, mapping.address.as_str()), ("example.org", 443, "127.0.0.1"));
+        assert_eq!(parse_host_mapping("example.org:443:[::1]").unwrap().address, "::1");
+        assert!(parse_host_mapping("example.org:x:127.0.0.1").unwrap_err().contains("not a port"));
+        assert!(parse_host_mapping("example.org:443:nowhere").unwrap_err().contains("not an IP address"));
     }
 
     #[test]

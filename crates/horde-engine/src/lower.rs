@@ -15,6 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
+use crate::protocol::http::resolve::Resolver;
+use crate::protocol::http::tls::TlsSetup;
+
+/// A host as an authority spells it: an IPv6 address in brackets.
+fn bracketed(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
 /// A plan ready to run.
 pub struct Program {
     pub plan: Plan,
@@ -66,6 +78,9 @@ pub struct ProtocolProgram {
     pub request_timeout: Duration,
     pub max_redirects: u32,
     pub max_body_bytes: u64,
+    pub(crate) tls: TlsSetup,
+    /// The run's host names, cached.
+    pub(crate) resolver: Resolver,
 }
 
 pub struct ScenarioProgram {
@@ -143,8 +158,12 @@ pub enum UrlProgram {
 /// A parsed absolute URL with everything the client needs precomputed.
 pub struct Target {
     pub url: Url,
-    /// `host:port`: the key of the connection a virtual user keeps.
+    /// `host:port`: with `tls`, the key of the connection a virtual user keeps.
     pub authority: Arc<str>,
+    /// The host alone, without brackets: the name TLS presents and verifies.
+    pub host: String,
+    /// https.
+    pub tls: bool,
     /// The Host header: the authority as the URL spells it (no default port).
     pub host_header: String,
     /// The request target in origin form (`/path?query`).
@@ -153,11 +172,14 @@ pub struct Target {
 
 impl Target {
     pub fn from_url(url: Url) -> Result<Target, String> {
-        if url.scheme() != "http" {
-            return Err(format!("{url}: only http:// URLs are supported"));
-        }
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(format!("{url}: only http:// and https:// URLs are supported")),
+        };
+        // An IPv6 literal keeps its brackets here: `[::1]:8080` is an authority.
         let host = url.host_str().ok_or_else(|| format!("{url}: no host"))?;
-        let port = url.port_or_known_default().unwrap_or(80);
+        let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
         let authority: Arc<str> = format!("{host}:{port}").into();
         let host_header = match url.port() {
             Some(port) => format!("{host}:{port}"),
@@ -167,7 +189,8 @@ impl Target {
             Some(query) => format!("{}?{}", url.path(), query),
             None => url.path().to_string(),
         };
-        Ok(Target { url, authority, host_header, origin_form })
+        let name = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        Ok(Target { authority, host: name, tls, host_header, origin_form, url })
     }
 }
 
@@ -302,6 +325,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
+    let tls = TlsSetup::new(&plan.protocol.tls, lowering.base_dir.as_deref(), &[b"http/1.1"], &mut lowering.errors);
     for error in std::mem::take(&mut lowering.errors) {
         let named_already = errors.iter().any(|known| {
             error.path.strip_prefix(known.path.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
@@ -328,6 +352,11 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
             max_redirects: if plan.protocol.follow_redirects { plan.protocol.max_redirects } else { 0 },
             max_body_bytes: plan.protocol.max_body_bytes,
+            tls,
+            resolver: Resolver::with_mappings(plan.protocol.resolve.iter().filter_map(|m| {
+                let address = m.address.parse::<std::net::IpAddr>().ok()?;
+                Some((format!("{}:{}", bracketed(&m.host), m.port), std::net::SocketAddr::new(address, m.port)))
+            })),
         },
     })
 }

@@ -30,5 +30,5 @@ pub use summary::{
     ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };
 pub use threshold::{Comparison, Metric, Observed, Threshold};
-pub use timeseries::{IntervalSample, PendingIntervals, ALL_REQUESTS};
+pub use timeseries::{IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};

@@ -26,8 +26,12 @@ pub struct RequestTiming {
     pub latency_us: u64,
     /// From the actual start to the last byte.
     pub uncorrected_us: u64,
-    /// Time to open the connection, when this request had to open one.
+    /// Time to resolve the host name, when this request's connection had to look it up.
+    pub dns_us: Option<u64>,
+    /// Time to open the connection (TCP), when this request had to open one.
     pub connect_us: Option<u64>,
+    /// Time of the TLS handshake, when this request opened an https connection.
+    pub tls_us: Option<u64>,
     pub send_us: u64,
     /// From the end of sending to the first byte of the response.
     pub wait_us: u64,
@@ -52,7 +56,9 @@ pub struct Recorder {
     /// and at the end of a run, interrupted.
     pub started: u64,
     pub uncorrected: Histogram<u64>,
+    pub dns: Histogram<u64>,
     pub connect: Histogram<u64>,
+    pub tls: Histogram<u64>,
     pub send: Histogram<u64>,
     pub wait: Histogram<u64>,
     pub receive: Histogram<u64>,
@@ -68,7 +74,9 @@ impl Default for Recorder {
             unsent: 0,
             started: 0,
             uncorrected: new_histogram(),
+            dns: new_histogram(),
             connect: new_histogram(),
+            tls: new_histogram(),
             send: new_histogram(),
             wait: new_histogram(),
             receive: new_histogram(),
@@ -83,8 +91,10 @@ impl Recorder {
         let latency = if ok { &mut self.ok } else { &mut self.ko };
         record_value(latency, timing.latency_us);
         record_value(&mut self.uncorrected, timing.uncorrected_us);
-        if let Some(connect) = timing.connect_us {
-            record_value(&mut self.connect, connect);
+        for (histogram, value) in [(&mut self.dns, timing.dns_us), (&mut self.connect, timing.connect_us), (&mut self.tls, timing.tls_us)] {
+            if let Some(value) = value {
+                record_value(histogram, value);
+            }
         }
         record_value(&mut self.send, timing.send_us);
         record_value(&mut self.wait, timing.wait_us);
@@ -120,7 +130,9 @@ impl Recorder {
             &mut self.ok,
             &mut self.ko,
             &mut self.uncorrected,
+            &mut self.dns,
             &mut self.connect,
+            &mut self.tls,
             &mut self.send,
             &mut self.wait,
             &mut self.receive,
@@ -143,7 +155,9 @@ impl Recorder {
         self.unsent += other.unsent;
         self.started += other.started;
         add(&mut self.uncorrected, &other.uncorrected);
+        add(&mut self.dns, &other.dns);
         add(&mut self.connect, &other.connect);
+        add(&mut self.tls, &other.tls);
         add(&mut self.send, &other.send);
         add(&mut self.wait, &other.wait);
         add(&mut self.receive, &other.receive);

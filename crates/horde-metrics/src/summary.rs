@@ -73,8 +73,14 @@ pub struct RequestLatency {
 /// Where the time of a request went.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct PhaseStats {
-    /// Only requests that opened a connection.
+    /// Only requests whose connection looked its host name up (once per host and run).
+    #[serde(default)]
+    pub dns: LatencyStats,
+    /// Only requests that opened a connection: TCP's connect.
     pub connect: LatencyStats,
+    /// Only requests that opened an https connection: the TLS handshake.
+    #[serde(default)]
+    pub tls: LatencyStats,
     pub send: LatencyStats,
     /// Time to first byte after sending.
     pub wait: LatencyStats,
@@ -201,7 +207,9 @@ impl Recorder {
                 uncorrected: LatencyStats::from_histogram(&self.uncorrected, p),
             },
             phases: PhaseStats {
+                dns: LatencyStats::from_histogram(&self.dns, p),
                 connect: LatencyStats::from_histogram(&self.connect, p),
+                tls: LatencyStats::from_histogram(&self.tls, p),
                 send: LatencyStats::from_histogram(&self.send, p),
                 wait: LatencyStats::from_histogram(&self.wait, p),
                 receive: LatencyStats::from_histogram(&self.receive, p),

@@ -29,6 +29,35 @@ pub struct IntervalSample {
     pub latency: LatencyStats,
     /// Users running at the end of the interval (summed over workers).
     pub users_active: u64,
+    /// Mean time of each phase in the interval, over the requests that had it (DNS, connect
+    /// and TLS only when a connection was made): microseconds.
+    #[serde(default)]
+    pub phases_mean_us: PhaseMeans,
+}
+
+/// The mean of each phase of a request, in microseconds.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct PhaseMeans {
+    pub dns: f64,
+    pub connect: f64,
+    pub tls: f64,
+    pub send: f64,
+    pub wait: f64,
+    pub receive: f64,
+}
+
+impl PhaseMeans {
+    fn of(recorder: &Recorder) -> PhaseMeans {
+        let mean = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() };
+        PhaseMeans {
+            dns: mean(&recorder.dns),
+            connect: mean(&recorder.connect),
+            tls: mean(&recorder.tls),
+            send: mean(&recorder.send),
+            wait: mean(&recorder.wait),
+            receive: mean(&recorder.receive),
+        }
+    }
 }
 
 #[derive(Default, Debug, Clone)]
@@ -83,6 +112,7 @@ impl PendingIntervals {
                     rps: recorder.count() as f64 * 1000.0 / interval_ms.max(1) as f64,
                     latency: LatencyStats::from_histogram(&all, &options.percentiles),
                     users_active,
+                    phases_mean_us: PhaseMeans::of(recorder),
                 }
             };
             let mut global = Recorder::default();

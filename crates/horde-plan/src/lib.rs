@@ -144,6 +144,87 @@ pub struct HttpProtocol {
     /// a KO `body_too_large`. Bodies no check reads are never kept, whatever their size.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: u64,
+    /// TLS for `https://` URLs.
+    #[serde(default, skip_serializing_if = "TlsOptions::is_default")]
+    pub tls: TlsOptions,
+    /// Host names answered without asking the system's resolver, as curl's
+    /// `--resolve host:port:address`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolve: Vec<HostMapping>,
+}
+
+/// `host` on `port` is at `address` (an IPv4 or IPv6 address).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostMapping {
+    pub host: String,
+    pub port: u16,
+    pub address: String,
+}
+
+/// How https:// connections are made and verified.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsOptions {
+    /// Verify the server's certificate against the system's trusted roots (and `ca_file`).
+    /// Off, any certificate is accepted, and the summary says so.
+    #[serde(default = "default_true")]
+    pub verify: bool,
+    /// A PEM file of certificate authorities to trust besides the system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// A client certificate for mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<ClientCertificate>,
+    /// The oldest TLS version offered (`1.2` or `1.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_version: Option<TlsVersion>,
+    /// The newest TLS version offered (`1.2` or `1.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_version: Option<TlsVersion>,
+    /// Send the host name in the handshake (SNI), as browsers do.
+    #[serde(default = "default_true")]
+    pub sni: bool,
+    /// Share TLS session resumption among all users. By default each user has its own
+    /// sessions, so a new user pays a full handshake, as a new browser does.
+    #[serde(default)]
+    pub share_sessions: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            verify: true,
+            ca_file: None,
+            client_certificate: None,
+            min_version: None,
+            max_version: None,
+            sni: true,
+            share_sessions: false,
+        }
+    }
+}
+
+impl TlsOptions {
+    pub fn is_default(&self) -> bool {
+        *self == TlsOptions::default()
+    }
+}
+
+/// A client certificate chain and its private key, PEM files.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCertificate {
+    pub certificate: String,
+    pub key: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TlsVersion {
+    #[serde(rename = "1.2")]
+    Tls12,
+    #[serde(rename = "1.3")]
+    Tls13,
 }
 
 impl Default for HttpProtocol {
@@ -156,6 +237,8 @@ impl Default for HttpProtocol {
             follow_redirects: true,
             max_redirects: default_max_redirects(),
             max_body_bytes: default_max_body_bytes(),
+            tls: TlsOptions::default(),
+            resolve: Vec::new(),
         }
     }
 }

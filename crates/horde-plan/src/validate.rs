@@ -84,7 +84,7 @@ impl Validator {
         let has_base_url = match &plan.protocol.base_url {
             Some(base) => {
                 if !is_http_url(base) {
-                    self.error("protocol.base_url", format!("{base:?} is not an http:// URL"));
+                    self.error("protocol.base_url", format!("{base:?} is not an http:// or https:// URL"));
                 }
                 true
             }
@@ -99,6 +99,20 @@ impl Validator {
         }
         if plan.protocol.connect_timeout_ms == 0 {
             self.error("protocol.connect_timeout_ms", "must be more than 0");
+        }
+        for (i, mapping) in plan.protocol.resolve.iter().enumerate() {
+            if mapping.address.parse::<std::net::IpAddr>().is_err() {
+                self.error(format!("protocol.resolve[{i}].address"), format!("{:?} is not an IP address", mapping.address));
+            }
+            if mapping.host.trim().is_empty() {
+                self.error(format!("protocol.resolve[{i}].host"), "a mapping needs a host name");
+            }
+        }
+        let tls = &plan.protocol.tls;
+        if let (Some(min), Some(max)) = (tls.min_version, tls.max_version) {
+            if min > max {
+                self.error("protocol.tls", "min_version is newer than max_version: no TLS version is left");
+            }
         }
         self.options(plan);
         if plan.scenarios.is_empty() {
@@ -304,7 +318,7 @@ impl Validator {
             self.error(&url_path, "a request needs a URL");
         } else if request.url.contains("://") || request.url.starts_with("//") {
             if !is_http_url(&request.url) {
-                self.error(&url_path, format!("{:?}: only http:// URLs are supported", request.url));
+                self.error(&url_path, format!("{:?}: only http:// and https:// URLs are supported", request.url));
             }
         } else if !has_base_url && !request.url.starts_with("${") {
             self.error(&url_path, format!("{:?} is relative but the protocol has no base_url", request.url));
@@ -496,5 +510,5 @@ impl Validator {
 }
 
 fn is_http_url(url: &str) -> bool {
-    url.strip_prefix("http://").is_some_and(|rest| !rest.is_empty())
+    url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).is_some_and(|rest| !rest.is_empty())
 }

@@ -142,6 +142,10 @@ pub fn render(summary: &Summary) -> String {
             "connections opened", c.opened, c.closed_by_server_while_idle, c.retried_on_fresh_connection
         );
     }
+    if !summary.plan.protocol.tls.verify {
+        let _ = writeln!(out, "> TLS certificates were NOT verified (verification was turned off)");
+    }
+    phase_lines(&mut out, g);
     rule(&mut out, "Response Time Distribution");
     for bucket in &g.distribution {
         let _ = writeln!(out, "> {:<44}{:>10} ({:>3.0}%)", bucket.label, bucket.count, bucket.percent);
@@ -179,6 +183,30 @@ pub fn render(summary: &Summary) -> String {
     }
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
     out
+}
+
+/// Where the time of the requests went: each phase's count, mean and 99th percentile. DNS,
+/// connect and TLS only count requests that looked up a name, opened a connection or
+/// shook hands.
+fn phase_lines(out: &mut String, g: &RequestStats) {
+    let p = &g.phases;
+    let phases = [
+        ("dns lookup", &p.dns),
+        ("connect", &p.connect),
+        ("tls handshake", &p.tls),
+        ("send", &p.send),
+        ("wait (to first byte)", &p.wait),
+        ("receive", &p.receive),
+    ];
+    if phases.iter().all(|(_, stats)| stats.count == 0) {
+        return;
+    }
+    rule(out, "Phases (ms)");
+    let _ = writeln!(out, "{:<28}{:>9}{:>9}{:>9}{:>9}", "phase", "count", "mean", "p99", "max");
+    for (name, stats) in phases.into_iter().filter(|(_, stats)| stats.count > 0) {
+        let p99 = stats.percentile(99.0).map(ms).unwrap_or_else(|| "-".into());
+        let _ = writeln!(out, "{name:<28}{:>9}{:>9}{:>9}{:>9}", stats.count, ms_f(stats.mean_us), p99, ms(stats.max_us));
+    }
 }
 
 /// One line of the requests or groups table: counts, then mean, p50, p99 and max. A name too
@@ -240,7 +268,13 @@ mod snapshot_tests {
         .unwrap();
         let mut home = Recorder::default();
         for us in [1_000, 2_000, 3_000, 900_000] {
-            home.record(&RequestTiming { latency_us: us, uncorrected_us: us, ..Default::default() }, true);
+            let mut timing =
+                RequestTiming { latency_us: us, uncorrected_us: us, wait_us: us - 100, send_us: 20, receive_us: 80, ..Default::default() };
+            if us == 1_000 {
+                // The first request opened the connection.
+                (timing.dns_us, timing.connect_us, timing.tls_us) = (Some(90), Some(150), Some(240));
+            }
+            home.record(&timing, true);
         }
         home.record(&RequestTiming { latency_us: 5_000, uncorrected_us: 5_000, ..Default::default() }, false);
         let mut snapshot = Snapshot { users_started: 2, users_finished: 2, ..Default::default() };
@@ -274,6 +308,14 @@ shop | completed | 2.0 s | 2 users (0 interrupted)
 > response time 99th percentile (ms)              900.10 (OK=900.10    KO=5.00    )
 > mean requests/sec                                  2.5 (OK=2.0       KO=0.5     )
 > uncorrected 99th percentile (ms)                900.10
+---- Phases (ms) ---------------------------------------------------------------
+phase                           count     mean      p99      max
+dns lookup                          1     0.09     0.09     0.09
+connect                             1     0.15     0.15     0.15
+tls handshake                       1     0.24     0.24     0.24
+send                                5     0.02     0.02     0.02
+wait (to first byte)                5   181.11   900.10   900.10
+receive                             5     0.06     0.08     0.08
 ---- Response Time Distribution ------------------------------------------------
 > t < 800 ms                                           3 ( 60%)
 > 800 ms <= t < 1200 ms                                1 ( 20%)

@@ -16,7 +16,12 @@ impl TimeSeriesWriter {
     pub fn create(dir: &Path, percentiles: &[f64]) -> std::io::Result<TimeSeriesWriter> {
         let mut csv = BufWriter::new(File::create(dir.join("timeseries.csv"))?);
         let columns: Vec<String> = percentiles.iter().map(|p| format!("p{}_us", percentile_label(*p))).collect();
-        writeln!(csv, "start_ms,duration_ms,name,ok,ko,rps,mean_us,{},max_us,users_active", columns.join(","))?;
+        writeln!(
+            csv,
+            "start_ms,duration_ms,name,ok,ko,rps,mean_us,{},max_us,users_active,\
+             dns_mean_us,connect_mean_us,tls_mean_us,send_mean_us,wait_mean_us,receive_mean_us",
+            columns.join(",")
+        )?;
         csv.flush()?;
         let jsonl = BufWriter::new(File::create(dir.join("timeseries.jsonl"))?);
         Ok(TimeSeriesWriter { csv, jsonl, percentiles: percentiles.to_vec() })
@@ -30,9 +35,10 @@ impl TimeSeriesWriter {
                 .iter()
                 .map(|p| latency.percentile(*p).map(|v| v.to_string()).unwrap_or_default())
                 .collect();
+            let phases = &sample.phases_mean_us;
             writeln!(
                 self.csv,
-                "{},{},{},{},{},{:.3},{:.1},{},{},{}",
+                "{},{},{},{},{},{:.3},{:.1},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
                 sample.start_ms,
                 sample.duration_ms,
                 csv_field(&sample.name),
@@ -42,7 +48,13 @@ impl TimeSeriesWriter {
                 latency.mean_us,
                 values.join(","),
                 latency.max_us,
-                sample.users_active
+                sample.users_active,
+                phases.dns,
+                phases.connect,
+                phases.tls,
+                phases.send,
+                phases.wait,
+                phases.receive
             )?;
             serde_json::to_writer(&mut self.jsonl, sample)?;
             self.jsonl.write_all(b"\n")?;

@@ -205,8 +205,16 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
     runtime.block_on(async {
         let timeout = std::time::Duration::from_secs(10);
-        let mut connection =
-            crate::protocol::http::client::Connection::open(&target.authority, timeout).await.map_err(|f| f.message)?;
+        // CouchDB here is plain http (the flags refuse https); a name is resolved as in runs.
+        let resolver = crate::protocol::http::resolve::Resolver::default();
+        let destination = crate::protocol::http::client::Destination {
+            authority: &target.authority,
+            host: &target.host,
+            tls: None,
+            resolver: &resolver,
+        };
+        let (mut connection, _) =
+            crate::protocol::http::client::Connection::open(&destination, timeout).await.map_err(|f| f.message)?;
         let headers = http::HeaderMap::new();
         let head = crate::protocol::http::client::RequestHead {
             method: &method,

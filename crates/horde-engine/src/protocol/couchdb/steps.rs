@@ -92,6 +92,8 @@ fn document_target(database: &Target, id: &str, rev: Option<&str>) -> Arc<Target
     Arc::new(Target {
         url: database.url.clone(),
         authority: database.authority.clone(),
+        host: database.host.clone(),
+        tls: database.tls,
         host_header: database.host_header.clone(),
         origin_form,
     })

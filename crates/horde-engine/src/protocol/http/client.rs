@@ -15,13 +15,18 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 use crate::descriptors::DescriptorPermit;
 use crate::failure::Failure;
+use super::resolve::Resolver;
 use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
 
 /// A response that breaks the protocol.
 fn invalid(message: impl Into<String>) -> Failure {
@@ -81,10 +86,80 @@ const MIN_READ_SPACE: usize = 512;
 /// A buffer that grew past this for a large response is shrunk back after it.
 const MAX_KEPT_READ_BUFFER: usize = 64 * 1024;
 
+/// The bytes of a connection: plain TCP, or TLS over it.
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Transport {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => tls.get_ref().0,
+        }
+    }
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Transport::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Transport::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Transport::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Transport::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// How long opening a connection took, by phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenTiming {
+    /// Resolving the host name, when it was looked up (not an address, not in the cache).
+    pub dns: Option<Duration>,
+    pub connect: Duration,
+    /// The TLS handshake, for https.
+    pub tls: Option<Duration>,
+}
+
+/// Where a connection goes: the authority, its addresses' source, TLS or not.
+pub struct Destination<'a> {
+    /// `host:port`.
+    pub authority: &'a Arc<str>,
+    /// The host alone (no port, no brackets): the server name TLS verifies.
+    pub host: &'a str,
+    /// The TLS connector, for https.
+    pub tls: Option<&'a TlsConnector>,
+    pub resolver: &'a Resolver,
+}
+
 /// One open keep-alive connection.
 pub struct Connection {
     pub authority: Arc<str>,
-    stream: TcpStream,
+    /// Over TLS (https).
+    pub tls: bool,
+    stream: Transport,
     /// This connection's file descriptor, counted against the process's budget.
     _descriptor: DescriptorPermit,
     /// Kept between requests to avoid allocating.
@@ -96,31 +171,39 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn is_usable_for(&self, authority: &str) -> bool {
-        self.reusable && &*self.authority == authority
+    pub fn is_usable_for(&self, authority: &str, tls: bool) -> bool {
+        self.reusable && self.tls == tls && &*self.authority == authority
     }
 
     /// Whether the server closed this connection (or sent something nobody asked for) while
     /// it sat idle, so that a request must not be written on it. Asks the reactor first: a
-    /// syscall is made only when it saw the socket readable.
+    /// peek (which leaves any TLS record where TLS will read it) is made only when it saw
+    /// the socket readable.
     pub fn closed_while_idle(&mut self) -> bool {
         let mut context = Context::from_waker(Waker::noop());
-        match self.stream.poll_read_ready(&mut context) {
+        let tcp = self.stream.tcp();
+        match tcp.poll_read_ready(&mut context) {
             Poll::Pending => false,
             Poll::Ready(Err(_)) => true,
             Poll::Ready(Ok(())) => {
                 let mut byte = [0u8; 1];
-                match self.stream.try_read(&mut byte) {
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => false,
-                    // An end of stream, an error, or bytes before any request: not usable.
-                    _ => true,
+                let mut peeked = ReadBuf::new(&mut byte);
+                match tcp.poll_peek(&mut context, &mut peeked) {
+                    // Nothing to read after all: alive.
+                    Poll::Pending => false,
+                    // An end of stream or an error: closed.
+                    Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
+                    // Bytes before any request: garbage on plain HTTP. Over TLS it may be a
+                    // session ticket, which is fine; a close alert is caught by the retry.
+                    Poll::Ready(Ok(_)) => !self.tls,
                 }
             }
         }
     }
 
-    /// Opens a connection to `authority` (`host:port`).
-    pub async fn open(authority: &Arc<str>, timeout: Duration) -> Result<Connection, Failure> {
+    /// Opens a connection to `destination`, over TLS when it says so.
+    pub async fn open(destination: &Destination<'_>, timeout: Duration) -> Result<(Connection, OpenTiming), Failure> {
+        let authority = destination.authority;
         let descriptor = DescriptorPermit::connection().ok_or_else(|| {
             Failure::unsent(
                 "too_many_open_files",
@@ -131,10 +214,28 @@ impl Connection {
                 ),
             )
         })?;
+        let mut timing = OpenTiming::default();
         let connecting = async {
-            let stream = TcpStream::connect(&**authority).await.map_err(|err| connect_failure(authority, &err))?;
+            let (addresses, dns) = destination.resolver.resolve(authority).await?;
+            timing.dns = dns;
+            let connect_started = Instant::now();
+            let stream = connect_any(&addresses, authority).await?;
+            timing.connect = connect_started.elapsed();
             // Requests are written whole; Nagle would only delay them.
             stream.set_nodelay(true).map_err(|err| connect_failure(authority, &err))?;
+            let stream = match destination.tls {
+                None => Transport::Plain(stream),
+                Some(connector) => {
+                    let handshake_started = Instant::now();
+                    let name = super::tls::server_name(destination.host)?;
+                    let tls = connector
+                        .connect(name, stream)
+                        .await
+                        .map_err(|err| super::tls::handshake_failure(destination.host, &err))?;
+                    timing.tls = Some(handshake_started.elapsed());
+                    Transport::Tls(Box::new(tls))
+                }
+            };
             Ok::<_, Failure>(stream)
         };
         let stream = match tokio::time::timeout(timeout, connecting).await {
@@ -146,14 +247,16 @@ impl Connection {
                 ))
             }
         };
-        Ok(Connection {
+        let connection = Connection {
             authority: authority.clone(),
+            tls: destination.tls.is_some(),
             stream,
             _descriptor: descriptor,
             write_buffer: Vec::with_capacity(256),
             read_buffer: Vec::with_capacity(INITIAL_READ_BUFFER),
             reusable: true,
-        })
+        };
+        Ok((connection, timing))
     }
 
     /// Sends the request and reads the whole response. `wire` is filled in as the exchange
@@ -510,6 +613,19 @@ fn itoa_u64(mut n: u64, buffer: &mut [u8; 20]) -> &[u8] {
     }
 }
 
+/// Connects to the first of `addresses` that answers, in order (IPv6 and IPv4 as the
+/// resolver gave them); the error is the last one's.
+async fn connect_any(addresses: &[SocketAddr], authority: &str) -> Result<TcpStream, Failure> {
+    let mut last = None;
+    for address in addresses {
+        match TcpStream::connect(address).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) => last = Some(connect_failure(authority, &err)),
+        }
+    }
+    Err(last.unwrap_or_else(|| Failure::new("dns_failed", format!("{authority} has no address"))))
+}
+
 fn connect_failure(authority: &str, err: &io::Error) -> Failure {
     if matches!(err.raw_os_error(), Some(EMFILE | ENFILE)) {
         return Failure::unsent(
@@ -565,6 +681,13 @@ mod tests {
         (authority, server)
     }
 
+    /// A plain connection to `authority` (an address: nothing to resolve).
+    async fn open(authority: &Arc<str>, timeout: Duration) -> Result<Connection, Failure> {
+        let resolver = Resolver::default();
+        let destination = Destination { authority, host: "127.0.0.1", tls: None, resolver: &resolver };
+        Connection::open(&destination, timeout).await.map(|(connection, _)| connection)
+    }
+
     async fn get(connection: &mut Connection, keep: KeepHeaders) -> Result<Response, Failure> {
         let headers = HeaderMap::new();
         let request = RequestHead { method: &Method::GET, target: "/x?y=1", host: Some("example"), headers: &headers, body: b"" };
@@ -579,17 +702,17 @@ mod tests {
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
         ])
         .await;
-        let mut connection = Connection::open(&authority, Duration::from_secs(5)).await.unwrap();
+        let mut connection = open(&authority, Duration::from_secs(5)).await.unwrap();
         let first = get(&mut connection, KeepHeaders::CookiesAndLocation).await.unwrap();
         assert_eq!((first.status.as_u16(), &first.body[..]), (200, &b"hello"[..]));
         assert_eq!(first.headers.len(), 1, "only Set-Cookie is kept");
-        assert!(connection.is_usable_for(&authority));
+        assert!(connection.is_usable_for(&authority, false));
         let second = get(&mut connection, KeepHeaders::All).await.unwrap();
         assert_eq!((second.status.as_u16(), &second.body[..]), (201, &b"Wikipedia "[..]));
-        assert!(connection.is_usable_for(&authority));
+        assert!(connection.is_usable_for(&authority, false));
         let third = get(&mut connection, KeepHeaders::All).await.unwrap();
         assert_eq!((third.status.as_u16(), &third.body[..]), (200, &b"ok"[..]));
-        assert!(!connection.is_usable_for(&authority), "Connection: close ends reuse");
+        assert!(!connection.is_usable_for(&authority, false), "Connection: close ends reuse");
         let requests = server.await.unwrap();
         assert_eq!(requests[0], b"GET /x?y=1 HTTP/1.1\r\nHost: example\r\n\r\n");
     }
@@ -597,13 +720,13 @@ mod tests {
     #[tokio::test]
     async fn a_body_until_close_and_an_early_close() {
         let (authority, _server) = canned(vec![b"HTTP/1.0 200 OK\r\n\r\nall of it"]).await;
-        let mut connection = Connection::open(&authority, Duration::from_secs(5)).await.unwrap();
+        let mut connection = open(&authority, Duration::from_secs(5)).await.unwrap();
         let response = get(&mut connection, KeepHeaders::All).await.unwrap();
         assert_eq!(&response.body[..], b"all of it");
-        assert!(!connection.is_usable_for(&authority));
+        assert!(!connection.is_usable_for(&authority, false));
 
         let (authority, _server) = canned(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"]).await;
-        let mut connection = Connection::open(&authority, Duration::from_secs(5)).await.unwrap();
+        let mut connection = open(&authority, Duration::from_secs(5)).await.unwrap();
         let failure = get(&mut connection, KeepHeaders::All).await.err().unwrap();
         assert_eq!(failure.kind, "connection_closed");
     }
@@ -611,7 +734,7 @@ mod tests {
     #[tokio::test]
     async fn garbage_is_an_invalid_response() {
         let (authority, _server) = canned(vec![b"SMTP ready\r\n\r\n"]).await;
-        let mut connection = Connection::open(&authority, Duration::from_secs(5)).await.unwrap();
+        let mut connection = open(&authority, Duration::from_secs(5)).await.unwrap();
         let failure = get(&mut connection, KeepHeaders::All).await.err().unwrap();
         assert_eq!(failure.kind, "invalid_response");
     }
@@ -622,7 +745,7 @@ mod tests {
         rt.block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let authority: Arc<str> = listener.local_addr().unwrap().to_string().into();
-            let mut connection = Connection::open(&authority, Duration::from_secs(1)).await.unwrap();
+            let mut connection = open(&authority, Duration::from_secs(1)).await.unwrap();
             let mut headers = HeaderMap::new();
             headers.insert("content-type", HeaderValue::from_static("text/plain"));
             let request = RequestHead { method: &Method::POST, target: "/", host: Some("h:1"), headers: &headers, body: b"abc" };
@@ -691,7 +814,7 @@ mod tests {
                     let _ = socket.write_all(&bytes).await;
                     // Dropped: the server closes.
                 });
-                let mut connection = Connection::open(&authority, Duration::from_secs(2)).await.unwrap();
+                let mut connection = open(&authority, Duration::from_secs(2)).await.unwrap();
                 let headers = HeaderMap::new();
                 let request = RequestHead { method: &Method::GET, target: "/", host: Some("h"), headers: &headers, body: b"" };
                 let mut wire = WireTiming::default();

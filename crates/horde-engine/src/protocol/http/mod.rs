@@ -1,13 +1,17 @@
-//! HTTP: the lean HTTP/1.1 client (`client`), requests as a virtual user sends them (`request`:
-//! rendering, redirects, cookies, retries), and the checks on responses (`check`).
+//! HTTP: the lean HTTP/1.1 client (`client`, over TCP or TLS: `tls`; host names: `resolve`),
+//! requests as a virtual user sends them (`request`: rendering, redirects, cookies, retries),
+//! and the checks on responses (`check`).
 
 pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod request;
+pub(crate) mod resolve;
+pub(crate) mod tls;
 
 use client::Connection;
 use cookie_store::CookieStore;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 
 /// What HTTP keeps in a virtual user's session: its cookie jar and its keep-alive connection.
 /// The core holds it for the user and never reads it.
@@ -19,6 +23,9 @@ pub(crate) struct HttpSession {
     pub connection_idle_since: Instant,
     /// Some check of the scenario reads a response header, so all headers are kept.
     pub keep_all_headers: bool,
+    /// The user's TLS connector (with its own session store), made at its first https
+    /// connection.
+    pub tls: Option<TlsConnector>,
 }
 
 impl HttpSession {
@@ -29,6 +36,7 @@ impl HttpSession {
             connection: None,
             connection_idle_since: Instant::now(),
             keep_all_headers,
+            tls: None,
         }
     }
 }

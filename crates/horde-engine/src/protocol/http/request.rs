@@ -2,7 +2,7 @@
 //! user's connection, following redirects, running the checks, and recording the outcome.
 
 use super::check::{run_checks, ResponseView};
-use super::client::{closed_before_response, Connection, KeepHeaders, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, Connection, Destination, KeepHeaders, RequestHead, Response, WireTiming};
 use crate::failure::Failure;
 use crate::lower::{BodyProgram, PartProgram, RequestProgram, Target, UrlProgram};
 use crate::precise_timer::PreciseTimer;
@@ -294,7 +294,7 @@ impl VirtualUser {
         let mut timing = RequestTiming::default();
         let mut retried = false;
         let result = loop {
-            let mut reused = self.http.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority));
+            let mut reused = self.http.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority, target.tls));
             if reused && started.saturating_duration_since(self.http.connection_idle_since) >= IDLE_CHECK_AFTER {
                 let connection = self.http.connection.as_mut().expect("checked above");
                 if connection.closed_while_idle() {
@@ -310,11 +310,24 @@ impl VirtualUser {
                 started
             } else {
                 self.http.connection = None;
-                let connecting = Instant::now();
-                match Connection::open(&target.authority, connect_timeout).await {
-                    Ok(connection) => {
+                let program = &self.ctx.program;
+                let tls = match target.tls {
+                    false => None,
+                    true => Some(&*self.http.tls.get_or_insert_with(|| program.protocol.tls.connector_for_user())),
+                };
+                let destination = Destination {
+                    authority: &target.authority,
+                    host: &target.host,
+                    tls,
+                    resolver: &program.protocol.resolver,
+                };
+                match Connection::open(&destination, connect_timeout).await {
+                    Ok((connection, opening)) => {
                         let connected = Instant::now();
-                        timing.connect_us = Some(connected.duration_since(connecting).as_micros() as u64);
+                        let micros = |d: Duration| d.as_micros() as u64;
+                        timing.dns_us = opening.dns.map(micros);
+                        timing.connect_us = Some(micros(opening.connect));
+                        timing.tls_us = opening.tls.map(micros);
                         self.http.connection = Some(connection);
                         // Counted now: the request on it may never complete.
                         if measured {

@@ -1,0 +1,231 @@
+//! TLS for https:// connections, with rustls: the client configuration a plan asks for (trusted
+//! roots, a CA file, a client certificate, versions, ALPN), made once when the plan is lowered;
+//! each virtual user's own session store (a new user pays a full handshake, as a new browser
+//! does) unless the plan shares resumption; and handshake failures as KOs of stable kinds.
+
+use crate::failure::Failure;
+use horde_plan::{PlanError, TlsOptions, TlsVersion};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use tokio_rustls::TlsConnector;
+
+/// TLS sessions each user keeps for resumption, when users do not share them.
+const SESSIONS_PER_USER: usize = 8;
+
+/// The run's TLS configuration.
+pub(crate) struct TlsSetup {
+    config: Arc<ClientConfig>,
+    share_sessions: bool,
+    /// Shared by every user when sessions are shared.
+    shared: TlsConnector,
+}
+
+impl TlsSetup {
+    /// The configuration `options` describes; problems are pushed to `errors` with their path.
+    /// `alpn` lists the application protocols offered, most wanted first.
+    pub fn new(options: &TlsOptions, base_dir: Option<&Path>, alpn: &[&[u8]], errors: &mut Vec<PlanError>) -> TlsSetup {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
+            (TlsVersion::Tls12, &rustls::version::TLS12),
+            (TlsVersion::Tls13, &rustls::version::TLS13),
+        ]
+        .into_iter()
+        .filter(|(version, _)| options.min_version.is_none_or(|min| *version >= min))
+        .filter(|(version, _)| options.max_version.is_none_or(|max| *version <= max))
+        .map(|(_, supported)| supported)
+        .collect();
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(if versions.is_empty() { rustls::DEFAULT_VERSIONS } else { &versions })
+            .expect("ring supports TLS 1.2 and 1.3");
+        let builder = if options.verify {
+            let mut roots = system_roots().clone();
+            if let Some(file) = &options.ca_file {
+                let path = resolve(base_dir, file);
+                match CertificateDer::pem_file_iter(&path).and_then(|certs| certs.collect::<Result<Vec<_>, _>>()) {
+                    Ok(certs) if certs.is_empty() => errors.push(PlanError::new(
+                        "protocol.tls.ca_file",
+                        format!("{} holds no PEM certificate", path.display()),
+                    )),
+                    Ok(certs) => {
+                        for cert in certs {
+                            if let Err(err) = roots.add(cert) {
+                                errors.push(PlanError::new("protocol.tls.ca_file", format!("{}: {err}", path.display())));
+                            }
+                        }
+                    }
+                    Err(err) => errors.push(PlanError::new(
+                        "protocol.tls.ca_file",
+                        format!("cannot read certificates from {}: {err}", path.display()),
+                    )),
+                }
+            }
+            builder.with_root_certificates(roots)
+        } else {
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+        };
+        let mut config = match &options.client_certificate {
+            None => builder.with_no_client_auth(),
+            Some(client) => {
+                let certificate = resolve(base_dir, &client.certificate);
+                let key = resolve(base_dir, &client.key);
+                let chain = CertificateDer::pem_file_iter(&certificate).and_then(|c| c.collect::<Result<Vec<_>, _>>());
+                let private = PrivateKeyDer::from_pem_file(&key);
+                match (chain, private) {
+                    (Ok(chain), Ok(private)) if !chain.is_empty() => {
+                        match builder.clone().with_client_auth_cert(chain, private) {
+                            Ok(config) => config,
+                            Err(err) => {
+                                errors.push(PlanError::new(
+                                    "protocol.tls.client_certificate",
+                                    format!("{} and {} do not make a client certificate: {err}", certificate.display(), key.display()),
+                                ));
+                                builder.with_no_client_auth()
+                            }
+                        }
+                    }
+                    (chain, private) => {
+                        match chain {
+                            Ok(chain) if chain.is_empty() => errors.push(PlanError::new(
+                                "protocol.tls.client_certificate.certificate",
+                                format!("{} holds no PEM certificate", certificate.display()),
+                            )),
+                            Err(err) => errors.push(PlanError::new(
+                                "protocol.tls.client_certificate.certificate",
+                                format!("cannot read a certificate from {}: {err}", certificate.display()),
+                            )),
+                            Ok(_) => {}
+                        }
+                        if let Err(err) = private {
+                            errors.push(PlanError::new(
+                                "protocol.tls.client_certificate.key",
+                                format!("cannot read a private key from {}: {err}", key.display()),
+                            ));
+                        }
+                        builder.with_no_client_auth()
+                    }
+                }
+            }
+        };
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        config.enable_sni = options.sni;
+        if !options.share_sessions {
+            // Each user gets its own store (below); the base keeps none.
+            config.resumption = Resumption::disabled();
+        }
+        let config = Arc::new(config);
+        TlsSetup {
+            shared: TlsConnector::from(config.clone()),
+            config,
+            share_sessions: options.share_sessions,
+        }
+    }
+
+    /// The connector a user makes its connections with: with a session store of its own,
+    /// unless sessions are shared. Made when the user first connects over TLS.
+    pub fn connector_for_user(&self) -> TlsConnector {
+        if self.share_sessions {
+            return self.shared.clone();
+        }
+        let mut own = (*self.config).clone();
+        own.resumption = Resumption::in_memory_sessions(SESSIONS_PER_USER);
+        TlsConnector::from(Arc::new(own))
+    }
+}
+
+fn resolve(base_dir: Option<&Path>, file: &str) -> std::path::PathBuf {
+    match base_dir {
+        Some(dir) if Path::new(file).is_relative() => dir.join(file),
+        _ => Path::new(file).to_path_buf(),
+    }
+}
+
+/// The system's trusted roots, read once per process.
+fn system_roots() -> &'static RootCertStore {
+    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots = RootCertStore::empty();
+        // Certificates the system lists but rustls cannot use are skipped, as browsers do.
+        let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        roots
+    })
+}
+
+/// The server name a connection to `host` presents and verifies.
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Failure> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_string())
+        .map_err(|_| Failure::unsent("tls_handshake", format!("{host:?} is not a name TLS can verify")))
+}
+
+/// A failed handshake as a KO: `tls_certificate` when the server's certificate was refused
+/// (and why, in words), `tls_handshake` for everything else.
+pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
+    let rustls_error = err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match rustls_error {
+        Some(rustls::Error::InvalidCertificate(reason)) => {
+            let why = match reason {
+                CertificateError::Expired | CertificateError::ExpiredContext { .. } => "it has expired".to_string(),
+                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                    "it is not valid yet".to_string()
+                }
+                CertificateError::UnknownIssuer => {
+                    "it is signed by an unknown certificate authority (trust it with a CA file)".to_string()
+                }
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                    format!("it is not valid for the name {host}")
+                }
+                CertificateError::Revoked => "it has been revoked".to_string(),
+                CertificateError::BadSignature => "its signature is bad".to_string(),
+                other => format!("{other:?}"),
+            };
+            Failure::new("tls_certificate", format!("the certificate of {host} was refused: {why}"))
+        }
+        Some(other) => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
+        None => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
+    }
+}
+
+/// What `verify: false` installs: every certificate is accepted, though the handshake's
+/// signatures are still checked, so the connection works as a real one.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
