@@ -1,6 +1,6 @@
 """An HTTPS site: a base URL on https, certificates verified against the system's roots plus
-a CA file of your own (a staging CA, say), a host name pinned to an address as curl's
---resolve does, and a redirect from http to https followed like any other.
+a CA file of your own (a staging CA, say), or verification turned off for a self-signed
+test server (the summary then says so).
 
     horde run examples/https_site.py -D base_url=https://staging.example.org \\
         -D ca_file=staging-ca.pem -D users=10

@@ -139,13 +139,16 @@ def nginx(tmp_path_factory):
 
 
 NGINX_TLS_TEMPLATE = ROOT / "scripts" / "nginx-tls.conf.template"
-TLS_SERVERS = ("tls", "expired", "other_host", "unknown_ca", "mtls", "redirect")
+TLS_SERVERS = ("tls", "expired", "other_host", "unknown_ca", "mtls", "redirect", "h2c", "h2c_goaway", "http1_only")
+# The servers of TLS_SERVERS that speak cleartext.
+CLEARTEXT_SERVERS = ("redirect", "h2c", "h2c_goaway")
 
 
 class TlsNginx:
     """nginx over TLS (HTTP/1.1 and HTTP/2) with certificates the tests make, one server per
-    certificate problem, a server demanding a client certificate, and an http server that
-    redirects to https. ``url(server)`` is a server's base URL; ``files`` the certificates."""
+    certificate problem, a server demanding a client certificate, an http server that
+    redirects to https, HTTP/2 in cleartext (h2c; one ending connections after 5 requests) and
+    TLS without HTTP/2. ``url(server)`` is a server's base URL; ``files`` the certificates."""
 
     def __init__(self, directory):
         import tls_material
@@ -168,7 +171,7 @@ class TlsNginx:
             raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
 
     def url(self, server="tls", host="127.0.0.1"):
-        scheme = "http" if server == "redirect" else "https"
+        scheme = "http" if server in CLEARTEXT_SERVERS else "https"
         return f"{scheme}://{host}:{self.ports[server]}"
 
     def requests_served(self):

@@ -144,7 +144,7 @@ def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
-               "couchdb_mixed_traffic.py", "https_site.py"}
+               "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -156,3 +156,19 @@ def test_https_site(tls_nginx, tmp_path):
     assert (summary["global"]["ok"], summary["global"]["ko"]) == (6, 0), summary["errors"]
     assert tls_nginx.requests_served() - before == 6
     assert summary["global"]["phases"]["tls"]["count"] == 3
+
+
+def test_http2_site(tls_nginx, tmp_path):
+    before = tls_nginx.requests_served()
+    run_example(["horde", "run", EXAMPLES / "http2_site.py", "-D", f"base_url={tls_nginx.url()}",
+                 "-D", f"ca_file={tls_nginx.files['ca'][0]}", "-D", "users=3"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (18, 0), summary["errors"]
+    assert tls_nginx.requests_served() - before == 18
+    assert summary["connections"]["http2"] == 3
+    # Cleartext h2c, with prior knowledge.
+    (tmp_path / "h2c").mkdir()
+    run_example(["horde", "run", EXAMPLES / "http2_site.py", "-D", f"base_url={tls_nginx.url('h2c')}",
+                 "-D", "prior_knowledge=1", "-D", "users=2", "-D", "repeat=1"], (tmp_path / "h2c"))
+    [summary] = summaries(tmp_path / "h2c")
+    assert (summary["global"]["ok"], summary["global"]["ko"], summary["connections"]["http2"]) == (4, 0, 2)

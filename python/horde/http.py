@@ -219,6 +219,8 @@ class HttpProtocol:
     body_limit: Optional[int] = None
     tls: tuple = ()
     host_mappings: tuple = ()
+    http2: str = "off"
+    accept_encoding: Optional[str] = None
 
     def base_url(self, url):
         return replace(self, base=str(url))
@@ -309,8 +311,37 @@ class HttpProtocol:
         """
         return replace(self, host_mappings=self.host_mappings + ({"host": str(host), "port": int(port), "address": str(address)},))
 
+    def enable_http2(self):
+        """Speak HTTP/2 where the server offers it: https connections offer ``h2`` by ALPN and
+        fall back to HTTP/1.1 when the server picks that (the summary counts them), as Gatling's
+        ``enableHttp2``. http:// stays HTTP/1.1; see ``http2_prior_knowledge``."""
+        return replace(self, http2="negotiate")
+
+    def http2_prior_knowledge(self):
+        """Speak HTTP/2 on every connection without asking: h2c on http://, ALPN ``h2`` alone on
+        https. A server that does not speak it fails each request (``http2_not_supported``).
+
+        >>> http.http2_prior_knowledge().to_plan()["http2"]
+        'prior_knowledge'
+        """
+        return replace(self, http2="prior_knowledge")
+
+    def accept_encoding_header(self, value):
+        """The Accept-Encoding sent with every request (Gatling's ``acceptEncodingHeader``). The
+        default is a browser's, ``gzip, deflate, br, zstd``; ``""`` sends none. Compressed bodies
+        are decoded only when a check reads them.
+
+        >>> http.accept_encoding_header("gzip").to_plan()["accept_encoding"]
+        'gzip'
+        """
+        return replace(self, accept_encoding=str(value))
+
     def to_plan(self):
         plan = {"follow_redirects": self.follow_redirects}
+        if self.accept_encoding is not None:
+            plan["accept_encoding"] = self.accept_encoding
+        if self.http2 != "off":
+            plan["http2"] = self.http2
         if self.tls:
             plan["tls"] = dict(self.tls)
         if self.host_mappings:
@@ -362,6 +393,15 @@ class _Http:
 
     def resolve(self, host, port, address):
         return HttpProtocol().resolve(host, port, address)
+
+    def enable_http2(self):
+        return HttpProtocol().enable_http2()
+
+    def accept_encoding_header(self, value):
+        return HttpProtocol().accept_encoding_header(value)
+
+    def http2_prior_knowledge(self):
+        return HttpProtocol().http2_prior_knowledge()
 
 
 http = _Http()

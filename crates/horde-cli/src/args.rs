@@ -139,6 +139,15 @@ pub struct HttpArgs {
     /// Connect to ADDRESS for HOST:PORT instead of resolving HOST, as curl; repeatable.
     #[arg(long, value_name = "HOST:PORT:ADDRESS")]
     pub resolve: Vec<String>,
+    /// Speak HTTP/2: on https offered by ALPN (a server without it gets HTTP/1.1, and the
+    /// summary says so); on http:// h2c with prior knowledge (a server without it: KO
+    /// http2_not_supported).
+    #[arg(long)]
+    pub http2: bool,
+    /// Ask for a compressed response (Accept-Encoding: gzip, deflate, br, zstd), as curl's
+    /// --compressed; without it no Accept-Encoding is sent, as wrk and oha.
+    #[arg(long)]
+    pub compressed: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -4,7 +4,7 @@
 use crate::args::{at_least_one, workers, HttpArgs};
 use crate::output::status;
 use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
-use horde_plan::{HostMapping, HttpProtocol, TlsOptions, MAX_DURATION_MS, PLAN_VERSION};
+use horde_plan::{HostMapping, Http2Mode, HttpProtocol, TlsOptions, BROWSER_ACCEPT_ENCODING, MAX_DURATION_MS, PLAN_VERSION};
 
 /// Connections when -c is not given, as oha.
 const DEFAULT_CONNECTIONS: u64 = 50;
@@ -72,6 +72,8 @@ const FLAG_OF_PATH: &[(&str, &str)] = &[
     ("protocol.request_timeout_ms", "--timeout"),
     ("protocol.tls.ca_file", "--cacert"),
     ("protocol.resolve", "--resolve"),
+    ("protocol.http2", "--http2"),
+    ("protocol.accept_encoding", "--compressed"),
 ];
 
 pub(crate) fn flag_of(path: &str) -> Option<&'static str> {
@@ -190,6 +192,12 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
             follow_redirects: !args.no_follow,
             tls,
             resolve,
+            http2: match (args.http2, args.url.to_ascii_lowercase().starts_with("https:")) {
+                (false, _) => Http2Mode::Off,
+                (true, true) => Http2Mode::Negotiate,
+                (true, false) => Http2Mode::PriorKnowledge,
+            },
+            accept_encoding: if args.compressed { BROWSER_ACCEPT_ENCODING.to_string() } else { String::new() },
             ..HttpProtocol::default()
         },
         scenarios: vec![Scenario {

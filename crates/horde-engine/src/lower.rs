@@ -81,6 +81,8 @@ pub struct ProtocolProgram {
     pub(crate) tls: TlsSetup,
     /// The run's host names, cached.
     pub(crate) resolver: Resolver,
+    /// Whether connections speak HTTP/2.
+    pub http2: horde_plan::Http2Mode,
 }
 
 pub struct ScenarioProgram {
@@ -314,6 +316,12 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             lowering.default_headers.push(h);
         }
     }
+    let accept_encoding = http::header::ACCEPT_ENCODING;
+    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|(n, _)| *n == accept_encoding) {
+        if let Some(h) = lowering.header("protocol.accept_encoding", accept_encoding.as_str(), &plan.protocol.accept_encoding) {
+            lowering.default_headers.push(h);
+        }
+    }
     let scenarios = plan
         .scenarios
         .iter()
@@ -325,7 +333,13 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
-    let tls = TlsSetup::new(&plan.protocol.tls, lowering.base_dir.as_deref(), &[b"http/1.1"], &mut lowering.errors);
+    // ALPN: what HTTP versions https connections offer, most wanted first.
+    let alpn: &[&[u8]] = match plan.protocol.http2 {
+        horde_plan::Http2Mode::Off => &[b"http/1.1"],
+        horde_plan::Http2Mode::Negotiate => &[b"h2", b"http/1.1"],
+        horde_plan::Http2Mode::PriorKnowledge => &[b"h2"],
+    };
+    let tls = TlsSetup::new(&plan.protocol.tls, lowering.base_dir.as_deref(), alpn, &mut lowering.errors);
     for error in std::mem::take(&mut lowering.errors) {
         let named_already = errors.iter().any(|known| {
             error.path.strip_prefix(known.path.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
@@ -353,6 +367,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             max_redirects: if plan.protocol.follow_redirects { plan.protocol.max_redirects } else { 0 },
             max_body_bytes: plan.protocol.max_body_bytes,
             tls,
+            http2: plan.protocol.http2,
             resolver: Resolver::with_mappings(plan.protocol.resolve.iter().filter_map(|m| {
                 let address = m.address.parse::<std::net::IpAddr>().ok()?;
                 Some((format!("{}:{}", bracketed(&m.host), m.port), std::net::SocketAddr::new(address, m.port)))

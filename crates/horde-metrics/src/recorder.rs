@@ -38,6 +38,8 @@ pub struct RequestTiming {
     pub receive_us: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The size of the response body after decoding, when it was compressed and read.
+    pub bytes_decoded: Option<u64>,
 }
 
 /// Histograms and counters of one request name.
@@ -64,6 +66,9 @@ pub struct Recorder {
     pub receive: Histogram<u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Compressed bodies decoded (read by a check), and their size decoded.
+    pub bodies_decoded: u64,
+    pub bytes_decoded: u64,
 }
 
 impl Default for Recorder {
@@ -82,6 +87,8 @@ impl Default for Recorder {
             receive: new_histogram(),
             bytes_sent: 0,
             bytes_received: 0,
+            bodies_decoded: 0,
+            bytes_decoded: 0,
         }
     }
 }
@@ -101,6 +108,10 @@ impl Recorder {
         record_value(&mut self.receive, timing.receive_us);
         self.bytes_sent += timing.bytes_sent;
         self.bytes_received += timing.bytes_received;
+        if let Some(decoded) = timing.bytes_decoded {
+            self.bodies_decoded += 1;
+            self.bytes_decoded += decoded;
+        }
     }
 
     /// Counts a request that failed before anything was sent.
@@ -143,6 +154,8 @@ impl Recorder {
         self.started = 0;
         self.bytes_sent = 0;
         self.bytes_received = 0;
+        self.bodies_decoded = 0;
+        self.bytes_decoded = 0;
     }
 
     pub fn merge(&mut self, other: &Recorder) {
@@ -163,6 +176,8 @@ impl Recorder {
         add(&mut self.receive, &other.receive);
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        self.bodies_decoded += other.bodies_decoded;
+        self.bytes_decoded += other.bytes_decoded;
     }
 }
 
@@ -219,6 +234,10 @@ pub struct ConnectionEvents {
     /// Requests sent again on a fresh connection after the reused one failed before any
     /// byte of a response.
     pub retried: u64,
+    /// Of the connections opened, those speaking HTTP/2.
+    pub http2: u64,
+    /// https connections where HTTP/2 was offered and the server chose HTTP/1.1.
+    pub http2_declined: u64,
 }
 
 impl ConnectionEvents {
@@ -226,6 +245,8 @@ impl ConnectionEvents {
         self.opened += other.opened;
         self.closed_while_idle += other.closed_while_idle;
         self.retried += other.retried;
+        self.http2 += other.http2;
+        self.http2_declined += other.http2_declined;
     }
 }
 

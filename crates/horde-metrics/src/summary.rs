@@ -114,8 +114,15 @@ pub struct RequestStats {
     pub mean_rps: f64,
     pub latency: RequestLatency,
     pub phases: PhaseStats,
+    /// Bytes on the wire, headers (and HTTP/2 frames) included.
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Compressed response bodies that were decoded because a check read them, and their
+    /// size once decoded (unread bodies are never decompressed: their size is only on the wire).
+    #[serde(default)]
+    pub bodies_decoded: u64,
+    #[serde(default)]
+    pub bytes_decoded: u64,
     pub distribution: Vec<DistributionBucket>,
 }
 
@@ -161,6 +168,13 @@ pub struct ConnectionStats {
     /// Requests sent again on a fresh connection after the reused one failed before any
     /// byte of a response (the server had closed it); each counts once in the results.
     pub retried_on_fresh_connection: u64,
+    /// Of the connections opened, those speaking HTTP/2.
+    #[serde(default)]
+    pub http2: u64,
+    /// https connections where HTTP/2 was offered by ALPN and the server chose HTTP/1.1
+    /// (they spoke HTTP/1.1).
+    #[serde(default)]
+    pub http2_declined_by_server: u64,
 }
 
 /// How busy the load generator itself was: a generator short of CPU delivers less load than
@@ -216,6 +230,8 @@ impl Recorder {
             },
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
+            bodies_decoded: self.bodies_decoded,
+            bytes_decoded: self.bytes_decoded,
             distribution: distribution(&self.ok, self.ko.len() + self.unsent, options.response_time_bounds_ms),
         }
     }

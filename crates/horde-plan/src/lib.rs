@@ -151,6 +151,44 @@ pub struct HttpProtocol {
     /// `--resolve host:port:address`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolve: Vec<HostMapping>,
+    /// Which HTTP version connections speak: HTTP/1.1 (`off`), HTTP/2 when the server picks it
+    /// by ALPN on https (`negotiate`, as browsers), or HTTP/2 on every connection without asking,
+    /// cleartext h2c included (`prior_knowledge`).
+    #[serde(default, skip_serializing_if = "Http2Mode::is_off")]
+    pub http2: Http2Mode,
+    /// The Accept-Encoding header sent with every request that does not set its own; by default
+    /// what a browser sends. Empty sends none. Compressed bodies are decoded only when a check
+    /// reads them.
+    #[serde(default = "default_accept_encoding")]
+    pub accept_encoding: String,
+}
+
+/// What browsers send, and what horde decodes.
+pub const BROWSER_ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
+
+fn default_accept_encoding() -> String {
+    BROWSER_ACCEPT_ENCODING.to_string()
+}
+
+/// Whether and how connections speak HTTP/2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Http2Mode {
+    /// HTTP/1.1 only.
+    #[default]
+    Off,
+    /// https offers `h2` and `http/1.1` by ALPN and speaks what the server picks (a server
+    /// without HTTP/2 gets HTTP/1.1, counted in the summary); http:// stays HTTP/1.1.
+    Negotiate,
+    /// HTTP/2 on every connection: h2c with prior knowledge on http://, ALPN `h2` alone on
+    /// https. A server that does not speak it fails the request (`http2_not_supported`).
+    PriorKnowledge,
+}
+
+impl Http2Mode {
+    pub fn is_off(&self) -> bool {
+        *self == Http2Mode::Off
+    }
 }
 
 /// `host` on `port` is at `address` (an IPv4 or IPv6 address).
@@ -239,6 +277,8 @@ impl Default for HttpProtocol {
             max_body_bytes: default_max_body_bytes(),
             tls: TlsOptions::default(),
             resolve: Vec::new(),
+            http2: Http2Mode::Off,
+            accept_encoding: default_accept_encoding(),
         }
     }
 }

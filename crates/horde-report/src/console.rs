@@ -142,6 +142,16 @@ pub fn render(summary: &Summary) -> String {
             "connections opened", c.opened, c.closed_by_server_while_idle, c.retried_on_fresh_connection
         );
     }
+    if c.http2 > 0 {
+        let _ = writeln!(out, "> {:<44}{:>10}", "connections speaking HTTP/2", c.http2);
+    }
+    if c.http2_declined_by_server > 0 {
+        let _ = writeln!(
+            out,
+            "> HTTP/2 was offered but the server chose HTTP/1.1 on {} connections (they spoke HTTP/1.1)",
+            c.http2_declined_by_server
+        );
+    }
     if !summary.plan.protocol.tls.verify {
         let _ = writeln!(out, "> TLS certificates were NOT verified (verification was turned off)");
     }

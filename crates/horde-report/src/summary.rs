@@ -157,6 +157,8 @@ impl Summary {
                 opened: totals.connections.opened,
                 closed_by_server_while_idle: totals.connections.closed_while_idle,
                 retried_on_fresh_connection: totals.connections.retried,
+                http2: totals.connections.http2,
+                http2_declined_by_server: totals.connections.http2_declined,
             },
             generator: {
                 let cpu = totals.generator_cpu.unwrap_or_default();

@@ -37,7 +37,8 @@ fn invalid(message: impl Into<String>) -> Failure {
 /// the server had closed (or reset) before any byte of a response arrived, the shape of a
 /// keep-alive connection closed while idle.
 pub fn closed_before_response(failure: &Failure, wire: &WireTiming) -> bool {
-    matches!(failure.kind, "connection_closed" | "connection_reset") && wire.bytes_received == 0
+    // On HTTP/2, a GOAWAY names the last stream the server will process: later ones were not.
+    matches!(failure.kind, "connection_closed" | "connection_reset" | "goaway") && wire.first_byte_at.is_none()
 }
 
 /// Which response headers a caller wants kept. Framing headers are always read; the others
@@ -45,7 +46,7 @@ pub fn closed_before_response(failure: &Failure, wire: &WireTiming) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeepHeaders {
     All,
-    /// Set-Cookie and Location only.
+    /// Set-Cookie and Location only, and Content-Encoding (to decode a body that is read).
     CookiesAndLocation,
 }
 
@@ -87,13 +88,13 @@ const MIN_READ_SPACE: usize = 512;
 const MAX_KEPT_READ_BUFFER: usize = 64 * 1024;
 
 /// The bytes of a connection: plain TCP, or TLS over it.
-enum Transport {
+pub enum Transport {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl Transport {
-    fn tcp(&self) -> &TcpStream {
+    pub fn tcp(&self) -> &TcpStream {
         match self {
             Transport::Plain(tcp) => tcp,
             Transport::Tls(tls) => tls.get_ref().0,
@@ -154,6 +155,73 @@ pub struct Destination<'a> {
     pub resolver: &'a Resolver,
 }
 
+/// A transport just opened, with what opening it took.
+pub struct OpenedTransport {
+    pub stream: Transport,
+    pub tls: bool,
+    pub descriptor: DescriptorPermit,
+    pub timing: OpenTiming,
+}
+
+impl OpenedTransport {
+    /// Whether the server picked HTTP/2 by ALPN in the TLS handshake.
+    pub fn negotiated_http2(&self) -> bool {
+        match &self.stream {
+            Transport::Plain(_) => false,
+            Transport::Tls(tls) => tls.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
+    }
+}
+
+/// Opens a TCP connection to `destination`, and TLS over it when it says so.
+pub async fn open_transport(destination: &Destination<'_>, timeout: Duration) -> Result<OpenedTransport, Failure> {
+    let authority = destination.authority;
+    let descriptor = DescriptorPermit::connection().ok_or_else(|| {
+        Failure::unsent(
+            "too_many_open_files",
+            format!(
+                "no file descriptor left to connect to {authority}: {} connections are open, the most the \
+                 open-file limit allows while keeping some for the results (raise it with ulimit -n)",
+                crate::descriptors::connection_capacity()
+            ),
+        )
+    })?;
+    let mut timing = OpenTiming::default();
+    let connecting = async {
+        let (addresses, dns) = destination.resolver.resolve(authority).await?;
+        timing.dns = dns;
+        let connect_started = Instant::now();
+        let stream = connect_any(&addresses, authority).await?;
+        timing.connect = connect_started.elapsed();
+        // Requests are written whole; Nagle would only delay them.
+        stream.set_nodelay(true).map_err(|err| connect_failure(authority, &err))?;
+        let stream = match destination.tls {
+            None => Transport::Plain(stream),
+            Some(connector) => {
+                let handshake_started = Instant::now();
+                let name = super::tls::server_name(destination.host)?;
+                let tls = connector
+                    .connect(name, stream)
+                    .await
+                    .map_err(|err| super::tls::handshake_failure(destination.host, &err))?;
+                timing.tls = Some(handshake_started.elapsed());
+                Transport::Tls(Box::new(tls))
+            }
+        };
+        Ok::<_, Failure>(stream)
+    };
+    let stream = match tokio::time::timeout(timeout, connecting).await {
+        Ok(stream) => stream?,
+        Err(_) => {
+            return Err(Failure::new(
+                "connect_timeout",
+                format!("connecting to {authority} took more than {} ms", timeout.as_millis()),
+            ))
+        }
+    };
+    Ok(OpenedTransport { stream, tls: destination.tls.is_some(), descriptor, timing })
+}
+
 /// One open keep-alive connection.
 pub struct Connection {
     pub authority: Arc<str>,
@@ -201,62 +269,24 @@ impl Connection {
         }
     }
 
-    /// Opens a connection to `destination`, over TLS when it says so.
+    /// Opens an HTTP/1.1 connection to `destination`.
     pub async fn open(destination: &Destination<'_>, timeout: Duration) -> Result<(Connection, OpenTiming), Failure> {
-        let authority = destination.authority;
-        let descriptor = DescriptorPermit::connection().ok_or_else(|| {
-            Failure::unsent(
-                "too_many_open_files",
-                format!(
-                    "no file descriptor left to connect to {authority}: {} connections are open, the most the \
-                     open-file limit allows while keeping some for the results (raise it with ulimit -n)",
-                    crate::descriptors::connection_capacity()
-                ),
-            )
-        })?;
-        let mut timing = OpenTiming::default();
-        let connecting = async {
-            let (addresses, dns) = destination.resolver.resolve(authority).await?;
-            timing.dns = dns;
-            let connect_started = Instant::now();
-            let stream = connect_any(&addresses, authority).await?;
-            timing.connect = connect_started.elapsed();
-            // Requests are written whole; Nagle would only delay them.
-            stream.set_nodelay(true).map_err(|err| connect_failure(authority, &err))?;
-            let stream = match destination.tls {
-                None => Transport::Plain(stream),
-                Some(connector) => {
-                    let handshake_started = Instant::now();
-                    let name = super::tls::server_name(destination.host)?;
-                    let tls = connector
-                        .connect(name, stream)
-                        .await
-                        .map_err(|err| super::tls::handshake_failure(destination.host, &err))?;
-                    timing.tls = Some(handshake_started.elapsed());
-                    Transport::Tls(Box::new(tls))
-                }
-            };
-            Ok::<_, Failure>(stream)
-        };
-        let stream = match tokio::time::timeout(timeout, connecting).await {
-            Ok(stream) => stream?,
-            Err(_) => {
-                return Err(Failure::new(
-                    "connect_timeout",
-                    format!("connecting to {authority} took more than {} ms", timeout.as_millis()),
-                ))
-            }
-        };
-        let connection = Connection {
-            authority: authority.clone(),
-            tls: destination.tls.is_some(),
-            stream,
-            _descriptor: descriptor,
+        let opened = open_transport(destination, timeout).await?;
+        let timing = opened.timing;
+        Ok((Connection::new(opened, destination.authority.clone()), timing))
+    }
+
+    /// An HTTP/1.1 connection over a transport just opened.
+    pub fn new(opened: OpenedTransport, authority: Arc<str>) -> Connection {
+        Connection {
+            authority,
+            tls: opened.tls,
+            stream: opened.stream,
+            _descriptor: opened.descriptor,
             write_buffer: Vec::with_capacity(256),
             read_buffer: Vec::with_capacity(INITIAL_READ_BUFFER),
             reusable: true,
-        };
-        Ok((connection, timing))
+        }
     }
 
     /// Sends the request and reads the whole response. `wire` is filled in as the exchange
@@ -483,7 +513,7 @@ impl Connection {
 
 /// The body a caller asked to keep, up to a limit: a body nobody reads is drained without
 /// being kept, and one that is kept cannot use more memory than the plan allows.
-struct KeptBody {
+pub(super) struct KeptBody {
     bytes: Vec<u8>,
     keep: bool,
     limit: u64,
@@ -493,11 +523,11 @@ struct KeptBody {
 }
 
 impl KeptBody {
-    fn new(keep: bool, limit: u64) -> KeptBody {
+    pub fn new(keep: bool, limit: u64) -> KeptBody {
         KeptBody { bytes: Vec::new(), keep, limit, over_limit: false }
     }
 
-    fn extend(&mut self, data: &[u8]) {
+    pub fn extend(&mut self, data: &[u8]) {
         if !self.keep || data.is_empty() {
             return;
         }
@@ -508,7 +538,7 @@ impl KeptBody {
         self.bytes.extend_from_slice(&data[..data.len().min(room)]);
     }
 
-    fn into_bytes(self) -> Result<Vec<u8>, Failure> {
+    pub fn into_bytes(self) -> Result<Vec<u8>, Failure> {
         if self.over_limit {
             return Err(Failure::new(
                 "body_too_large",
@@ -573,7 +603,9 @@ fn read_headers(
         let wanted = match keep {
             KeepHeaders::All => true,
             KeepHeaders::CookiesAndLocation => {
-                name.eq_ignore_ascii_case("set-cookie") || name.eq_ignore_ascii_case("location")
+                name.eq_ignore_ascii_case("set-cookie")
+                    || name.eq_ignore_ascii_case("location")
+                    || name.eq_ignore_ascii_case("content-encoding")
             }
         };
         if wanted {

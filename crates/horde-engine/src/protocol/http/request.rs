@@ -2,14 +2,15 @@
 //! user's connection, following redirects, running the checks, and recording the outcome.
 
 use super::check::{run_checks, ResponseView};
-use super::client::{closed_before_response, Connection, Destination, KeepHeaders, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, Destination, KeepHeaders, RequestHead, Response, WireTiming};
+use super::connection::UserConnection;
 use crate::failure::Failure;
 use crate::lower::{BodyProgram, PartProgram, RequestProgram, Target, UrlProgram};
 use crate::precise_timer::PreciseTimer;
 use crate::user::{corrected_start, Flow, VirtualUser};
 use bytes::Bytes;
 use horde_metrics::RequestTiming;
-use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,7 +95,7 @@ impl VirtualUser {
                 (0, Some(intended)) => corrected_start(intended, started),
                 _ => started,
             };
-            let (result, timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
+            let (result, mut timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,
                 Err(failure) => {
@@ -120,7 +121,24 @@ impl VirtualUser {
                 row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
                 continue;
             }
-            let mut view = ResponseView::new(response.status, &response.headers, &response.body);
+            // A body is kept only when a check reads it; only then is it decoded.
+            let body = match response.headers.get(CONTENT_ENCODING).filter(|_| request.needs_body) {
+                None => response.body,
+                Some(coding) => {
+                    let limit = self.ctx.program.protocol.max_body_bytes;
+                    match super::encoding::decode(response.body, coding, limit) {
+                        Ok(decoded) => {
+                            timing.bytes_decoded = Some(decoded.len() as u64);
+                            decoded
+                        }
+                        Err(failure) => {
+                            self.record_failure(row_id, started, &timing, &failure, 0);
+                            return self.after_failure();
+                        }
+                    }
+                }
+            };
+            let mut view = ResponseView::new(response.status, &response.headers, &body);
             return match run_checks(&request.checks, &mut view, &mut self.variables) {
                 Ok(()) => {
                     self.record_ok(row_id, started, &timing);
@@ -321,18 +339,24 @@ impl VirtualUser {
                     tls,
                     resolver: &program.protocol.resolver,
                 };
-                match Connection::open(&destination, connect_timeout).await {
+                match UserConnection::open(&destination, connect_timeout, program.protocol.http2).await {
                     Ok((connection, opening)) => {
                         let connected = Instant::now();
                         let micros = |d: Duration| d.as_micros() as u64;
                         timing.dns_us = opening.dns.map(micros);
                         timing.connect_us = Some(micros(opening.connect));
                         timing.tls_us = opening.tls.map(micros);
-                        self.http.connection = Some(connection);
                         // Counted now: the request on it may never complete.
                         if measured {
-                            self.ctx.metrics.borrow_mut().connections.opened += 1;
+                            let events = &mut self.ctx.metrics.borrow_mut().connections;
+                            events.opened += 1;
+                            if connection.is_http2() {
+                                events.http2 += 1;
+                            } else if target.tls && program.protocol.http2 != horde_plan::Http2Mode::Off {
+                                events.http2_declined += 1;
+                            }
                         }
+                        self.http.connection = Some(connection);
                         connected
                     }
                     // A request already sent once is not "unsent" because its resending

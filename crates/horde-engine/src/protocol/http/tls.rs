@@ -17,6 +17,25 @@ use tokio_rustls::TlsConnector;
 /// TLS sessions each user keeps for resumption, when users do not share them.
 const SESSIONS_PER_USER: usize = 8;
 
+/// Cipher suites in the order browsers offer them: AES-128-GCM before AES-256-GCM (rustls's
+/// own order is the reverse), so servers that follow the client's order agree on what they
+/// would with a browser, and the key schedule runs on SHA-256, which CPUs accelerate.
+fn browser_rank(suite: rustls::CipherSuite) -> usize {
+    use rustls::CipherSuite::*;
+    const ORDER: [rustls::CipherSuite; 9] = [
+        TLS13_AES_128_GCM_SHA256,
+        TLS13_AES_256_GCM_SHA384,
+        TLS13_CHACHA20_POLY1305_SHA256,
+        TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ];
+    ORDER.iter().position(|s| *s == suite).unwrap_or(ORDER.len())
+}
+
 /// The run's TLS configuration.
 pub(crate) struct TlsSetup {
     config: Arc<ClientConfig>,
@@ -29,7 +48,9 @@ impl TlsSetup {
     /// The configuration `options` describes; problems are pushed to `errors` with their path.
     /// `alpn` lists the application protocols offered, most wanted first.
     pub fn new(options: &TlsOptions, base_dir: Option<&Path>, alpn: &[&[u8]], errors: &mut Vec<PlanError>) -> TlsSetup {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.cipher_suites.sort_by_key(|suite| browser_rank(suite.suite()));
+        let provider = Arc::new(provider);
         let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
             (TlsVersion::Tls12, &rustls::version::TLS12),
             (TlsVersion::Tls13, &rustls::version::TLS13),
@@ -185,6 +206,10 @@ pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
             };
             Failure::new("tls_certificate", format!("the certificate of {host} was refused: {why}"))
         }
+        Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => Failure::new(
+            "alpn_refused",
+            format!("{host} refused every application protocol offered by ALPN (no_application_protocol alert)"),
+        ),
         Some(other) => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
         None => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
     }
