@@ -16,7 +16,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -25,6 +24,7 @@ from pathlib import Path
 from http_vs_wrk import measure, version
 from https_vs_peers import make_certificate
 from local_nginx import pinned, start_nginx, stop_nginx
+from peer_table import print_table
 
 
 def configuration(work):
@@ -109,11 +109,6 @@ def main():
     finally:
         stop_nginx(nginx)
 
-    def medians(shape, tool):
-        rs = runs[(shape, tool)]
-        return (statistics.median(r[0] for r in rs), statistics.median(r[2] * 1e6 / r[1] for r in rs),
-                statistics.median(r[3] / 1024 for r in rs))
-
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     print(f"### {date}: HTTP/2 over TLS, {args.duration} s, median of {args.repetitions} interleaved runs\n")
@@ -127,18 +122,7 @@ def main():
         connections, streams = shape
         print(f"**{connections} connections x {streams} streams** (horde: {connections * streams} users, "
               f"one connection and one stream each)\n")
-        print("| tool | req/s | CPU ms per 1,000 requests | peak RSS (MiB) |")
-        print("|---|---|---|---|")
-        figures = {tool: medians(shape, tool) for tool in tools}
-        for tool in tools:
-            rps, cpu, rss = figures[tool]
-            print(f"| {tool} | {rps:,.0f} | {cpu:.2f} | {rss:.1f} |")
-        horde = figures["horde"]
-        for peer in ("h2load", "oha"):
-            p = figures[peer]
-            print(f"| horde / {peer} | {horde[0] / p[0]:.2f} | {horde[1] / p[1]:.2f} | {horde[2] / p[2]:.2f} |")
-        print()
-
+        print_table({tool: runs[(shape, tool)] for tool in tools}, ("h2load", "oha"))
 
 if __name__ == "__main__":
     main()

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from http_vs_wrk import ensure_tools, measure, version
 from local_nginx import pinned, start_nginx, stop_nginx
+from peer_table import print_table
 
 
 def make_certificate(work):
@@ -141,11 +141,6 @@ def main():
     finally:
         stop_nginx(nginx)
 
-    def medians(shape, tool):
-        rs = runs[(shape, tool)]
-        return (statistics.median(r[0] for r in rs), statistics.median(r[2] * 1e6 / r[1] for r in rs),
-                statistics.median(r[3] / 1024 for r in rs))
-
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     print(f"### {date}: HTTPS, {args.connections} connections, {args.duration} s, median of {args.repetitions} interleaved runs\n")
@@ -158,17 +153,7 @@ def main():
     for shape in shapes:
         unit = "req/s" if shape == "keepalive" else "handshakes/s"
         print(f"**{shape}**\n")
-        print(f"| tool | {unit} | CPU ms per 1,000 | peak RSS (MiB) |")
-        print("|---|---|---|---|")
-        figures = {tool: medians(shape, tool) for tool in tools}
-        for tool in tools:
-            rps, cpu, rss = figures[tool]
-            print(f"| {tool} | {rps:,.0f} | {cpu:.2f} | {rss:.1f} |")
-        horde = figures["horde"]
-        for peer in ("wrk", "oha"):
-            p = figures[peer]
-            print(f"| horde / {peer} | {horde[0] / p[0]:.2f} | {horde[1] / p[1]:.2f} | {horde[2] / p[2]:.2f} |")
-        print()
+        print_table({tool: runs[(shape, tool)] for tool in tools}, ("wrk", "oha"), unit)
 
 
 if __name__ == "__main__":
