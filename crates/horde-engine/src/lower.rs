@@ -143,6 +143,7 @@ pub struct RequestProgram {
     pub sets_host: bool,
 }
 
+#[derive(Clone)]
 pub struct HeaderProgram {
     pub name: HeaderName,
     pub value: Template,
@@ -310,17 +311,19 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         paces: 0,
         schemas: Vec::new(),
     };
+    // The protocol's headers are checked once here, each under its own path, not per request.
     for (i, header) in plan.protocol.headers.iter().enumerate() {
         let path = format!("protocol.headers[{i}]");
-        if let Some(h) = lowering.header(&path, &header.name, &header.value) {
-            lowering.default_headers.push(h);
+        if let Some((name, value)) = lowering.header(&path, &header.name, &header.value) {
+            let fixed = lowering.fixed_header_value(&format!("{path}.value"), &value);
+            lowering.default_headers.push(HeaderProgram { name, value, fixed });
         }
     }
     let accept_encoding = http::header::ACCEPT_ENCODING;
-    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|(n, _)| *n == accept_encoding) {
-        if let Some(h) = lowering.header("protocol.accept_encoding", accept_encoding.as_str(), &plan.protocol.accept_encoding) {
-            lowering.default_headers.push(h);
-        }
+    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|h| h.name == accept_encoding) {
+        let value = lowering.template(&plan.protocol.accept_encoding);
+        let fixed = lowering.fixed_header_value("protocol.accept_encoding", &value);
+        lowering.default_headers.push(HeaderProgram { name: accept_encoding, value, fixed });
     }
     let scenarios = plan
         .scenarios
@@ -384,7 +387,7 @@ struct Lowering {
     errors: Vec<PlanError>,
     base_url: Option<Url>,
     base_dir: Option<PathBuf>,
-    default_headers: Vec<(HeaderName, Template)>,
+    default_headers: Vec<HeaderProgram>,
     boundary_counter: u32,
     paces: usize,
     schemas: Vec<Arc<horde_docgen::Schema>>,
@@ -426,13 +429,13 @@ impl Lowering {
         }
     }
 
+    /// The header value, checked, when it has no variables; a bad one is an error at `path`.
     fn fixed_header_value(&mut self, path: &str, value: &Template) -> Option<HeaderValue> {
         let text = value.as_static()?;
         match HeaderValue::from_str(text) {
             Ok(value) => Some(value),
             Err(_) => {
-                self.errors
-                    .push(PlanError::new(format!("{path}.value"), format!("{text:?} is not a valid header value")));
+                self.errors.push(PlanError::new(path, format!("{text:?} is not a valid header value")));
                 None
             }
         }
@@ -520,15 +523,14 @@ impl Lowering {
         for (i, header) in request.headers.iter().enumerate() {
             let path = format!("{path}.headers[{i}]");
             if let Some((name, value)) = self.header(&path, &header.name, &header.value) {
-                let fixed = self.fixed_header_value(&path, &value);
+                let fixed = self.fixed_header_value(&format!("{path}.value"), &value);
                 headers.push(HeaderProgram { name, value, fixed });
             }
         }
         // Protocol defaults apply unless the request sets the same header itself.
-        for (name, value) in self.default_headers.clone() {
-            if !headers.iter().any(|h| h.name == name) {
-                let fixed = self.fixed_header_value("protocol.headers", &value);
-                headers.push(HeaderProgram { name, value, fixed });
+        for default in &self.default_headers {
+            if !headers.iter().any(|h| h.name == default.name) {
+                headers.push(default.clone());
             }
         }
         let body = match &request.body {
@@ -830,6 +832,19 @@ mod tests {
         assert_eq!(target.origin_form, "/app/items?x=1");
         assert_eq!(&*target.authority, "127.0.0.1:9");
         assert_eq!(target.host_header, "127.0.0.1:9");
+    }
+
+    #[test]
+    fn protocol_header_values_are_checked_once_under_their_own_path() {
+        let mut plan = plan_with(
+            r#"[{"type": "request", "name": "a", "method": "GET", "url": "/"},
+                {"type": "request", "name": "b", "method": "GET", "url": "/", "headers": [{"name": "X", "value": "bad\u0001"}]}]"#,
+        );
+        plan.protocol.headers = vec![horde_plan::NameValue { name: "Y".into(), value: "bad\u{1}".into() }];
+        plan.protocol.accept_encoding = "gzip\u{1}".into();
+        let errors = lower(&plan).err().unwrap();
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["protocol.headers[0].value", "protocol.accept_encoding", "scenarios[0].steps[1].headers[0].value"]);
     }
 
     #[test]

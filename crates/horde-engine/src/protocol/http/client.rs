@@ -94,7 +94,7 @@ pub enum Transport {
 }
 
 impl Transport {
-    pub fn tcp(&self) -> &TcpStream {
+    fn tcp(&self) -> &TcpStream {
         match self {
             Transport::Plain(tcp) => tcp,
             Transport::Tls(tls) => tls.get_ref().0,
