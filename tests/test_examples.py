@@ -144,7 +144,7 @@ def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
-               "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py"}
+               "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -172,3 +172,14 @@ def test_http2_site(tls_nginx, tmp_path):
                  "-D", "prior_knowledge=1", "-D", "users=2", "-D", "repeat=1"], (tmp_path / "h2c"))
     [summary] = summaries(tmp_path / "h2c")
     assert (summary["global"]["ok"], summary["global"]["ko"], summary["connections"]["http2"]) == (4, 0, 2)
+
+
+def test_compressed_page(tls_nginx, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "compressed_page.py", "-D", f"base_url={tls_nginx.url()}",
+                 "-D", f"ca_file={tls_nginx.files['ca'][0]}", "-D", "path=/page", "-D", "text=compressed page"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (4, 0), summary["errors"]
+    rows = {r["name"]: r for r in summary["requests"]}
+    read, unread = rows["page, read"], rows["page, status only"]
+    assert read["bodies_decoded"] == 2 and read["bytes_decoded"] > 4 * read["bytes_received"]
+    assert unread["bodies_decoded"] == 0 and unread["bytes_received"] < read["bytes_decoded"] / 4
