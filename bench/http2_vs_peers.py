@@ -3,8 +3,8 @@
 oha --http2, on the same nginx (HTTP/2 over TLS, negotiated by ALPN), in the same run.
 
 Shapes: `C x S` is C connections with S streams in flight on each (h2load -c C -m S, oha -c C
--p S). A horde virtual user holds one connection and one request in flight, so horde runs
-C x S users over as many connections in the `C x S` row of its own, and C users where S is 1.
+-p S, horde -c C --streams S: C users, each sending S requests at once on its one connection
+and waiting for them all before the next S).
 
 nginx (one worker) is pinned to one core, the load generator to the other; tools take turns,
 repetitions interleaved. Reported: req/s, CPU time per 1,000 requests (wait4), peak RSS.
@@ -55,11 +55,11 @@ def run_oha(oha, url, connections, streams, duration, core):
     return rps, round(rps * summary["total"]), cpu, rss
 
 
-def run_horde(horde, url, users, duration, core, results):
+def run_horde(horde, url, connections, streams, duration, core, results):
     import json
     before = set(results.glob("*/summary.json"))
-    argv = [horde, "http", url, "--http2", "-k", "-c", str(users), "-d", f"{duration}s", "--workers", "1", "-q",
-            "--results", str(results)]
+    argv = [horde, "http", url, "--http2", "-k", "-c", str(connections), "--streams", str(streams),
+            "-d", f"{duration}s", "--workers", "1", "-q", "--results", str(results)]
     _, cpu, rss = measure(pinned(core, argv))
     [path] = set(results.glob("*/summary.json")) - before
     summary = json.loads(path.read_text())
@@ -100,7 +100,7 @@ def main():
                     elif tool == "oha":
                         result = run_oha(args.oha, url, connections, streams, args.duration, client_core)
                     else:
-                        result = run_horde(args.horde, url, connections * streams, args.duration, client_core,
+                        result = run_horde(args.horde, url, connections, streams, args.duration, client_core,
                                            work / "results")
                     runs[(shape, tool)].append(result)
                     rps, requests, cpu, rss = result
@@ -120,8 +120,7 @@ def main():
           f"{version([args.oha, '--version'])}; {version([nginx_bin, '-v'])}\n")
     for shape in shapes:
         connections, streams = shape
-        print(f"**{connections} connections x {streams} streams** (horde: {connections * streams} users, "
-              f"one connection and one stream each)\n")
+        print(f"**{connections} connections x {streams} streams**\n")
         print_table({tool: runs[(shape, tool)] for tool in tools}, ("h2load", "oha"))
 
 if __name__ == "__main__":

@@ -139,16 +139,20 @@ def nginx(tmp_path_factory):
 
 
 NGINX_TLS_TEMPLATE = ROOT / "scripts" / "nginx-tls.conf.template"
-TLS_SERVERS = ("tls", "expired", "other_host", "unknown_ca", "mtls", "redirect", "h2c", "h2c_goaway", "http1_only")
+TLS_SERVERS = ("tls", "expired", "other_host", "unknown_ca", "mtls", "redirect", "h2c", "h2c_goaway", "http1_only",
+               "site")
 # The servers of TLS_SERVERS that speak cleartext.
-CLEARTEXT_SERVERS = ("redirect", "h2c", "h2c_goaway")
+CLEARTEXT_SERVERS = ("redirect", "h2c", "h2c_goaway", "site")
 
 
 class TlsNginx:
     """nginx over TLS (HTTP/1.1 and HTTP/2) with certificates the tests make, one server per
     certificate problem, a server demanding a client certificate, an http server that
-    redirects to https, HTTP/2 in cleartext (h2c; one ending connections after 5 requests) and
-    TLS without HTTP/2. ``url(server)`` is a server's base URL; ``files`` the certificates."""
+    redirects to https, HTTP/2 in cleartext (h2c; one ending connections after 5 requests),
+    TLS without HTTP/2, and a small site under /site/ (cleartext HTTP/1.1 on ``site``, HTTP/2
+    on ``tls``) whose slow/ resources take about half a second each and whose requests are
+    logged with their times (``site_log(server)``). ``url(server)`` is a server's base URL;
+    ``files`` the certificates."""
 
     def __init__(self, directory):
         import tls_material
@@ -156,6 +160,8 @@ class TlsNginx:
         # nginx's worker (nobody, when started as root) reads the certificates.
         directory.chmod(0o755)
         self.files = tls_material.make(directory)
+        tls_material.make_site(directory / "site")
+        self.directory = directory
         self.ports = {server: free_port() for server in TLS_SERVERS}
         self.status_requests = 0
         conf = NGINX_TLS_TEMPLATE.read_text().replace("{dir}", str(directory))
@@ -173,6 +179,17 @@ class TlsNginx:
     def url(self, server="tls", host="127.0.0.1"):
         scheme = "http" if server in CLEARTEXT_SERVERS else "https"
         return f"{scheme}://{host}:{self.ports[server]}"
+
+    def site_log(self, server):
+        """The site's requests on ``server`` so far: dicts of connection, start, end (seconds),
+        protocol and uri."""
+        log = self.directory / ("tls-site.log" if server == "tls" else "site.log")
+        entries = []
+        for line in log.read_text().splitlines() if log.exists() else []:
+            connection, end, duration, protocol, uri = line.split()
+            entries.append({"connection": connection, "start": float(end) - float(duration), "end": float(end),
+                            "protocol": protocol, "uri": uri})
+        return entries
 
     def requests_served(self):
         """nginx's own count of requests over every server, less the status requests made."""

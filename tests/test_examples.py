@@ -144,7 +144,8 @@ def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
-               "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py"}
+               "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
+               "page_resources.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -183,3 +184,23 @@ def test_compressed_page(tls_nginx, tmp_path):
     read, unread = rows["page, read"], rows["page, status only"]
     assert read["bodies_decoded"] == 2 and read["bytes_decoded"] > 4 * read["bytes_received"]
     assert unread["bodies_decoded"] == 0 and unread["bytes_received"] < read["bytes_decoded"] / 4
+
+
+def test_page_resources(tls_nginx, tmp_path):
+    ca = f"ca_file={tls_nginx.files['ca'][0]}"
+    resources = ",".join(f"/site/{name}" for name in ("slow/site.css", "slow/app.js"))
+    before = tls_nginx.requests_served()
+    run_example(["horde", "run", EXAMPLES / "page_resources.py", "-D", f"base_url={tls_nginx.url()}", "-D", ca,
+                 "-D", f"resources={resources}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    # Two users: a page, two resources, a batch of two, a search.
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (12, 0), summary["errors"]
+    assert tls_nginx.requests_served() - before == 12
+    rows = {r["name"]: r for r in summary["requests"]}
+    assert rows["home page / site.css"]["count"] == 2 and rows["search"]["count"] == 2
+    # The page's resources inferred from its HTML, over HTTP/1.1 this time.
+    (tmp_path / "inferred").mkdir()
+    run_example(["horde", "run", EXAMPLES / "page_resources.py", "-D", f"base_url={tls_nginx.url('site')}",
+                 "-D", "infer=1", "-D", "users=1"], tmp_path / "inferred")
+    [summary] = summaries(tmp_path / "inferred")
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (1 + 4 + 2 + 1, 0), summary["errors"]

@@ -89,3 +89,27 @@ def make(directory):
                                                        usage=ExtendedKeyUsageOID.CLIENT_AUTH)),
     }
     return made
+
+
+SITE_RESOURCES = ("slow/site.css", "slow/app.js", "slow/logo.png", "slow/photo.jpg")
+# At nginx's limit_rate of 20 KB/s, the first 20 KiB go at once and the rest a second later:
+# each resource takes about one second.
+RESOURCE_BYTES = 25_000
+
+
+def make_site(directory):
+    """A page naming four resources (a style sheet, a script, two images), the resources, and a
+    page without any; readable by nginx's worker."""
+    (directory / "slow").mkdir(parents=True, exist_ok=True)
+    page = (
+        "<!doctype html><html><head><title>horde site</title>"
+        '<link rel="stylesheet" href="slow/site.css"><script src="slow/app.js"></script></head>'
+        '<body><h1>horde site</h1><img src="slow/logo.png"><img src="/site/slow/photo.jpg">'
+        '<a href="other.html">not a resource</a></body></html>'
+    )
+    (directory / "index.html").write_text(page)
+    (directory / "other.html").write_text("<html><body>no resources</body></html>")
+    for name in SITE_RESOURCES:
+        (directory / name).write_bytes(b"r" * RESOURCE_BYTES)
+    for path in [directory, *directory.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)

@@ -9,7 +9,7 @@ a native Rust engine runs them.
 Run it with ``horde run sim.py``; ``horde plan sim.py`` prints the Plan it makes.
 """
 
-from .chains import Chain, Population, Scenario, during, exec_, group, pace, pause, repeat, scenario
+from .chains import Chain, Population, Scenario, batch, during, exec_, group, pace, pause, repeat, scenario
 from .checks import Check, css, header, jsonpath, regex, status, substring
 from .couchdb import couchdb_bulk_insert, couchdb_crud
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
@@ -49,7 +49,7 @@ __all__ = [
     "pace", "ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec",
     "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
     "hold_for", "document_from_schema", "bulk_documents_from_schema",
-    "couchdb_bulk_insert", "couchdb_crud",
+    "couchdb_bulk_insert", "couchdb_crud", "batch",
 ]
 
 

@@ -75,8 +75,25 @@ class Chain:
             raise DslError(f"group() needs a name, got {name!r}")
         return self._then({"type": "group", "name": name, "steps": _steps_of(items, "group()")})
 
+    def batch(self, *requests):
+        """Send ``requests`` at once and wait for them all (k6's ``http.batch``): streams on one
+        HTTP/2 connection, or up to 6 HTTP/1.1 connections per host. Each keeps its own row,
+        checks and saved values (saved in the order given)."""
+        return self._then(_batch_step(requests))
+
     def to_steps(self):
         return [dict(s) for s in self.steps]
+
+
+def _batch_step(requests):
+    if not requests:
+        raise DslError("batch() needs at least one request")
+    for request in requests:
+        if not isinstance(request, HttpRequest):
+            raise DslError(f"batch() takes requests (http(...).get(...)), got {request!r}")
+        if request.resource_requests:
+            raise DslError(f"batch(): request {request.name!r} has resources; a batch sends requests, not pages")
+    return {"type": "batch", "requests": [r.to_request() for r in requests]}
 
 
 def _pause_step(duration, max_duration, exponential):
@@ -112,6 +129,16 @@ def during(duration, *items, counter=None):
 
 def group(name, *items):
     return Chain().group(name, *items)
+
+
+def batch(*requests):
+    """A chain that sends ``requests`` at once (see :meth:`Chain.batch`).
+
+    >>> from horde import http
+    >>> batch(http("a").get("/a"), http("b").get("/b")).to_steps()[0]["type"]
+    'batch'
+    """
+    return Chain().batch(*requests)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,7 @@ class HttpRequest:
     parts: tuple = ()
     raw_body: Optional[dict] = None
     checks: tuple = ()
+    resource_requests: tuple = ()
 
     def header(self, name, value):
         return replace(self, header_pairs=self.header_pairs + ((_name(name, "header"), str(value)),))
@@ -153,6 +154,23 @@ class HttpRequest:
                 raise DslError(f"check() takes checks such as status().is_(200), got {check!r}")
         return replace(self, checks=self.checks + tuple(checks))
 
+    def resources(self, *requests):
+        """Requests fetched after this page, concurrently, as a browser fetches a page's
+        scripts, styles and images (Gatling's ``.resources``): streams on one HTTP/2
+        connection, or up to 6 HTTP/1.1 connections per host. The page's row times the page
+        alone; put it in a ``group`` to time the page with its resources.
+
+        >>> page = http("home").get("/").resources(http("css").get("/site.css"), http("logo").get("/logo.png"))
+        >>> [r["name"] for r in page.to_step()["resources"]]
+        ['css', 'logo']
+        """
+        for request in requests:
+            if not isinstance(request, HttpRequest):
+                raise DslError(f"resources() takes requests (http(...).get(...)), got {request!r}")
+            if request.resource_requests:
+                raise DslError(f"resources(): resource {request.name!r} has resources of its own")
+        return replace(self, resource_requests=self.resource_requests + tuple(requests))
+
     def to_step(self):
         kinds = [k for k, present in (("form", self.form_pairs), ("multipart", self.parts), ("body", self.raw_body)) if present]
         if len(kinds) > 1:
@@ -170,7 +188,15 @@ class HttpRequest:
             step["body"] = dict(self.raw_body)
         if self.checks:
             step["checks"] = [c.to_plan() for c in self.checks]
+        if self.resource_requests:
+            step["resources"] = [r.to_request() for r in self.resource_requests]
         return step
+
+    def to_request(self):
+        """The plan's request alone, as resources and batches hold it (no step type)."""
+        request = self.to_step()
+        del request["type"]
+        return request
 
 
 class _RequestName:
@@ -221,6 +247,8 @@ class HttpProtocol:
     host_mappings: tuple = ()
     http2: str = "off"
     accept_encoding: Optional[str] = None
+    infer_resources: bool = False
+    connections_per_host: Optional[int] = None
 
     def base_url(self, url):
         return replace(self, base=str(url))
@@ -336,8 +364,29 @@ class HttpProtocol:
         """
         return replace(self, accept_encoding=str(value))
 
+    def infer_html_resources(self):
+        """Parse every HTML page for its scripts, style sheets, images and icons and fetch them
+        after it, concurrently, each in a row named by its URL (Gatling's
+        ``inferHtmlResources``). Pages' bodies are then read, up to ``max_body_bytes``.
+
+        >>> http.infer_html_resources().to_plan()["infer_html_resources"]
+        True
+        """
+        return replace(self, infer_resources=True)
+
+    def max_connections_per_host(self, count):
+        """HTTP/1.1 connections a user opens to one host to fetch resources and batches
+        concurrently (default 6, as browsers). HTTP/2 uses streams on one connection instead."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise DslError(f"max_connections_per_host() needs a whole number of at least 1, got {count!r}")
+        return replace(self, connections_per_host=count)
+
     def to_plan(self):
         plan = {"follow_redirects": self.follow_redirects}
+        if self.infer_resources:
+            plan["infer_html_resources"] = True
+        if self.connections_per_host is not None:
+            plan["max_connections_per_host"] = self.connections_per_host
         if self.accept_encoding is not None:
             plan["accept_encoding"] = self.accept_encoding
         if self.http2 != "off":
@@ -402,6 +451,12 @@ class _Http:
 
     def http2_prior_knowledge(self):
         return HttpProtocol().http2_prior_knowledge()
+
+    def infer_html_resources(self):
+        return HttpProtocol().infer_html_resources()
+
+    def max_connections_per_host(self, count):
+        return HttpProtocol().max_connections_per_host(count)
 
 
 http = _Http()

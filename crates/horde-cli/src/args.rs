@@ -144,6 +144,10 @@ pub struct HttpArgs {
     /// http2_not_supported).
     #[arg(long)]
     pub http2: bool,
+    /// With --http2: requests in flight at once on each connection, as h2load's -m and oha's -p (each
+    /// connection sends them together and waits for all, then again). Default 1.
+    #[arg(long, value_name = "S")]
+    pub streams: Option<String>,
     /// Ask for a compressed response (Accept-Encoding: gzip, deflate, br, zstd), as curl's
     /// --compressed; without it no Accept-Encoding is sent, as wrk and oha.
     #[arg(long)]

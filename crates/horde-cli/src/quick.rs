@@ -9,6 +9,9 @@ use horde_plan::{HostMapping, Http2Mode, HttpProtocol, TlsOptions, BROWSER_ACCEP
 /// Connections when -c is not given, as oha.
 const DEFAULT_CONNECTIONS: u64 = 50;
 
+/// h2load allows more; a few hundred streams is already past what servers announce.
+const MAX_STREAMS: u64 = 1000;
+
 /// Parses `10s`, `500ms`, `2m`, `1h`, or a bare number of seconds.
 pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
@@ -93,6 +96,15 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     };
     let requests = count("-n/--requests", &args.requests);
     let connections_given = count("-c/--connections", &args.connections);
+    let streams = count("--streams", &args.streams).unwrap_or(1);
+    if streams > 1 && !args.http2 {
+        problems.push(
+            "--streams: needs --http2 (HTTP/1.1 has one request in flight per connection: raise -c instead)".into(),
+        );
+    }
+    if streams > MAX_STREAMS {
+        problems.push(format!("--streams: at most {MAX_STREAMS} streams per connection"));
+    }
     let workers = match args.workers.as_deref().map(workers) {
         None => None,
         Some(Ok(n)) => Some(n),
@@ -170,6 +182,8 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         }
         (given, requests) => given.unwrap_or(DEFAULT_CONNECTIONS).min(requests.unwrap_or(u64::MAX)),
     };
+    // Streams beyond what -n leaves each connection would never be sent.
+    let streams = streams.min(requests.map_or(u64::MAX, |n| n.div_ceil(connections.max(1)))).max(1);
     let request = Request {
         name: format!("{} {}", args.method.to_uppercase(), args.url),
         method: args.method.to_uppercase(),
@@ -178,11 +192,16 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         query: vec![],
         body,
         checks: vec![],
+        resources: vec![],
+    };
+    let exchange = match streams {
+        1 => Step::Request(request),
+        _ => Step::Batch { requests: vec![request; streams as usize] },
     };
     // A loop per connection that runs until the duration is over (or the request budget is
     // spent); a year stands in for "no duration", and -n then bounds the run.
     let loop_ms = duration_ms.unwrap_or(MAX_DURATION_MS);
-    let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![Step::Request(request)] }];
+    let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![exchange] }];
     let plan = Plan {
         version: PLAN_VERSION,
         name: "http".into(),

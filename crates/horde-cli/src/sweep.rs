@@ -394,6 +394,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
         query: vec![],
         body: None,
         checks: vec![],
+        resources: vec![],
     });
     let steps = match model {
         // The level's maximum duration ends the loop.

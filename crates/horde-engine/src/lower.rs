@@ -83,6 +83,10 @@ pub struct ProtocolProgram {
     pub(crate) resolver: Resolver,
     /// Whether connections speak HTTP/2.
     pub http2: horde_plan::Http2Mode,
+    /// HTTP/1.1 connections a user opens to one host for resources and batches.
+    pub max_connections_per_host: usize,
+    /// The headers of resources found in pages (`infer_html_resources`): the protocol's.
+    pub inferred_resource_headers: Vec<HeaderProgram>,
 }
 
 pub struct ScenarioProgram {
@@ -115,6 +119,8 @@ pub enum StepProgram {
         group: usize,
         body: Vec<StepProgram>,
     },
+    /// Requests sent at once.
+    Batch(Vec<RequestProgram>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
 }
@@ -141,6 +147,10 @@ pub struct RequestProgram {
     pub needs_body: bool,
     /// A Host header is among the request's (or the protocol's): it replaces the URL's.
     pub sets_host: bool,
+    /// Fetched concurrently after this page.
+    pub resources: Vec<RequestProgram>,
+    /// This page's HTML is parsed for more resources (`infer_html_resources`).
+    pub infers_resources: bool,
 }
 
 #[derive(Clone)]
@@ -310,6 +320,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         boundary_counter: 0,
         paces: 0,
         schemas: Vec::new(),
+        infer_html_resources: plan.protocol.infer_html_resources,
     };
     // The protocol's headers are checked once here, each under its own path, not per request.
     for (i, header) in plan.protocol.headers.iter().enumerate() {
@@ -354,7 +365,9 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let reads_response_headers = plan.scenarios.iter().any(|s| steps_read_headers(&s.steps));
+    // Inferring resources reads each page's Content-Type.
+    let reads_response_headers =
+        plan.protocol.infer_html_resources || plan.scenarios.iter().any(|s| steps_read_headers(&s.steps));
     Ok(Program {
         plan: plan.clone(),
         scenarios,
@@ -371,6 +384,8 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             max_body_bytes: plan.protocol.max_body_bytes,
             tls,
             http2: plan.protocol.http2,
+            max_connections_per_host: plan.protocol.max_connections_per_host as usize,
+            inferred_resource_headers: lowering.default_headers.clone(),
             resolver: Resolver::with_mappings(plan.protocol.resolve.iter().filter_map(|m| {
                 let address = m.address.parse::<std::net::IpAddr>().ok()?;
                 Some((format!("{}:{}", bracketed(&m.host), m.port), std::net::SocketAddr::new(address, m.port)))
@@ -391,6 +406,8 @@ struct Lowering {
     boundary_counter: u32,
     paces: usize,
     schemas: Vec<Arc<horde_docgen::Schema>>,
+    /// Pages (requests outside batches and resources) are parsed for their resources.
+    infer_html_resources: bool,
 }
 
 impl Lowering {
@@ -449,8 +466,24 @@ impl Lowering {
                 let path = format!("{path}[{i}]");
                 match step {
                     Step::Request(request) => {
-                        StepProgram::Request(Box::new(self.request(&path, request, group_prefix)))
+                        let mut page = self.request(&path, request, group_prefix);
+                        page.resources = request
+                            .resources
+                            .iter()
+                            .enumerate()
+                            .map(|(i, resource)| self.request(&format!("{path}.resources[{i}]"), resource, group_prefix))
+                            .collect();
+                        page.infers_resources = self.infer_html_resources;
+                        page.needs_body |= page.infers_resources;
+                        StepProgram::Request(Box::new(page))
                     }
+                    Step::Batch { requests } => StepProgram::Batch(
+                        requests
+                            .iter()
+                            .enumerate()
+                            .map(|(i, request)| self.request(&format!("{path}.requests[{i}]"), request, group_prefix))
+                            .collect(),
+                    ),
                     Step::Pause { duration_ms } => {
                         StepProgram::Pause(PauseKind::Fixed(Duration::from_millis(*duration_ms)))
                     }
@@ -547,7 +580,20 @@ impl Lowering {
         let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
         let row_id = self.row(row.clone());
         let sets_host = headers.iter().any(|h| h.name == http::header::HOST);
-        RequestProgram { row, row_id, method, url, query, headers, body, checks, needs_body, sets_host }
+        RequestProgram {
+            row,
+            row_id,
+            method,
+            url,
+            query,
+            headers,
+            body,
+            checks,
+            needs_body,
+            sets_host,
+            resources: Vec::new(),
+            infers_resources: false,
+        }
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.
@@ -767,9 +813,15 @@ impl Lowering {
     }
 }
 
+fn request_reads_headers(request: &horde_plan::Request) -> bool {
+    request.checks.iter().any(|c| matches!(c.source, CheckSource::Header { .. }))
+        || request.resources.iter().any(request_reads_headers)
+}
+
 fn steps_read_headers(steps: &[Step]) -> bool {
     steps.iter().any(|step| match step {
-        Step::Request(r) => r.checks.iter().any(|c| matches!(c.source, CheckSource::Header { .. })),
+        Step::Request(r) => request_reads_headers(r),
+        Step::Batch { requests } => requests.iter().any(request_reads_headers),
         Step::Repeat { steps, .. } | Step::During { steps, .. } | Step::Group { steps, .. } => {
             steps_read_headers(steps)
         }

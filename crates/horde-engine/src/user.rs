@@ -169,6 +169,7 @@ impl VirtualUser {
                     }
                     flow
                 }
+                StepProgram::Batch(requests) => self.batch(requests).await,
                 StepProgram::CouchdbBulkInsert(step) => self.couchdb_bulk_insert(step).await,
                 StepProgram::CouchdbCrud(step) => self.couchdb_crud(step).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {

@@ -142,6 +142,10 @@ impl WorkerContext {
 }
 
 /// The worker's recorders for the current interval.
+/// Distinct resource URLs that get a row of their own.
+const MAX_RESOURCE_ROWS: usize = 200;
+const OTHER_RESOURCES: &str = "(other resources)";
+
 pub(crate) struct WorkerMetrics {
     /// Same order as `Program::rows`, then redirect-hop rows as they appear. A row's recorder
     /// is made (or taken from `spare`) when something is first recorded on it in an interval,
@@ -150,6 +154,8 @@ pub(crate) struct WorkerMetrics {
     /// Empty recorders the collector gave back.
     spare: Vec<Recorder>,
     redirect_rows: HashMap<(usize, u32), usize>,
+    /// Rows of resources found in pages, by URL.
+    resource_rows: HashMap<Arc<str>, usize>,
     groups: Vec<(Arc<str>, GroupRecorder)>,
     errors: HashMap<ErrorKey, ErrorRecord>,
     users_started: u64,
@@ -168,6 +174,7 @@ impl WorkerMetrics {
             rows: program.rows.iter().map(|r| (r.clone(), None)).collect(),
             spare: Vec::new(),
             redirect_rows: HashMap::new(),
+            resource_rows: HashMap::new(),
             groups: program.groups.iter().map(|g| (g.clone(), GroupRecorder::default())).collect(),
             errors: HashMap::new(),
             users_started: 0,
@@ -194,6 +201,23 @@ impl WorkerMetrics {
         self.rows.push((name, None));
         let id = self.rows.len() - 1;
         self.redirect_rows.insert((row_id, hop), id);
+        id
+    }
+
+    /// The row of a resource found in a page, named by its URL as in Gatling. Past
+    /// `MAX_RESOURCE_ROWS` URLs (a site that versions its assets by query string), the rest
+    /// share one row, so the summary stays readable and memory bounded.
+    pub fn resource_row(&mut self, url: &str) -> usize {
+        if let Some(&id) = self.resource_rows.get(url) {
+            return id;
+        }
+        let name: Arc<str> = if self.resource_rows.len() < MAX_RESOURCE_ROWS { url.into() } else { OTHER_RESOURCES.into() };
+        if let Some(&id) = self.resource_rows.get(&name) {
+            return id;
+        }
+        self.rows.push((name.clone(), None));
+        let id = self.rows.len() - 1;
+        self.resource_rows.insert(name, id);
         id
     }
 

@@ -161,6 +161,15 @@ pub struct HttpProtocol {
     /// reads them.
     #[serde(default = "default_accept_encoding")]
     pub accept_encoding: String,
+    /// Parse each HTML page for its scripts, style sheets, images and icons and fetch them
+    /// after the page, concurrently, as its resources (Gatling's `inferHtmlResources`). Pages'
+    /// bodies are then read (up to `max_body_bytes`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub infer_html_resources: bool,
+    /// The most HTTP/1.1 connections a virtual user opens to one host to fetch resources and
+    /// batches concurrently, as browsers (6). HTTP/2 sends them as streams on one connection.
+    #[serde(default = "default_max_connections_per_host")]
+    pub max_connections_per_host: u32,
 }
 
 /// What browsers send, and what horde decodes.
@@ -279,8 +288,14 @@ impl Default for HttpProtocol {
             resolve: Vec::new(),
             http2: Http2Mode::Off,
             accept_encoding: default_accept_encoding(),
+            infer_html_resources: false,
+            max_connections_per_host: default_max_connections_per_host(),
         }
     }
+}
+
+fn default_max_connections_per_host() -> u32 {
+    6
 }
 
 fn default_connect_timeout_ms() -> u64 {
@@ -472,6 +487,12 @@ pub enum Step {
         name: String,
         steps: Vec<Step>,
     },
+    /// Send `requests` at once and wait for them all (k6's `http.batch`): streams on one
+    /// HTTP/2 connection, or up to `max_connections_per_host` HTTP/1.1 connections per host.
+    /// Each request keeps its own row and checks.
+    Batch {
+        requests: Vec<Request>,
+    },
     /// Iron Cushion's bulk insert step against a CouchDB database.
     CouchdbBulkInsert(CouchdbBulkInsert),
     /// Iron Cushion's CRUD step against a CouchDB database.
@@ -494,6 +515,11 @@ pub struct Request {
     pub body: Option<Body>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// Fetched after this page, concurrently, as a browser fetches a page's scripts, styles
+    /// and images (Gatling's `resources`). The page's row times the page alone; a group
+    /// around it times the page with its resources. Resources have no resources of their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<Request>,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

@@ -272,10 +272,10 @@ mod tests {
                 "options.on_check_failure: \"explode\" is not one of \"stop_iteration\", \"continue\"",
                 "scenarios[0].injection[0].users: -1 is less than 0",
                 "scenarios[0].name: expected a string, found 5",
-                "scenarios[0].steps[0].retries: unknown field (known here: body, checks, headers, method, name, query, type, url)",
+                "scenarios[0].steps[0].retries: unknown field (known here: body, checks, headers, method, name, query, resources, type, url)",
                 "scenarios[0].steps[0].url: expected a string, found 7",
                 "scenarios[0].steps[1].duration_ms: expected an integer, found \"1s\"",
-                "scenarios[0].steps[2].type: unknown type \"sleep\" (one of: request, pause, pause_uniform, pause_exponential, pace, repeat, during, group, couchdb_bulk_insert, couchdb_crud)",
+                "scenarios[0].steps[2].type: unknown type \"sleep\" (one of: request, pause, pause_uniform, pause_exponential, pace, repeat, during, group, batch, couchdb_bulk_insert, couchdb_crud)",
                 "version: expected an integer, found \"1\"",
             ]
         );

@@ -57,6 +57,7 @@ fn validation_collects_every_problem_with_its_path() {
         headers: vec![],
         query: vec![],
         body: None,
+        resources: vec![],
         checks: vec![Check {
             source: CheckSource::Regex { pattern: "".into(), group: None },
             validate: Validation::Exists,

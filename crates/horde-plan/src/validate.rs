@@ -13,6 +13,9 @@ pub const MAX_DURATION_MS: u64 = 365 * 24 * 3600 * 1000;
 const MAX_USERS: u64 = 10_000_000;
 const MAX_RATE: f64 = 10_000_000.0;
 
+/// Browsers open 6; more than this is a connection flood, not a page.
+const MAX_CONNECTIONS_PER_HOST: u32 = 64;
+
 pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
     let mut v = Validator { errors: Vec::new() };
     v.plan(plan);
@@ -99,6 +102,12 @@ impl Validator {
         }
         if plan.protocol.connect_timeout_ms == 0 {
             self.error("protocol.connect_timeout_ms", "must be more than 0");
+        }
+        if !(1..=MAX_CONNECTIONS_PER_HOST).contains(&plan.protocol.max_connections_per_host) {
+            self.error(
+                "protocol.max_connections_per_host",
+                format!("must be from 1 to {MAX_CONNECTIONS_PER_HOST} (browsers use 6)"),
+            );
         }
         for (i, mapping) in plan.protocol.resolve.iter().enumerate() {
             if mapping.address.parse::<std::net::IpAddr>().is_err() {
@@ -262,6 +271,18 @@ impl Validator {
                     }
                     self.loop_body(&path, steps, has_base_url);
                 }
+                Step::Batch { requests } => {
+                    if requests.is_empty() {
+                        self.error(format!("{path}.requests"), "a batch needs at least one request");
+                    }
+                    for (i, request) in requests.iter().enumerate() {
+                        let path = format!("{path}.requests[{i}]");
+                        self.request(&path, request, has_base_url);
+                        if !request.resources.is_empty() {
+                            self.error(format!("{path}.resources"), "a request in a batch has no resources");
+                        }
+                    }
+                }
                 Step::CouchdbBulkInsert(step) => {
                     self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
                     if step.documents_per_insert == 0 {
@@ -336,6 +357,13 @@ impl Validator {
         }
         for (i, check) in request.checks.iter().enumerate() {
             self.check(&format!("{path}.checks[{i}]"), check);
+        }
+        for (i, resource) in request.resources.iter().enumerate() {
+            let path = format!("{path}.resources[{i}]");
+            self.request(&path, resource, has_base_url);
+            if !resource.resources.is_empty() {
+                self.error(format!("{path}.resources"), "a resource has no resources of its own");
+            }
         }
     }
 

@@ -21,6 +21,18 @@ impl<'a> ResponseView<'a> {
         ResponseView { status, headers, body, html: None, json: None }
     }
 
+    /// The body parsed as HTML, once for the checks and the page's resources.
+    pub fn html(&mut self) -> &scraper::Html {
+        let body = self.body;
+        self.html.get_or_insert_with(|| scraper::Html::parse_document(&String::from_utf8_lossy(body)))
+    }
+
+    /// The parsed HTML, parsed now if no check needed it.
+    pub fn into_html(mut self) -> scraper::Html {
+        self.html();
+        self.html.expect("parsed just above")
+    }
+
     fn text(&self) -> Cow<'a, str> {
         String::from_utf8_lossy(self.body)
     }
@@ -37,8 +49,7 @@ impl<'a> ResponseView<'a> {
                 regex.captures(&text).and_then(|c| c.get(*group)).map(|m| m.as_str().to_string())
             }
             Extractor::Css { selector, attribute } => {
-                let body = self.body;
-                let html = self.html.get_or_insert_with(|| scraper::Html::parse_document(&String::from_utf8_lossy(body)));
+                let html = self.html();
                 let element = html.select(selector).next()?;
                 match attribute {
                     Some(attribute) => element.value().attr(attribute).map(str::to_string),

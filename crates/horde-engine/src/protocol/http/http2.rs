@@ -114,29 +114,102 @@ fn poll_driver(driver: &mut Driver, ended: &mut Option<Failure>, counts: &WireCo
     }
 }
 
-/// Waits for `operation` while driving the connection; the wire counts are brought up to date
-/// at every wake-up, so a request that times out still has its bytes.
-async fn driven<T>(
+/// Polls `exchange` (one stream or several) while driving the connection, in the same task:
+/// the driver first (frames that arrived are read and wake their streams), then the streams,
+/// then the driver again when they are still waiting (it writes what they queued now rather
+/// than at the next wake-up). The wire counts are brought up to date at every wake-up, so an
+/// exchange that times out still has its bytes. None when the connection ended while the
+/// exchange was still waiting on it.
+async fn driven<F: Future>(
     driver: &mut Driver,
     ended: &mut Option<Failure>,
     counts: &WireCounts,
     wire: &mut WireTiming,
     baseline: (u64, u64),
-    mut operation: impl FnMut(&mut Context<'_>) -> Poll<Result<T, h2::Error>>,
-) -> Result<T, Failure> {
+    mut exchange: Pin<&mut F>,
+) -> Option<F::Output> {
     poll_fn(|cx| {
         poll_driver(driver, ended, counts, cx);
+        let mut polled = exchange.as_mut().poll(cx);
+        if polled.is_pending() && ended.is_none() {
+            poll_driver(driver, ended, counts, cx);
+            if ended.is_some() {
+                // h2 has told the streams why: let them say it.
+                polled = exchange.as_mut().poll(cx);
+            }
+        }
         wire.bytes_sent = counts.sent.get() - baseline.0;
         wire.bytes_received = counts.received.get() - baseline.1;
-        match operation(cx) {
-            Poll::Ready(result) => Poll::Ready(result.map_err(|err| ended.clone().unwrap_or_else(|| failure(&err, counts)))),
-            Poll::Pending => match ended {
-                Some(end) => Poll::Ready(Err(end.clone())),
-                None => Poll::Pending,
-            },
+        match polled {
+            Poll::Ready(output) => Poll::Ready(Some(output)),
+            Poll::Pending if ended.is_some() => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
     })
     .await
+}
+
+/// A request made ready for h2: pseudo-headers in the URI, connection headers removed.
+pub struct StreamRequest {
+    head: http::Request<()>,
+    body: Bytes,
+}
+
+/// When one stream's phases ended and how much response body it carried: several streams
+/// share a connection, so their bytes on the wire are apportioned from these.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamProgress {
+    pub sent_at: Option<Instant>,
+    pub first_byte_at: Option<Instant>,
+    pub data_received: u64,
+    pub body_sent: u64,
+    /// When the whole response had arrived.
+    pub done_at: Option<Instant>,
+}
+
+/// One stream's exchange: opens the stream (when the server's stream limit allows), queues the
+/// request, then reads the response. It never polls the connection's driver: whoever awaits it
+/// drives the connection alongside ([`driven`]), so several streams can wait at once.
+async fn exchange_on_stream(
+    mut send: h2::client::SendRequest<Bytes>,
+    request: StreamRequest,
+    keep_body: bool,
+    max_body_bytes: u64,
+    counts: Rc<WireCounts>,
+    progress: &mut StreamProgress,
+) -> Result<Response, Failure> {
+    let h2_failure = |err: h2::Error| failure(&err, &counts);
+    poll_fn(|cx| send.poll_ready(cx)).await.map_err(h2_failure)?;
+    let has_body = !request.body.is_empty();
+    let (response, mut stream) = send.send_request(request.head, !has_body).map_err(h2_failure)?;
+    if has_body {
+        progress.body_sent = request.body.len() as u64;
+        // Queued whole; h2 sends it as the server's flow-control window allows.
+        stream.send_data(request.body, true).map_err(h2_failure)?;
+    }
+    progress.sent_at = Some(Instant::now());
+    let response = response.await.map_err(h2_failure)?;
+    progress.first_byte_at = Some(Instant::now());
+    let (parts, mut body_stream) = response.into_parts();
+    let mut body = KeptBody::new(keep_body, max_body_bytes);
+    while let Some(chunk) = body_stream.data().await {
+        let chunk = chunk.map_err(h2_failure)?;
+        progress.data_received += chunk.len() as u64;
+        body.extend(&chunk);
+        // Read: the server may send as much again.
+        let _ = body_stream.flow_control().release_capacity(chunk.len());
+    }
+    progress.done_at = Some(Instant::now());
+    Ok(Response { status: parts.status, headers: parts.headers, body: Bytes::from(body.into_bytes()?) })
+}
+
+/// What one of several concurrent streams ended with. `result` is None when the exchange was
+/// cut before this stream finished (the connection ended, or the caller's time ran out).
+#[derive(Default)]
+pub struct StreamOutcome {
+    pub result: Option<Result<Response, Failure>>,
+    pub progress: StreamProgress,
+    pub wire: WireTiming,
 }
 
 /// An h2 error as a KO of a stable kind: the server's GOAWAY or stream reset, a read or write
@@ -203,6 +276,29 @@ impl Http2Connection {
         self.ended.is_some()
     }
 
+    /// The request as h2 takes it: the URI carries the pseudo-headers; connection headers go.
+    fn stream_request(&self, request: &RequestHead<'_>) -> Result<StreamRequest, Failure> {
+        // :authority is the Host header of the user's own when it has one.
+        let host = match request.host {
+            Some(host) => host,
+            None => request.headers.get(HOST).and_then(|h| h.to_str().ok()).unwrap_or(&self.authority),
+        };
+        let uri = http::Uri::builder()
+            .scheme(if self.tls { "https" } else { "http" })
+            .authority(host)
+            .path_and_query(request.target)
+            .build()
+            .map_err(|err| Failure::unsent("invalid_url", format!("{host}{}: {err}", request.target)))?;
+        let mut head = http::Request::new(());
+        *head.method_mut() = request.method.clone();
+        *head.uri_mut() = uri;
+        *head.version_mut() = http::Version::HTTP_2;
+        let mut headers = request.headers.clone();
+        strip_connection_headers(&mut headers);
+        *head.headers_mut() = headers;
+        Ok(StreamRequest { head, body: Bytes::copy_from_slice(request.body) })
+    }
+
     /// Sends the request on a new stream and reads the whole response.
     pub async fn round_trip(
         &mut self,
@@ -212,61 +308,110 @@ impl Http2Connection {
         _keep_headers: KeepHeaders,
         wire: &mut WireTiming,
     ) -> Result<Response, Failure> {
-        let Http2Connection { send, driver, ended, counts, tls, authority, .. } = self;
+        let stream_request = self.stream_request(&request)?;
+        let Http2Connection { send, driver, ended, counts, .. } = self;
         let baseline = (counts.sent.get(), counts.received.get());
-        // :authority is the Host header of the user's own when it has one.
-        let host = match request.host {
-            Some(host) => host,
-            None => request.headers.get(HOST).and_then(|h| h.to_str().ok()).unwrap_or(authority),
+        let mut progress = StreamProgress::default();
+        let result = {
+            let exchange = std::pin::pin!(exchange_on_stream(
+                send.clone(),
+                stream_request,
+                keep_body,
+                max_body_bytes,
+                counts.clone(),
+                &mut progress
+            ));
+            driven(driver, ended, counts, wire, baseline, exchange).await
         };
-        let uri = http::Uri::builder()
-            .scheme(if *tls { "https" } else { "http" })
-            .authority(host)
-            .path_and_query(request.target)
-            .build()
-            .map_err(|err| Failure::unsent("invalid_url", format!("{host}{}: {err}", request.target)))?;
-        let mut outgoing = http::Request::new(());
-        *outgoing.method_mut() = request.method.clone();
-        *outgoing.uri_mut() = uri;
-        *outgoing.version_mut() = http::Version::HTTP_2;
-        let mut headers = request.headers.clone();
-        strip_connection_headers(&mut headers);
-        *outgoing.headers_mut() = headers;
-
-        driven(driver, ended, counts, wire, baseline, |cx| send.poll_ready(cx)).await?;
-        let has_body = !request.body.is_empty();
-        let (response, mut stream) =
-            send.send_request(outgoing, !has_body).map_err(|err| ended.clone().unwrap_or_else(|| failure(&err, counts)))?;
-        if has_body {
-            // Queued whole; h2 sends it as the server's flow-control window allows.
-            stream
-                .send_data(Bytes::copy_from_slice(request.body), true)
-                .map_err(|err| failure(&err, counts))?;
-        }
-        // One turn of the driver writes the request's frames: sending is done.
-        poll_driver(driver, ended, counts, &mut Context::from_waker(Waker::noop()));
-        wire.sent_at = Some(Instant::now());
-        let mut response = std::pin::pin!(response);
-        let response = driven(driver, ended, counts, wire, baseline, |cx| response.as_mut().poll(cx)).await?;
-        wire.first_byte_at = Some(Instant::now());
-        let (parts, mut body_stream) = response.into_parts();
-        let mut body = KeptBody::new(keep_body, max_body_bytes);
-        loop {
-            let chunk = driven(driver, ended, counts, wire, baseline, |cx| match body_stream.poll_data(cx) {
-                Poll::Ready(Some(result)) => Poll::Ready(result.map(Some)),
-                Poll::Ready(None) => Poll::Ready(Ok(None)),
-                Poll::Pending => Poll::Pending,
-            })
-            .await?;
-            let Some(chunk) = chunk else { break };
-            body.extend(&chunk);
-            // Read: the server may send as much again.
-            let _ = body_stream.flow_control().release_capacity(chunk.len());
-        }
+        wire.sent_at = progress.sent_at;
+        wire.first_byte_at = progress.first_byte_at;
         // The window updates and the stream's end go out now, not at the next request.
         poll_driver(driver, ended, counts, &mut Context::from_waker(Waker::noop()));
         wire.bytes_sent = counts.sent.get() - baseline.0;
         wire.bytes_received = counts.received.get() - baseline.1;
-        Ok(Response { status: parts.status, headers: parts.headers, body: Bytes::from(body.into_bytes()?) })
+        let end = || ended.clone().expect("driven returns None only once the connection ended");
+        match result {
+            None => Err(end()),
+            // The connection's end says why better than the stream's error.
+            Some(Err(failure)) => Err(ended.clone().unwrap_or(failure)),
+            Some(Ok(response)) => Ok(response),
+        }
+    }
+
+    /// Sends `requests` on concurrent streams of this connection and reads their responses,
+    /// filling `outcomes` (one per request, in order) as they complete. The connection's
+    /// bytes during the exchange are shared out: each stream gets the body it carried, plus an
+    /// equal share of the rest (headers, control frames). Streams unfinished after `timeout`
+    /// fail with `timed_out`.
+    pub async fn round_trips(
+        &mut self,
+        requests: Vec<(RequestHead<'_>, bool)>,
+        max_body_bytes: u64,
+        timeout: std::time::Duration,
+        timed_out: &Failure,
+        outcomes: &mut [StreamOutcome],
+    ) {
+        let prepared: Vec<Result<StreamRequest, Failure>> =
+            requests.iter().map(|(request, _)| self.stream_request(request)).collect();
+        let Http2Connection { send, driver, ended, counts, .. } = self;
+        let baseline = (counts.sent.get(), counts.received.get());
+        let mut wire = WireTiming::default();
+        {
+            let streams = prepared.into_iter().zip(&requests).zip(outcomes.iter_mut()).map(
+                |((stream_request, (_, keep_body)), outcome)| {
+                    let send = send.clone();
+                    let counts = counts.clone();
+                    let keep_body = *keep_body;
+                    async move {
+                        let result = match stream_request {
+                            Err(failure) => Err(failure),
+                            Ok(stream_request) => {
+                                exchange_on_stream(send, stream_request, keep_body, max_body_bytes, counts, &mut outcome.progress)
+                                    .await
+                            }
+                        };
+                        outcome.result = Some(result);
+                    }
+                },
+            );
+            let all = std::pin::pin!(futures_util::future::join_all(streams));
+            let _ = tokio::time::timeout(timeout, driven(driver, ended, counts, &mut wire, baseline, all)).await;
+        }
+        poll_driver(driver, ended, counts, &mut Context::from_waker(Waker::noop()));
+        share_wire_bytes(counts, baseline, ended, timed_out, outcomes);
+    }
+}
+
+/// Gives each stream of a concurrent exchange its share of the connection's bytes, and the
+/// connection's end as the reason of those it cut.
+fn share_wire_bytes(
+    counts: &WireCounts,
+    baseline: (u64, u64),
+    ended: &Option<Failure>,
+    timed_out: &Failure,
+    outcomes: &mut [StreamOutcome],
+) {
+    let sent = counts.sent.get() - baseline.0;
+    let received = counts.received.get() - baseline.1;
+    let streams = outcomes.len().max(1) as u64;
+    let bodies_sent: u64 = outcomes.iter().map(|o| o.progress.body_sent).sum();
+    let bodies_received: u64 = outcomes.iter().map(|o| o.progress.data_received).sum();
+    let (overhead_sent, overhead_received) =
+        (sent.saturating_sub(bodies_sent) / streams, received.saturating_sub(bodies_received) / streams);
+    for outcome in outcomes.iter_mut() {
+        let progress = outcome.progress;
+        outcome.wire = WireTiming {
+            sent_at: progress.sent_at,
+            first_byte_at: progress.first_byte_at,
+            bytes_sent: progress.body_sent + overhead_sent,
+            bytes_received: progress.data_received + overhead_received,
+        };
+        match (ended, &outcome.result) {
+            (_, Some(Ok(_))) => {}
+            // The connection's end says why better than the stream's error.
+            (Some(end), _) => outcome.result = Some(Err(end.clone())),
+            (None, Some(Err(_))) => {}
+            (None, None) => outcome.result = Some(Err(timed_out.clone())),
+        }
     }
 }

@@ -5,26 +5,48 @@
 
 pub(crate) mod check;
 pub(crate) mod client;
+pub(crate) mod concurrent;
 pub(crate) mod connection;
 pub(crate) mod encoding;
 pub(crate) mod http2;
+pub(crate) mod page_resources;
 pub(crate) mod request;
 pub(crate) mod resolve;
 pub(crate) mod tls;
 
+use client::KeepHeaders;
 use connection::UserConnection;
 use cookie_store::CookieStore;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
-/// What HTTP keeps in a virtual user's session: its cookie jar and its keep-alive connection.
+/// A place for one keep-alive connection of a user.
+pub(crate) struct ConnectionSlot {
+    pub connection: Option<UserConnection>,
+    /// When the connection last finished an exchange.
+    pub idle_since: Instant,
+}
+
+impl ConnectionSlot {
+    pub fn empty() -> ConnectionSlot {
+        ConnectionSlot { connection: None, idle_since: Instant::now() }
+    }
+
+    fn is_for(&self, authority: &str, tls: bool) -> bool {
+        self.connection.as_ref().is_some_and(|c| c.is_usable_for(authority, tls))
+    }
+}
+
+/// What HTTP keeps in a virtual user's session: its cookie jar and its keep-alive connections.
 /// The core holds it for the user and never reads it.
 pub(crate) struct HttpSession {
     pub cookies: CookieStore,
     pub has_cookies: bool,
-    pub connection: Option<UserConnection>,
-    /// When the connection last finished an exchange.
-    pub connection_idle_since: Instant,
+    /// The connection pages and single requests go on.
+    pub main: ConnectionSlot,
+    /// More HTTP/1.1 connections, opened to fetch resources and batches concurrently, kept for
+    /// the next page as a browser keeps them. Empty for users that never fetch concurrently.
+    pub spares: Vec<ConnectionSlot>,
     /// Some check of the scenario reads a response header, so all headers are kept.
     pub keep_all_headers: bool,
     /// The user's TLS connector (with its own session store), made at its first https
@@ -37,10 +59,19 @@ impl HttpSession {
         HttpSession {
             cookies: CookieStore::default(),
             has_cookies: false,
-            connection: None,
-            connection_idle_since: Instant::now(),
+            main: ConnectionSlot::empty(),
+            spares: Vec::new(),
             keep_all_headers,
             tls: None,
+        }
+    }
+
+    /// Without header checks, only the headers cookies and redirects need are kept.
+    pub fn keep_headers(&self) -> KeepHeaders {
+        if self.keep_all_headers {
+            KeepHeaders::All
+        } else {
+            KeepHeaders::CookiesAndLocation
         }
     }
 }

@@ -2,12 +2,14 @@
 //! user's connection, following redirects, running the checks, and recording the outcome.
 
 use super::check::{run_checks, ResponseView};
-use super::client::{closed_before_response, Destination, KeepHeaders, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, Destination, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
+use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
-use crate::lower::{BodyProgram, PartProgram, RequestProgram, Target, UrlProgram};
+use crate::lower::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
 use crate::precise_timer::PreciseTimer;
 use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::worker::WorkerContext;
 use bytes::Bytes;
 use horde_metrics::RequestTiming;
 use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
@@ -15,6 +17,7 @@ use http::{Method, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 use url::Url;
 
 /// A keep-alive connection idle this long is checked for a close by the server before it is
@@ -22,6 +25,16 @@ use url::Url;
 /// the last response), which back-to-back requests should not pay: servers close idle
 /// connections after seconds, and the rare close that races a request is retried.
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(1);
+
+/// What a response led to.
+pub(crate) enum Answer {
+    /// A redirect, recorded; the request now goes to its location.
+    Redirect,
+    /// A KO, recorded.
+    Failed,
+    /// Recorded OK; with the HTML of a page whose resources are to be inferred.
+    Done(Option<scraper::Html>),
+}
 
 /// A request ready to go on the wire.
 pub(crate) struct Prepared {
@@ -37,7 +50,7 @@ pub(crate) struct Prepared {
 /// once more on a fresh one: when the server cannot have acted on it (writing it failed), or
 /// when acting on it twice is harmless (an idempotent method, RFC 9110 9.2.2), as browsers do.
 /// A POST that was written whole is a KO instead: the server may have done it.
-fn may_resend(method: &Method, wire: &WireTiming) -> bool {
+pub(crate) fn may_resend(method: &Method, wire: &WireTiming) -> bool {
     wire.bytes_sent == 0
         || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE)
 }
@@ -45,7 +58,7 @@ fn may_resend(method: &Method, wire: &WireTiming) -> bool {
 /// Turns the request of one hop into the next hop of a redirect, as browsers do: 303, and
 /// 301/302 after a POST, become a GET without a body; otherwise the same request (and the same
 /// body) goes to the new location.
-fn redirect(prepared: &mut Prepared, status: StatusCode, location: &HeaderValue) -> Result<(), Failure> {
+pub(crate) fn redirect(prepared: &mut Prepared, status: StatusCode, location: &HeaderValue) -> Result<(), Failure> {
     let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
     let url = prepared
         .target
@@ -86,7 +99,6 @@ impl VirtualUser {
                 return self.after_failure();
             }
         };
-        let max_redirects = self.ctx.program.protocol.max_redirects;
         let mut hop = 0u32;
         let mut row_id = request.row_id;
         loop {
@@ -103,62 +115,120 @@ impl VirtualUser {
                     return self.after_failure();
                 }
             };
-            self.store_cookies(&response.headers, &prepared.target.url);
-            let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
-            if let (Some(location), true) = (location, max_redirects > 0) {
-                // The hop is one exchange with one outcome: OK when it can be followed.
-                let followed = if hop < max_redirects {
-                    redirect(&mut prepared, response.status, location)
-                } else {
-                    Err(Failure::new("too_many_redirects", format!("more than {max_redirects} redirects in a row")))
-                };
-                if let Err(failure) = followed {
-                    self.record_failure(row_id, started, &timing, &failure, 0);
-                    return self.after_failure();
+            let answer = self.answer(
+                &request.checks,
+                request.needs_body,
+                request.infers_resources,
+                row_id,
+                started,
+                &mut timing,
+                response,
+                &mut prepared,
+                hop,
+            );
+            match answer {
+                Answer::Redirect => {
+                    hop += 1;
+                    row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
                 }
-                self.record_ok(row_id, started, &timing);
-                hop += 1;
-                row_id = self.ctx.metrics.borrow_mut().redirect_row(request.row_id, hop);
-                continue;
+                Answer::Failed => return self.after_failure(),
+                Answer::Done(_) if request.resources.is_empty() && !request.infers_resources => return Flow::Next,
+                Answer::Done(html) => {
+                    return self.fetch_page_resources(request, &prepared.target.url, html.as_ref()).await;
+                }
             }
-            // A body is kept only when a check reads it; only then is it decoded.
-            let body = match response.headers.get(CONTENT_ENCODING).filter(|_| request.needs_body) {
-                None => response.body,
-                Some(coding) => {
-                    let limit = self.ctx.program.protocol.max_body_bytes;
-                    match super::encoding::decode(response.body, coding, limit) {
-                        Ok(decoded) => {
-                            timing.bytes_decoded = Some(decoded.len() as u64);
-                            decoded
-                        }
-                        Err(failure) => {
-                            self.record_failure(row_id, started, &timing, &failure, 0);
-                            return self.after_failure();
-                        }
+        }
+    }
+
+    /// What a response leads to: its cookies stored, then a redirect to follow (`prepared`
+    /// now goes there; the hop is recorded), or its body decoded when it is read, its checks
+    /// run and its outcome recorded. `Done` holds the body of an HTML page whose resources are
+    /// inferred.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn answer(
+        &mut self,
+        checks: &[crate::lower::CheckProgram],
+        needs_body: bool,
+        infers_resources: bool,
+        row_id: usize,
+        started: Instant,
+        timing: &mut RequestTiming,
+        response: Response,
+        prepared: &mut Prepared,
+        hop: u32,
+    ) -> Answer {
+        let max_redirects = self.ctx.program.protocol.max_redirects;
+        self.store_cookies(&response.headers, &prepared.target.url);
+        let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
+        if let (Some(location), true) = (location, max_redirects > 0) {
+            // The hop is one exchange with one outcome: OK when it can be followed.
+            let followed = if hop < max_redirects {
+                redirect(prepared, response.status, location)
+            } else {
+                Err(Failure::new("too_many_redirects", format!("more than {max_redirects} redirects in a row")))
+            };
+            if let Err(failure) = followed {
+                self.record_failure(row_id, started, timing, &failure, 0);
+                return Answer::Failed;
+            }
+            self.record_ok(row_id, started, timing);
+            return Answer::Redirect;
+        }
+        // A body is kept only when a check reads it; only then is it decoded.
+        let body = match response.headers.get(CONTENT_ENCODING).filter(|_| needs_body) {
+            None => response.body,
+            Some(coding) => {
+                let limit = self.ctx.program.protocol.max_body_bytes;
+                match super::encoding::decode(response.body, coding, limit) {
+                    Ok(decoded) => {
+                        timing.bytes_decoded = Some(decoded.len() as u64);
+                        decoded
+                    }
+                    Err(failure) => {
+                        self.record_failure(row_id, started, timing, &failure, 0);
+                        return Answer::Failed;
                     }
                 }
-            };
-            let mut view = ResponseView::new(response.status, &response.headers, &body);
-            return match run_checks(&request.checks, &mut view, &mut self.variables) {
-                Ok(()) => {
-                    self.record_ok(row_id, started, &timing);
-                    Flow::Next
-                }
-                Err(failure) => {
-                    let failure_detail = failure.detail;
-                    let failure = Failure::new("check_failed", failure.message);
-                    self.record_failure(row_id, started, &timing, &failure, failure_detail);
-                    self.after_failure()
-                }
-            };
+            }
+        };
+        let mut view = ResponseView::new(response.status, &response.headers, &body);
+        match run_checks(checks, &mut view, &mut self.variables) {
+            Ok(()) => {
+                self.record_ok(row_id, started, timing);
+                let is_html = response
+                    .headers
+                    .get(CONTENT_TYPE)
+                    .and_then(|t| t.to_str().ok())
+                    .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("text/html"));
+                let html = (infers_resources && response.status.is_success() && is_html).then(|| view.into_html());
+                Answer::Done(html)
+            }
+            Err(failure) => {
+                let failure_detail = failure.detail;
+                let failure = Failure::new("check_failed", failure.message);
+                self.record_failure(row_id, started, timing, &failure, failure_detail);
+                Answer::Failed
+            }
         }
     }
 
     /// Renders everything the request needs; an unset variable fails it before it is sent.
     pub(crate) fn prepare(&mut self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
         let target = self.target(request)?;
+        let mut headers = self.render_headers(&request.headers)?;
+        let (body, content_type) = self.body(&request.body)?;
+        if let Some(content_type) = content_type {
+            if !headers.contains_key(CONTENT_TYPE) {
+                headers.insert(CONTENT_TYPE, content_type);
+            }
+        }
+        Ok(Prepared { method: request.method.clone(), target, headers, body, sets_host: request.sets_host })
+    }
+
+    /// The request's headers, their variables filled in.
+    pub(crate) fn render_headers(&self, programs: &[HeaderProgram]) -> Result<HeaderMap, (Failure, u32)> {
         let mut headers = HeaderMap::new();
-        for header in &request.headers {
+        for header in programs {
             let value = match &header.fixed {
                 Some(value) => value.clone(),
                 None => {
@@ -176,13 +246,7 @@ impl VirtualUser {
             };
             headers.append(header.name.clone(), value);
         }
-        let (body, content_type) = self.body(&request.body)?;
-        if let Some(content_type) = content_type {
-            if !headers.contains_key(CONTENT_TYPE) {
-                headers.insert(CONTENT_TYPE, content_type);
-            }
-        }
-        Ok(Prepared { method: request.method.clone(), target, headers, body, sets_host: request.sets_host })
+        Ok(headers)
     }
 
     fn target(&self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
@@ -285,12 +349,7 @@ impl VirtualUser {
     }
 
     /// Sends one request on the user's connection (opening it if needed) and reads the whole
-    /// response. The timing is filled in whatever happens.
-    ///
-    /// A keep-alive connection the server closed while it sat idle is not written on (its
-    /// idle timeout would otherwise fail a request the server never saw), and a request that
-    /// fails on a reused connection before any byte of a response arrived is sent once more
-    /// on a fresh connection, as browsers and hyper do. Both are counted.
+    /// response: [`exchange_on`] the user's main connection, with the user's cookies.
     pub(crate) async fn exchange(
         &mut self,
         row_id: usize,
@@ -299,122 +358,17 @@ impl VirtualUser {
         started: Instant,
         keep_body: bool,
     ) -> (Result<Response, Failure>, RequestTiming) {
-        let protocol = &self.ctx.program.protocol;
-        let (connect_timeout, request_timeout, max_body_bytes) =
-            (protocol.connect_timeout, protocol.request_timeout, protocol.max_body_bytes);
-        let measured = self.ctx.measures(started);
         if self.http.has_cookies {
             self.set_cookie_header(prepared);
         }
-        let Prepared { method, target, headers, body, sets_host } = prepared;
-        // Without header checks, only the headers cookies and redirects need are kept.
-        let keep_headers = if self.http.keep_all_headers { KeepHeaders::All } else { KeepHeaders::CookiesAndLocation };
-        let mut timing = RequestTiming::default();
-        let mut retried = false;
-        let result = loop {
-            let mut reused = self.http.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority, target.tls));
-            if reused && started.saturating_duration_since(self.http.connection_idle_since) >= IDLE_CHECK_AFTER {
-                let connection = self.http.connection.as_mut().expect("checked above");
-                if connection.closed_while_idle() {
-                    reused = false;
-                    if measured {
-                        self.ctx.metrics.borrow_mut().connections.closed_while_idle += 1;
-                    }
-                }
-            }
-            let send_started = if reused {
-                // A reused connection sends at once: the start of the request is the start
-                // of sending.
-                started
-            } else {
-                self.http.connection = None;
-                let program = &self.ctx.program;
-                let tls = match target.tls {
-                    false => None,
-                    true => Some(&*self.http.tls.get_or_insert_with(|| program.protocol.tls.connector_for_user())),
-                };
-                let destination = Destination {
-                    authority: &target.authority,
-                    host: &target.host,
-                    tls,
-                    resolver: &program.protocol.resolver,
-                };
-                match UserConnection::open(&destination, connect_timeout, program.protocol.http2).await {
-                    Ok((connection, opening)) => {
-                        let connected = Instant::now();
-                        let micros = |d: Duration| d.as_micros() as u64;
-                        timing.dns_us = opening.dns.map(micros);
-                        timing.connect_us = Some(micros(opening.connect));
-                        timing.tls_us = opening.tls.map(micros);
-                        // Counted now: the request on it may never complete.
-                        if measured {
-                            let events = &mut self.ctx.metrics.borrow_mut().connections;
-                            events.opened += 1;
-                            if connection.is_http2() {
-                                events.http2 += 1;
-                            } else if target.tls && program.protocol.http2 != horde_plan::Http2Mode::Off {
-                                events.http2_declined += 1;
-                            }
-                        }
-                        self.http.connection = Some(connection);
-                        connected
-                    }
-                    // A request already sent once is not "unsent" because its resending
-                    // could not connect.
-                    Err(failure) => break Err(Failure { unsent: failure.unsent && !retried, ..failure }),
-                }
-            };
-            if measured && !retried {
-                // Begun: from here until its outcome it is in flight.
-                self.ctx.metrics.borrow_mut().row(row_id).started += 1;
-            }
-            let host = (!*sets_host).then_some(target.host_header.as_str());
-            let head = RequestHead { method, target: &target.origin_form, host, headers, body };
-            let mut wire = WireTiming::default();
-            let connection = self.http.connection.as_mut().expect("opened above");
-            let exchange = connection.round_trip(head, keep_body, max_body_bytes, keep_headers, &mut wire);
-            let result = match tokio::time::timeout(request_timeout, exchange).await {
-                Ok(result) => result,
-                Err(_) => Err(Failure::new(
-                    "request_timeout",
-                    format!("no complete response within {} ms", request_timeout.as_millis()),
-                )),
-            };
-            let end = Instant::now();
-            let sent_at = wire.sent_at.unwrap_or(end);
-            timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
-            timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
-            timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
-            // Bytes of a failed first attempt did cross the wire: they count.
-            timing.bytes_sent += wire.bytes_sent;
-            timing.bytes_received += wire.bytes_received;
-            match result {
-                Err(failure) if reused && !retried && closed_before_response(&failure, &wire) && may_resend(method, &wire) => {
-                    retried = true;
-                    self.http.connection = None;
-                    if measured {
-                        self.ctx.metrics.borrow_mut().connections.retried += 1;
-                    }
-                }
-                Err(failure) => {
-                    // The connection is in an unknown state; the next request opens a fresh one.
-                    self.http.connection = None;
-                    break Err(failure);
-                }
-                Ok(response) => {
-                    self.http.connection_idle_since = end;
-                    break Ok(response);
-                }
-            }
-        };
-        let end = Instant::now();
-        timing.latency_us = end.duration_since(intended).as_micros() as u64;
-        timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
-        (result, timing)
+        let keep_headers = self.http.keep_headers();
+        let HttpSession { tls, main, .. } = &mut self.http;
+        let tls = tls_connector(tls, &self.ctx, prepared.target.tls);
+        exchange_on(&self.ctx, tls, main, row_id, prepared, intended, started, keep_body, keep_headers).await
     }
 
     /// The Cookie header for the request's URL from the user's jar.
-    fn set_cookie_header(&self, prepared: &mut Prepared) {
+    pub(crate) fn set_cookie_header(&self, prepared: &mut Prepared) {
         let mut cookie = String::new();
         for (name, value) in self.http.cookies.get_request_values(&prepared.target.url) {
             if !cookie.is_empty() {
@@ -432,7 +386,163 @@ impl VirtualUser {
                 prepared.headers.remove(COOKIE);
             }
         }
-    }}
+    }
+}
+
+/// The user's TLS connector (with its own session store), made at its first https request.
+pub(crate) fn tls_connector<'a>(
+    connector: &'a mut Option<TlsConnector>,
+    ctx: &WorkerContext,
+    tls: bool,
+) -> Option<&'a TlsConnector> {
+    tls.then(|| &*connector.get_or_insert_with(|| ctx.program.protocol.tls.connector_for_user()))
+}
+
+/// Sends one request on a connection of the user (opening it if needed) and reads the whole
+/// response. The timing is filled in whatever happens.
+///
+/// A keep-alive connection the server closed while it sat idle is not written on (its
+/// idle timeout would otherwise fail a request the server never saw), and a request that
+/// fails on a reused connection before any byte of a response arrived is sent once more
+/// on a fresh connection, as browsers and hyper do. Both are counted.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn exchange_on(
+    ctx: &WorkerContext,
+    tls: Option<&TlsConnector>,
+    slot: &mut ConnectionSlot,
+    row_id: usize,
+    prepared: &Prepared,
+    intended: Instant,
+    started: Instant,
+    keep_body: bool,
+    keep_headers: KeepHeaders,
+) -> (Result<Response, Failure>, RequestTiming) {
+    let protocol = &ctx.program.protocol;
+    let (request_timeout, max_body_bytes) = (protocol.request_timeout, protocol.max_body_bytes);
+    let measured = ctx.measures(started);
+    let Prepared { method, target, headers, body, sets_host } = prepared;
+    let mut timing = RequestTiming::default();
+    let mut retried = false;
+    let result = loop {
+        let mut reused = slot.connection.as_ref().is_some_and(|c| c.is_usable_for(&target.authority, target.tls));
+        if reused && started.saturating_duration_since(slot.idle_since) >= IDLE_CHECK_AFTER {
+            let connection = slot.connection.as_mut().expect("checked above");
+            if connection.closed_while_idle() {
+                reused = false;
+                if measured {
+                    ctx.metrics.borrow_mut().connections.closed_while_idle += 1;
+                }
+            }
+        }
+        let send_started = if reused {
+            // A reused connection sends at once: the start of the request is the start
+            // of sending.
+            started
+        } else {
+            match open_on(ctx, tls, slot, target, measured).await {
+                Ok(opening) => {
+                    opening.charge(&mut timing);
+                    Instant::now()
+                }
+                // A request already sent once is not "unsent" because its resending
+                // could not connect.
+                Err(failure) => break Err(Failure { unsent: failure.unsent && !retried, ..failure }),
+            }
+        };
+        if measured && !retried {
+            // Begun: from here until its outcome it is in flight.
+            ctx.metrics.borrow_mut().row(row_id).started += 1;
+        }
+        let host = (!*sets_host).then_some(target.host_header.as_str());
+        let head = RequestHead { method, target: &target.origin_form, host, headers, body };
+        let mut wire = WireTiming::default();
+        let connection = slot.connection.as_mut().expect("opened above");
+        let exchange = connection.round_trip(head, keep_body, max_body_bytes, keep_headers, &mut wire);
+        let result = match tokio::time::timeout(request_timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(request_timed_out(request_timeout)),
+        };
+        let end = Instant::now();
+        wire_phases(&mut timing, send_started, &wire, end);
+        match result {
+            Err(failure) if reused && !retried && closed_before_response(&failure, &wire) && may_resend(method, &wire) => {
+                retried = true;
+                slot.connection = None;
+                if measured {
+                    ctx.metrics.borrow_mut().connections.retried += 1;
+                }
+            }
+            Err(failure) => {
+                // The connection is in an unknown state; the next request opens a fresh one.
+                slot.connection = None;
+                break Err(failure);
+            }
+            Ok(response) => {
+                slot.idle_since = end;
+                break Ok(response);
+            }
+        }
+    };
+    let end = Instant::now();
+    timing.latency_us = end.duration_since(intended).as_micros() as u64;
+    timing.uncorrected_us = end.duration_since(started).as_micros() as u64;
+    (result, timing)
+}
+
+pub(crate) fn request_timed_out(timeout: Duration) -> Failure {
+    Failure::new("request_timeout", format!("no complete response within {} ms", timeout.as_millis()))
+}
+
+/// The send, wait and receive phases of an exchange that began sending at `send_started` and
+/// ended at `end`; bytes add up (those of a failed first attempt did cross the wire).
+pub(crate) fn wire_phases(timing: &mut RequestTiming, send_started: Instant, wire: &WireTiming, end: Instant) {
+    let sent_at = wire.sent_at.unwrap_or(end);
+    timing.send_us = sent_at.saturating_duration_since(send_started).as_micros() as u64;
+    timing.wait_us = wire.first_byte_at.unwrap_or(end).saturating_duration_since(sent_at).as_micros() as u64;
+    timing.receive_us = wire.first_byte_at.map_or(0, |at| end.saturating_duration_since(at).as_micros() as u64);
+    timing.bytes_sent += wire.bytes_sent;
+    timing.bytes_received += wire.bytes_received;
+}
+
+/// What opening a connection took, to be charged to the first request that waited for it.
+pub(crate) struct Opening(OpenTiming);
+
+impl Opening {
+    pub fn charge(&self, timing: &mut RequestTiming) {
+        let micros = |d: Duration| d.as_micros() as u64;
+        timing.dns_us = self.0.dns.map(micros);
+        timing.connect_us = Some(micros(self.0.connect));
+        timing.tls_us = self.0.tls.map(micros);
+    }
+}
+
+/// Opens a connection to `target` in `slot` (dropping the one it held), speaking what the plan
+/// and the server agree on, and counts it.
+pub(crate) async fn open_on(
+    ctx: &WorkerContext,
+    tls: Option<&TlsConnector>,
+    slot: &mut ConnectionSlot,
+    target: &Target,
+    measured: bool,
+) -> Result<Opening, Failure> {
+    slot.connection = None;
+    let protocol = &ctx.program.protocol;
+    let destination =
+        Destination { authority: &target.authority, host: &target.host, tls, resolver: &protocol.resolver };
+    let (connection, opening) = UserConnection::open(&destination, protocol.connect_timeout, protocol.http2).await?;
+    // Counted now: the request on it may never complete.
+    if measured {
+        let events = &mut ctx.metrics.borrow_mut().connections;
+        events.opened += 1;
+        if connection.is_http2() {
+            events.http2 += 1;
+        } else if target.tls && protocol.http2 != horde_plan::Http2Mode::Off {
+            events.http2_declined += 1;
+        }
+    }
+    slot.connection = Some(connection);
+    Ok(Opening(opening))
+}
 
 #[cfg(test)]
 mod tests {

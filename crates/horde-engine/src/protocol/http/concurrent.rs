@@ -1,0 +1,528 @@
+//! Several requests of one virtual user at once, as a browser fetches a page's resources:
+//! a page's `resources` (declared, or found in its HTML), and batches.
+//!
+//! Requests are grouped by host. On a host whose connection speaks HTTP/2 they go as streams on
+//! that one connection; on HTTP/1.1 they share up to `max_connections_per_host` connections
+//! (browsers open 6), each taking the next request as it finishes the last. Everything runs in
+//! the user's own task: the streams, the lanes of HTTP/1.1 connections and the HTTP/2 driver
+//! are polled together, with no second task and no lock.
+//!
+//! Each request keeps its row, checks and redirects. The exchanges happen together; their
+//! outcomes are then recorded, checked and their cookies stored one after another, in the
+//! order the requests were given, so that a `save_as` of a later request wins as it would in
+//! sequence. Redirects are followed in a next round, together.
+
+use super::client::{closed_before_response, KeepHeaders, RequestHead, Response, WireTiming};
+use super::connection::UserConnection;
+use super::http2::StreamOutcome;
+use super::page_resources::page_resources;
+use super::request::{
+    exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Opening, Prepared,
+};
+use super::ConnectionSlot;
+use crate::failure::Failure;
+use crate::lower::{CheckProgram, RequestProgram, Target};
+use crate::user::{Flow, VirtualUser};
+use crate::worker::WorkerContext;
+use bytes::Bytes;
+use horde_metrics::RequestTiming;
+use http::Method;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
+use url::Url;
+
+/// One request of a concurrent fetch, through its redirect hops.
+struct Fetch<'p> {
+    /// Its checks; none for a resource found in a page's HTML.
+    checks: &'p [CheckProgram],
+    keep_body: bool,
+    /// The request's own row; hops have rows of their own.
+    first_row: usize,
+    row_id: usize,
+    hop: u32,
+    prepared: Prepared,
+    /// When the current hop was meant to start: latency is measured from it.
+    intended: Instant,
+    /// The current hop's exchange, once it happened.
+    exchanged: Option<Exchanged>,
+    done: bool,
+}
+
+struct Exchanged {
+    result: Result<Response, Failure>,
+    timing: RequestTiming,
+    started: Instant,
+}
+
+impl<'p> Fetch<'p> {
+    fn new(request: Option<&'p RequestProgram>, row_id: usize, prepared: Prepared, intended: Instant) -> Fetch<'p> {
+        Fetch {
+            checks: request.map_or(&[], |r| &r.checks),
+            keep_body: request.is_some_and(|r| r.needs_body),
+            first_row: row_id,
+            row_id,
+            hop: 0,
+            prepared,
+            intended,
+            exchanged: None,
+            done: false,
+        }
+    }
+}
+
+/// A fetch as one exchange sees it.
+struct Job<'a> {
+    index: usize,
+    row_id: usize,
+    prepared: &'a Prepared,
+    keep_body: bool,
+    intended: Instant,
+}
+
+/// Requests to one host, and the connections they may use.
+struct HostGroup<'a> {
+    jobs: Vec<Job<'a>>,
+    slots: Vec<ConnectionSlot>,
+    /// The first slot is the user's main connection, to be given back as such.
+    has_main: bool,
+}
+
+impl VirtualUser {
+    /// A batch step: every request rendered, sent at once, and recorded.
+    pub(crate) async fn batch(&mut self, requests: &[RequestProgram]) -> Flow {
+        let mut intended = self.next_intended.take();
+        let mut fetches = Vec::with_capacity(requests.len());
+        let mut exhausted = false;
+        let mut failed = false;
+        for request in requests {
+            if !self.ctx.limits.take_request() {
+                exhausted = true;
+                break;
+            }
+            if let Some(slot) = self.ctx.limits.next_throttle_slot() {
+                self.slot_timer.get_or_insert_with(crate::precise_timer::PreciseTimer::new).sleep_until(slot).await;
+                self.ctx.record_start_lag(slot, Instant::now());
+                intended = Some(slot);
+            }
+            match self.prepare(request) {
+                Ok(prepared) => fetches.push((request, prepared)),
+                Err((failure, detail)) => {
+                    self.record_unsent(request.row_id, &failure, detail);
+                    failed = true;
+                }
+            }
+        }
+        let now = Instant::now();
+        let intended = intended.map_or(now, |i| crate::user::corrected_start(i, now));
+        let fetches =
+            fetches.into_iter().map(|(request, prepared)| Fetch::new(Some(request), request.row_id, prepared, intended)).collect();
+        let flow = self.fetch_all(fetches).await;
+        match (exhausted, failed) {
+            (true, _) => Flow::Exhausted,
+            (false, true) => self.after_failure(),
+            (false, false) => flow,
+        }
+    }
+
+    /// After a page: its declared resources and, with `infer_html_resources`, those its HTML
+    /// names (`html`), fetched together. They are part of the page's load, not requests of the
+    /// run's budget: a page counts once, as in Gatling.
+    pub(crate) async fn fetch_page_resources(&mut self, page: &RequestProgram, page_url: &Url, html: Option<&scraper::Html>) -> Flow {
+        let intended = Instant::now();
+        let mut fetches = Vec::new();
+        for resource in &page.resources {
+            match self.prepare(resource) {
+                Ok(prepared) => fetches.push(Fetch::new(Some(resource), resource.row_id, prepared, intended)),
+                Err((failure, detail)) => self.record_unsent(resource.row_id, &failure, detail),
+            }
+        }
+        if let Some(html) = html {
+            for url in page_resources(html, page_url) {
+                if fetches.iter().any(|f| f.prepared.target.url == url) {
+                    continue;
+                }
+                let Ok(target) = Target::from_url(url) else { continue };
+                let headers = match self.render_headers(&self.ctx.program.protocol.inferred_resource_headers) {
+                    Ok(headers) => headers,
+                    Err(_) => continue,
+                };
+                let row_id = self.ctx.metrics.borrow_mut().resource_row(target.url.as_str());
+                let sets_host = headers.contains_key(http::header::HOST);
+                let prepared =
+                    Prepared { method: Method::GET, target: Arc::new(target), headers, body: Bytes::new(), sets_host };
+                fetches.push(Fetch::new(None, row_id, prepared, intended));
+            }
+        }
+        self.fetch_all(fetches).await
+    }
+
+    /// Fetches everything concurrently, round after round of redirects, and records each
+    /// outcome in order.
+    async fn fetch_all(&mut self, mut fetches: Vec<Fetch<'_>>) -> Flow {
+        let mut failures = 0;
+        while fetches.iter().any(|f| !f.done) {
+            if self.http.has_cookies {
+                for fetch in fetches.iter_mut().filter(|f| !f.done) {
+                    self.set_cookie_header(&mut fetch.prepared);
+                }
+            }
+            self.exchange_concurrently(&mut fetches).await;
+            for fetch in fetches.iter_mut().filter(|f| !f.done) {
+                let Exchanged { result, mut timing, started } = fetch.exchanged.take().expect("every fetch was exchanged");
+                let response = match result {
+                    Ok(response) => response,
+                    Err(failure) => {
+                        self.record_failure(fetch.row_id, started, &timing, &failure, 0);
+                        fetch.done = true;
+                        failures += 1;
+                        continue;
+                    }
+                };
+                let answer = self.answer(
+                    fetch.checks,
+                    fetch.keep_body,
+                    false,
+                    fetch.row_id,
+                    started,
+                    &mut timing,
+                    response,
+                    &mut fetch.prepared,
+                    fetch.hop,
+                );
+                match answer {
+                    Answer::Redirect => {
+                        fetch.hop += 1;
+                        fetch.row_id = self.ctx.metrics.borrow_mut().redirect_row(fetch.first_row, fetch.hop);
+                        fetch.intended = Instant::now();
+                    }
+                    Answer::Failed => {
+                        fetch.done = true;
+                        failures += 1;
+                    }
+                    Answer::Done(_) => fetch.done = true,
+                }
+            }
+        }
+        if failures > 0 {
+            self.after_failure()
+        } else {
+            Flow::Next
+        }
+    }
+
+    /// One round: every unfinished fetch's current hop, exchanged at once, host by host.
+    async fn exchange_concurrently(&mut self, fetches: &mut [Fetch<'_>]) {
+        let ctx = self.ctx.clone();
+        let keep_headers = self.http.keep_headers();
+        let needs_tls = fetches.iter().any(|f| !f.done && f.prepared.target.tls);
+        let tls = tls_connector(&mut self.http.tls, &ctx, needs_tls).cloned();
+        let mut groups: Vec<HostGroup<'_>> = Vec::new();
+        for (index, fetch) in fetches.iter().enumerate().filter(|(_, f)| !f.done) {
+            let target = &fetch.prepared.target;
+            let job = Job { index, row_id: fetch.row_id, prepared: &fetch.prepared, keep_body: fetch.keep_body, intended: fetch.intended };
+            match groups.iter_mut().find(|g| same_host(&g.jobs[0].prepared.target, target)) {
+                Some(group) => group.jobs.push(job),
+                None => {
+                    // The host's connections: the main one if it goes there, and spares.
+                    let mut slots = Vec::new();
+                    let has_main = self.http.main.is_for(&target.authority, target.tls);
+                    if has_main {
+                        slots.push(std::mem::replace(&mut self.http.main, ConnectionSlot::empty()));
+                    }
+                    let mut i = 0;
+                    while i < self.http.spares.len() {
+                        if self.http.spares[i].is_for(&target.authority, target.tls) {
+                            slots.push(self.http.spares.swap_remove(i));
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    groups.push(HostGroup { jobs: vec![job], slots, has_main });
+                }
+            }
+        }
+        // A host without a connection of the user's gets the main slot when it is free, so a
+        // user whose page and resources share a host keeps one connection across pages.
+        if self.http.main.connection.is_none() {
+            if let Some(group) = groups.iter_mut().find(|g| g.slots.is_empty()) {
+                group.has_main = true;
+            }
+        }
+        let max_lanes = ctx.program.protocol.max_connections_per_host;
+        let outcomes: RefCell<Vec<Option<Exchanged>>> = RefCell::new((0..fetches.len()).map(|_| None).collect());
+        let returned = futures_util::future::join_all(groups.into_iter().map(|group| {
+            fetch_host(&ctx, tls.as_ref(), group, max_lanes, keep_headers, &outcomes)
+        }))
+        .await;
+        for (slots, has_main) in returned {
+            let mut slots = slots.into_iter();
+            if has_main {
+                if let Some(main) = slots.next() {
+                    self.http.main = main;
+                }
+            }
+            self.http.spares.extend(slots.filter(|s| s.connection.is_some()));
+        }
+        // A browser keeps a few connections per host; a user that wandered over many hosts
+        // keeps only the latest.
+        let most = max_lanes * 4;
+        if self.http.spares.len() > most {
+            let excess = self.http.spares.len() - most;
+            self.http.spares.drain(..excess);
+        }
+        for (fetch, exchanged) in fetches.iter_mut().zip(outcomes.into_inner()) {
+            if let Some(exchanged) = exchanged {
+                fetch.exchanged = Some(exchanged);
+            }
+        }
+    }
+}
+
+fn same_host(a: &Target, b: &Target) -> bool {
+    a.tls == b.tls && a.authority == b.authority
+}
+
+/// A host's share of a round: its first connection opened (or checked) to learn whether it
+/// speaks HTTP/2, then every job as a stream on it, or over lanes of HTTP/1.1 connections.
+/// Gives the connections back, with whether the first is the user's main one.
+async fn fetch_host(
+    ctx: &WorkerContext,
+    tls: Option<&TlsConnector>,
+    mut group: HostGroup<'_>,
+    max_lanes: usize,
+    keep_headers: KeepHeaders,
+    outcomes: &RefCell<Vec<Option<Exchanged>>>,
+) -> (Vec<ConnectionSlot>, bool) {
+    let started = Instant::now();
+    let measured = ctx.measures(started);
+    let target = group.jobs[0].prepared.target.clone();
+    if group.slots.is_empty() {
+        group.slots.push(ConnectionSlot::empty());
+    }
+    let first = &mut group.slots[0];
+    let usable = first.is_for(&target.authority, target.tls)
+        && !(first.connection.as_mut().is_some_and(|c| c.closed_while_idle()));
+    let mut opening = None;
+    if !usable {
+        match open_on(ctx, tls, first, &target, measured).await {
+            Ok(opened) => opening = Some(opened),
+            Err(failure) => {
+                // Nothing went out for any of them.
+                let mut outcomes = outcomes.borrow_mut();
+                for job in &group.jobs {
+                    let timing = finished_timing(RequestTiming::default(), job.intended, started, Instant::now());
+                    outcomes[job.index] = Some(Exchanged { result: Err(failure.clone()), timing, started });
+                }
+                return (group.slots, group.has_main);
+            }
+        }
+    }
+    let speaks_http2 = group.slots[0].connection.as_ref().is_some_and(UserConnection::is_http2);
+    if speaks_http2 && group.jobs.len() > 1 {
+        fetch_as_streams(ctx, tls, &mut group.slots[0], &group.jobs, opening, started, outcomes).await;
+    } else {
+        fetch_over_lanes(ctx, tls, &mut group.slots, &group.jobs, max_lanes, keep_headers, opening, started, outcomes)
+            .await;
+    }
+    (group.slots, group.has_main)
+}
+
+fn finished_timing(mut timing: RequestTiming, intended: Instant, started: Instant, end: Instant) -> RequestTiming {
+    timing.latency_us = end.saturating_duration_since(intended).as_micros() as u64;
+    timing.uncorrected_us = end.saturating_duration_since(started).as_micros() as u64;
+    timing
+}
+
+/// HTTP/1.1: up to `max_lanes` connections, each sending the next job when its last is done.
+#[allow(clippy::too_many_arguments)]
+async fn fetch_over_lanes(
+    ctx: &WorkerContext,
+    tls: Option<&TlsConnector>,
+    slots: &mut Vec<ConnectionSlot>,
+    jobs: &[Job<'_>],
+    max_lanes: usize,
+    keep_headers: KeepHeaders,
+    opening: Option<Opening>,
+    group_started: Instant,
+    outcomes: &RefCell<Vec<Option<Exchanged>>>,
+) {
+    let lanes = jobs.len().min(max_lanes).max(1);
+    while slots.len() < lanes {
+        slots.push(ConnectionSlot::empty());
+    }
+    let next_job = Cell::new(0);
+    let opening = Cell::new(opening);
+    let lanes = slots.iter_mut().take(lanes).map(|slot| {
+        let lane = Lane { ctx, tls, jobs, next_job: &next_job, opening: &opening, group_started, keep_headers, outcomes };
+        lane.run(slot)
+    });
+    futures_util::future::join_all(lanes).await;
+}
+
+/// One HTTP/1.1 connection of a host's group, taking jobs until none is left.
+struct Lane<'a, 'j> {
+    ctx: &'a WorkerContext,
+    tls: Option<&'a TlsConnector>,
+    jobs: &'a [Job<'j>],
+    next_job: &'a Cell<usize>,
+    /// What opening the group's first connection took, charged to the first job.
+    opening: &'a Cell<Option<Opening>>,
+    group_started: Instant,
+    keep_headers: KeepHeaders,
+    outcomes: &'a RefCell<Vec<Option<Exchanged>>>,
+}
+
+impl Lane<'_, '_> {
+    async fn run(self, slot: &mut ConnectionSlot) {
+        while let Some(job) = self.jobs.get(self.next_job.get()) {
+            self.next_job.set(self.next_job.get() + 1);
+            // The first job taken (by the first lane, on the connection the group opened)
+            // waited for that connection.
+            let opened = self.opening.take();
+            let started = Instant::now();
+            let (result, mut timing) = exchange_on(
+                self.ctx,
+                self.tls,
+                slot,
+                job.row_id,
+                job.prepared,
+                job.intended,
+                started,
+                job.keep_body,
+                self.keep_headers,
+            )
+            .await;
+            let started = match opened {
+                Some(opened) => {
+                    opened.charge(&mut timing);
+                    timing = finished_timing(timing, job.intended, self.group_started, Instant::now());
+                    self.group_started
+                }
+                None => started,
+            };
+            self.outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
+        }
+    }
+}
+
+/// HTTP/2: every job as a stream on the one connection, at once. Streams the server refused
+/// with a GOAWAY before answering go once more on a fresh connection, as a browser does.
+async fn fetch_as_streams(
+    ctx: &WorkerContext,
+    tls: Option<&TlsConnector>,
+    slot: &mut ConnectionSlot,
+    jobs: &[Job<'_>],
+    mut opening: Option<Opening>,
+    started: Instant,
+    outcomes: &RefCell<Vec<Option<Exchanged>>>,
+) {
+    let protocol = &ctx.program.protocol;
+    let measured = ctx.measures(started);
+    let timed_out = request_timed_out(protocol.request_timeout);
+    let mut pending: Vec<&Job<'_>> = jobs.iter().collect();
+    let mut timings: Vec<RequestTiming> = vec![RequestTiming::default(); jobs.len()];
+    if measured {
+        let mut metrics = ctx.metrics.borrow_mut();
+        for job in jobs {
+            metrics.row(job.row_id).started += 1;
+        }
+    }
+    for attempt in 0..2 {
+        let send_started = Instant::now();
+        let Some(UserConnection::Http2(connection)) = slot.connection.as_mut() else {
+            unreachable!("fetch_as_streams runs on an HTTP/2 connection")
+        };
+        let heads = pending
+            .iter()
+            .map(|job| {
+                let target = &job.prepared.target;
+                let host = (!job.prepared.sets_host).then_some(target.host_header.as_str());
+                let head = RequestHead {
+                    method: &job.prepared.method,
+                    target: &target.origin_form,
+                    host,
+                    headers: &job.prepared.headers,
+                    body: &job.prepared.body,
+                };
+                (head, job.keep_body)
+            })
+            .collect();
+        let mut streams: Vec<StreamOutcome> = pending.iter().map(|_| StreamOutcome::default()).collect();
+        connection.round_trips(heads, protocol.max_body_bytes, protocol.request_timeout, &timed_out, &mut streams).await;
+        let end = Instant::now();
+        slot.idle_since = end;
+        let mut resend = Vec::new();
+        for (job, stream) in pending.iter().zip(streams) {
+            let timing = &mut timings[jobs.iter().position(|j| std::ptr::eq(j, *job)).expect("a job of this group")];
+            if let Some(opened) = opening.take() {
+                opened.charge(timing);
+            }
+            let done_at = stream.progress.done_at.unwrap_or(end);
+            wire_phases(timing, send_started, &stream.wire, done_at);
+            let result = stream.result.expect("round_trips fills every outcome");
+            if let Err(failure) = &result {
+                if attempt == 0 && closed_before_response(failure, &stream.wire) && may_resend_stream(job, failure, &stream.wire) {
+                    resend.push(*job);
+                    continue;
+                }
+            }
+            let timing = finished_timing(*timing, job.intended, started, done_at);
+            outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
+        }
+        if resend.is_empty() {
+            return;
+        }
+        if measured {
+            ctx.metrics.borrow_mut().connections.retried += resend.len() as u64;
+        }
+        let target = resend[0].prepared.target.clone();
+        match open_on(ctx, tls, slot, &target, measured).await {
+            Ok(opened) => opening = Some(opened),
+            Err(failure) => {
+                let end = Instant::now();
+                let mut outcomes = outcomes.borrow_mut();
+                for job in resend {
+                    let index = jobs.iter().position(|j| std::ptr::eq(j, job)).expect("a job of this group");
+                    let timing = finished_timing(timings[index], job.intended, started, end);
+                    outcomes[job.index] = Some(Exchanged { result: Err(failure.clone()), timing, started });
+                }
+                return;
+            }
+        }
+        if !slot.connection.as_ref().is_some_and(UserConnection::is_http2) {
+            // The server stopped speaking HTTP/2 between two connections: one at a time then.
+            for job in resend {
+                let index = jobs.iter().position(|j| std::ptr::eq(j, job)).expect("a job of this group");
+                let (result, timing) = exchange_on(
+                    ctx,
+                    tls,
+                    slot,
+                    job.row_id,
+                    job.prepared,
+                    job.intended,
+                    started,
+                    job.keep_body,
+                    KeepHeaders::All,
+                )
+                .await;
+                let mut total = timings[index];
+                total.bytes_sent += timing.bytes_sent;
+                total.bytes_received += timing.bytes_received;
+                let timing = RequestTiming { bytes_sent: total.bytes_sent, bytes_received: total.bytes_received, ..timing };
+                outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
+            }
+            return;
+        }
+        pending = resend;
+    }
+}
+
+/// Whether a stream that got no response may go again: one a GOAWAY refused (the server
+/// names the last stream it processed, so later ones were never acted on), or an idempotent
+/// request, as for HTTP/1.1 (`request::may_resend`).
+fn may_resend_stream(job: &Job<'_>, failure: &Failure, wire: &WireTiming) -> bool {
+    failure.kind == "goaway" || super::request::may_resend(&job.prepared.method, wire)
+}
+
