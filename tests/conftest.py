@@ -1,6 +1,7 @@
 """Fixtures: real servers on 127.0.0.1, started by the tests and stopped by PID.
 
-- ``target``: the built-in target (``horde target``), which counts what it serves (/stats).
+- ``target``: the built-in target (``horde target``), which counts what it serves (/stats);
+  ``tls_target`` the same over HTTPS (``horde target --tls``), with the certificate it made.
 - ``nginx``: nginx with one worker; ``stub_status`` gives the server-side request count.
 - ``horde``: runs the installed ``horde`` command and reads the summary it wrote.
 
@@ -13,6 +14,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -65,28 +67,40 @@ def stop_process(process):
             process.wait()
 
 
-def get_json(url):
-    with urllib.request.urlopen(url, timeout=5) as response:
+def get_json(url, context=None):
+    with urllib.request.urlopen(url, timeout=5, context=context) as response:
         return json.loads(response.read())
 
 
 class Target:
-    """The built-in target in its own process."""
+    """The built-in target in its own process; with ``tls=True``, HTTPS (``horde target --tls``):
+    ``cert_path`` is the certificate it wrote, ``fingerprint`` the SHA-256 it printed and
+    ``ssl_context`` a client context trusting that certificate."""
 
-    def __init__(self):
-        self.process = subprocess.Popen(
-            ["horde", "target", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+    def __init__(self, tls=False):
+        argv = ["horde", "target", "--port", "0"] + (["--tls"] if tls else [])
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        match = re.search(r"(https?)://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.process.kill()
             raise RuntimeError(f"horde target did not announce its port: {line!r} {self.process.stderr.read()}")
-        self.port = int(match.group(1))
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = int(match.group(2))
+        self.url = f"{match.group(1)}://127.0.0.1:{self.port}"
+        self.cert_path = self.fingerprint = self.ssl_context = None
+        if tls:
+            # Then the certificate's fingerprint and the file it is in, one line each.
+            fingerprint = re.search(r"SHA-256 fingerprint: ([0-9A-F:]+)$", self.process.stdout.readline().strip())
+            cert = re.search(r"\(for --cacert\): (.+)$", self.process.stdout.readline().strip())
+            if not (fingerprint and cert):
+                self.process.kill()
+                raise RuntimeError(f"horde target --tls did not print its certificate: {self.process.stderr.read()}")
+            self.fingerprint = fingerprint.group(1)
+            self.cert_path = Path(cert.group(1))
+            self.ssl_context = ssl.create_default_context(cafile=str(self.cert_path))
 
     def stats(self):
-        return get_json(self.url + "/stats")
+        return get_json(self.url + "/stats", context=self.ssl_context)
 
     def stop(self):
         stop_process(self.process)
@@ -95,6 +109,13 @@ class Target:
 @pytest.fixture
 def target():
     server = Target()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tls_target():
+    server = Target(tls=True)
     yield server
     server.stop()
 

@@ -61,6 +61,14 @@ pub enum Command {
         /// Requests to /work/{ms} served at once (capacity = slots / service time).
         #[arg(long, default_value_t = 4)]
         work_slots: usize,
+        /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with a self-signed certificate made at
+        /// start; its fingerprint and the file holding it are printed after the URL.
+        #[arg(long)]
+        tls: bool,
+        /// Where to write the certificate (PEM), for --cacert [default: horde-target-PORT.pem
+        /// in the temporary directory].
+        #[arg(long, value_name = "PATH", requires = "tls")]
+        cert_out: Option<PathBuf>,
     },
     /// Find capacity: run a simulation at increasing levels of load and read off where it breaks.
     Sweep(SweepArgs),

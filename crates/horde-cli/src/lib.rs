@@ -17,6 +17,7 @@ mod output;
 mod quick;
 mod signals;
 mod sweep;
+mod target_certificate;
 
 pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 
@@ -129,16 +130,27 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             );
             Ok(code)
         }
-        Command::Target { host, port, work_slots } => {
+        Command::Target { host, port, work_slots, tls, cert_out } => {
             let addr = format!("{host}:{port}");
             let addr = addr.parse().map_err(|_| Failure::Invalid(format!("{addr} is not a socket address")))?;
-            let options = horde_target::TargetOptions { work_slots };
+            let options = horde_target::TargetOptions { work_slots, tls };
             let server =
                 horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
-            // Tests and scripts read this line to learn the port.
-            print_text(&format!("horde target listening on {}\n", server.base_url()));
+            // Written before anything is printed: whoever reads the lines can use the file.
+            let certificate = match server.cert_pem() {
+                Some(pem) => Some(target_certificate::write(pem, cert_out, server.addr().port())?),
+                None => None,
+            };
+            // Tests and scripts read the first line to learn the port (and the scheme).
+            let mut text = format!("horde target listening on {}\n", server.base_url());
+            if let (Some(fingerprint), Some(certificate)) = (server.fingerprint(), &certificate) {
+                text.push_str(&format!("horde target certificate SHA-256 fingerprint: {fingerprint}\n"));
+                text.push_str(&format!("horde target certificate (for --cacert): {}\n", certificate.path().display()));
+            }
+            print_text(&text);
             signals::wait_for_termination();
             drop(server);
+            drop(certificate);
             Ok(exit::OK)
         }
         Command::Sweep(args) => sweep::sweep(&args, loader),

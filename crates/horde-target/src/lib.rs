@@ -1,12 +1,23 @@
 //! The built-in target: a small site shaped like the JSF application of seed 000, for
-//! `horde demo`, `horde target`, practice and tests.
+//! `horde demo`, `horde target`, practice and tests; and the protocols beside it: HTTPS,
+//! HTTP/2, compressed pages, WebSockets and server-sent events.
 //!
 //! ```no_run
 //! let server = horde_target::TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
-//! println!("serving on http://{}", server.addr());
+//! println!("serving on {}", server.base_url());
 //! // ... run load against it ...
 //! println!("{} requests served", server.stats().total);
+//!
+//! // HTTPS, with a certificate made at start that clients are given to trust.
+//! let options = horde_target::TargetOptions { tls: true, ..Default::default() };
+//! let server = horde_target::TargetServer::start_with("127.0.0.1:0".parse().unwrap(), options).unwrap();
+//! std::fs::write("target.pem", server.cert_pem().unwrap()).unwrap();
+//! println!("serving on {} (SHA-256 {})", server.base_url(), server.fingerprint().unwrap());
 //! ```
+//!
+//! One listener serves HTTP/1.1 and HTTP/2: with TLS, HTTP/2 is chosen by ALPN (`h2`, then
+//! `http/1.1`); in cleartext, a client speaking HTTP/2 from its first bytes (h2c with prior
+//! knowledge) gets HTTP/2. The certificate is self-signed, for 127.0.0.1, ::1 and localhost.
 //!
 //! Every HTML page carries a hidden `javax.faces.ViewState` that changes at each page load;
 //! a POST must send back the latest one of its session, or it gets JSF's
@@ -24,9 +35,24 @@
 //! | `ANY /status/{code}[/...]` | answers with that status (whatever follows the code) |
 //! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
 //! | `GET /work/{ms}` | takes one of `work_slots` slots (default 4) for that many milliseconds: capacity = slots / service time |
+//! | `GET /compressed` | a 5 KiB HTML page containing [`COMPRESSED_PAGE_PHRASE`], gzip-encoded when Accept-Encoding allows gzip, plain otherwise; `Vary: Accept-Encoding` |
+//! | `GET /ws/echo` | WebSocket (HTTP/1.1 upgrade): text and binary messages sent back unchanged; pings get pongs; a Close is answered; 5 minutes of silence close it |
+//! | `GET /ws/ticker?count=N&interval_ms=M` | WebSocket: N text messages `{"n": i}` (i from 1), the first at once, M ms apart, then a normal Close |
+//! | `GET /sse/events?count=N&interval_ms=M` | server-sent events (`text/event-stream`, `Cache-Control: no-cache`): N events `id: i`, `event: tick`, `data: {"n": i}`, the first at once, M ms apart, then the body ends |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
+//!
+//! For the tickers and the events, N defaults to 10 and M to 1000; larger values than 10000
+//! and 60000 are taken as those bounds. Besides requests, `/stats` counts WebSocket
+//! connections and messages, event streams and events, TLS connections and HTTP/2
+//! connections (see [`Stats`]).
 
+mod compressed;
 mod pages;
 mod server;
+mod stats;
+mod streams;
+mod tls;
 
-pub use server::{Stats, TargetOptions, TargetServer};
+pub use compressed::PHRASE as COMPRESSED_PAGE_PHRASE;
+pub use server::{TargetOptions, TargetServer};
+pub use stats::Stats;

@@ -1,54 +1,41 @@
-//! The server: hyper on its own thread and runtime, sessions in memory.
+//! The server: hyper on its own thread and runtime, sessions in memory. HTTP/1.1 and HTTP/2
+//! (h2c with prior knowledge, or h2 by ALPN over TLS) from one listener.
 
-use crate::pages;
+use crate::stats::Stats;
+use crate::streams::{sse, websocket, Cadence};
+use crate::{compressed, pages, tls};
 use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use rand::Rng;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
 
 const SESSION_COOKIE: &str = "JSESSIONID";
 
-/// What the server has seen. Tests compare it with what horde reports.
-#[derive(Debug, Clone, Default)]
-pub struct Stats {
-    /// Every request except those to `/stats`.
-    pub total: u64,
-    /// Requests per route, keyed `METHOD /route` (`GET /api/items/{id}`).
-    pub by_route: BTreeMap<String, u64>,
-    /// POSTs refused for a missing or stale ViewState.
-    pub view_state_rejections: u64,
-    pub logins: u64,
-    pub uploads: u64,
-    /// Bytes of the files received by `/upload`.
-    pub upload_bytes: u64,
-    pub sessions: u64,
-    /// Valid JSON documents POSTed to /api/echo.
-    pub json_documents: u64,
-}
+/// A client that has not finished its TLS handshake by then is dropped, so half-open
+/// connections cannot pile up.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-impl Stats {
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "total": self.total,
-            "by_route": self.by_route,
-            "view_state_rejections": self.view_state_rejections,
-            "logins": self.logins,
-            "uploads": self.uploads,
-            "upload_bytes": self.upload_bytes,
-            "sessions": self.sessions,
-            "json_documents": self.json_documents,
-        })
-    }
+/// Every response body: whole (pages, JSON) or streamed (server-sent events).
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
 }
 
 #[derive(Default)]
@@ -64,25 +51,35 @@ struct State {
 }
 
 /// What every connection shares.
-struct Server {
+pub(crate) struct Server {
     state: Mutex<State>,
     /// Bounds how many `/work` requests are served at once: with a fixed service time, the
     /// capacity is known by construction (slots / service time), for testing capacity search.
     work_slots: tokio::sync::Semaphore,
 }
 
-type Shared = Arc<Server>;
+pub(crate) type Shared = Arc<Server>;
+
+impl Server {
+    /// Updates the counts; the lock is held for `update` alone, never across an await.
+    pub(crate) fn count(&self, update: impl FnOnce(&mut Stats)) {
+        update(&mut self.state.lock().expect("state lock").stats);
+    }
+}
 
 /// How the target is set up.
 #[derive(Debug, Clone, Copy)]
 pub struct TargetOptions {
     /// `/work/{ms}` requests served at once; more wait their turn.
     pub work_slots: usize,
+    /// Serve HTTPS, with a self-signed certificate made at start (see
+    /// [`TargetServer::cert_pem`]), instead of cleartext HTTP.
+    pub tls: bool,
 }
 
 impl Default for TargetOptions {
     fn default() -> Self {
-        TargetOptions { work_slots: 4 }
+        TargetOptions { work_slots: 4, tls: false }
     }
 }
 
@@ -90,6 +87,7 @@ impl Default for TargetOptions {
 pub struct TargetServer {
     addr: SocketAddr,
     state: Shared,
+    certificate: Option<tls::Certificate>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -101,6 +99,12 @@ impl TargetServer {
     }
 
     pub fn start_with(addr: SocketAddr, options: TargetOptions) -> std::io::Result<TargetServer> {
+        let (certificate, acceptor) = if options.tls {
+            let (certificate, acceptor) = tls::self_signed()?;
+            (Some(certificate), Some(acceptor))
+        } else {
+            (None, None)
+        };
         let listener = std::net::TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -118,20 +122,38 @@ impl TargetServer {
             runtime.block_on(async move {
                 let listener = TcpListener::from_std(listener).expect("a bound listener");
                 tokio::select! {
-                    _ = serve(listener, serving) => {}
+                    _ = serve(listener, serving, acceptor) => {}
                     _ = stopped => {}
                 }
             });
         })?;
-        Ok(TargetServer { addr, state, shutdown: Some(shutdown), thread: Some(thread) })
+        Ok(TargetServer { addr, state, certificate, shutdown: Some(shutdown), thread: Some(thread) })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// `http://` or, with TLS, `https://` and the address.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.certificate.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// With TLS, the server's certificate in PEM, for a client to trust (horde's `--cacert`).
+    pub fn cert_pem(&self) -> Option<&str> {
+        self.certificate.as_ref().map(|c| c.pem.as_str())
+    }
+
+    /// With TLS, the server's certificate in DER.
+    pub fn cert_der(&self) -> Option<&[u8]> {
+        self.certificate.as_ref().map(|c| c.der.as_slice())
+    }
+
+    /// With TLS, the SHA-256 fingerprint of the certificate as openssl prints it
+    /// (`AB:CD:...`, upper-case hex).
+    pub fn fingerprint(&self) -> Option<&str> {
+        self.certificate.as_ref().map(|c| c.fingerprint.as_str())
     }
 
     pub fn stats(&self) -> Stats {
@@ -150,39 +172,62 @@ impl Drop for TargetServer {
     }
 }
 
-async fn serve(listener: TcpListener, state: Shared) {
+async fn serve(listener: TcpListener, state: Shared, tls: Option<TlsAcceptor>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
         let state = state.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(request, &state).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            let Some(acceptor) = tls else {
+                return serve_connection(stream, state).await;
+            };
+            let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await else {
+                return;
+            };
+            state.count(|stats| stats.tls_connections += 1);
+            serve_connection(stream, state).await;
         });
     }
 }
 
-fn html(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+/// Serves one connection, over TCP or TLS, in the protocol its first bytes show: the HTTP/2
+/// preface (sent after ALPN chose h2, or at once by an h2c client with prior knowledge) makes
+/// it HTTP/2, anything else HTTP/1.1. Upgrades are kept for WebSockets.
+async fn serve_connection<I>(io: I, state: Shared)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    // Connections are counted by their first request, which is where hyper says the version.
+    let first_request = AtomicBool::new(true);
+    let service = service_fn(move |request: Request<Incoming>| {
+        if first_request.swap(false, Ordering::Relaxed) && request.version() == Version::HTTP_2 {
+            state.count(|stats| stats.http2_connections += 1);
+        }
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handle(request, &state).await) }
+    });
+    let _ = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(TokioIo::new(io), service).await;
+}
+
+fn html(status: StatusCode, body: String) -> Response<Body> {
+    let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
     response
 }
 
-fn json(status: StatusCode, value: serde_json::Value) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(value.to_string())));
+fn json(status: StatusCode, value: serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(full(value.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
-fn redirect(to: &'static str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::new()));
+fn redirect(to: &'static str) -> Response<Body> {
+    let mut response = Response::new(full(Bytes::new()));
     *response.status_mut() = StatusCode::FOUND;
     response.headers_mut().insert(LOCATION, HeaderValue::from_static(to));
     response
@@ -216,11 +261,49 @@ fn route_key(method: &Method, path: &str) -> String {
     format!("{method} {route}")
 }
 
-async fn handle(request: Request<Incoming>, state: &Shared) -> Response<Full<Bytes>> {
+/// The routes beside the site, which need no session and no request body: the compressed
+/// page, WebSockets and server-sent events. `None` for any other path.
+fn serve_protocol_route(
+    request: &mut Request<Incoming>,
+    method: &Method,
+    path: &str,
+    state: &Shared,
+) -> Option<Response<Body>> {
+    if !matches!(path, "/compressed" | "/ws/echo" | "/ws/ticker" | "/sse/events") {
+        return None;
+    }
+    state.count(|stats| {
+        stats.total += 1;
+        *stats.by_route.entry(route_key(method, path)).or_default() += 1;
+    });
+    if *method != Method::GET && *method != Method::HEAD {
+        let mut response = html(StatusCode::METHOD_NOT_ALLOWED, "<p>GET only</p>".into());
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return Some(response);
+    }
+    let cadence = || Cadence::from_query(request.uri().query());
+    Some(match path {
+        "/compressed" => compressed::response(request.headers()),
+        "/ws/echo" => websocket::upgrade(request, websocket::Behaviour::Echo, state.clone()),
+        "/ws/ticker" => match cadence() {
+            Ok(cadence) => websocket::upgrade(request, websocket::Behaviour::Ticker(cadence), state.clone()),
+            Err(message) => html(StatusCode::BAD_REQUEST, format!("<p>{}</p>", pages::escape(&message))),
+        },
+        _ => match cadence() {
+            Ok(cadence) => sse::events(cadence, state.clone()),
+            Err(message) => html(StatusCode::BAD_REQUEST, format!("<p>{}</p>", pages::escape(&message))),
+        },
+    })
+}
+
+async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body> {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     if path == "/stats" {
         return json(StatusCode::OK, state.state.lock().expect("state lock").stats.to_json());
+    }
+    if let Some(response) = serve_protocol_route(&mut request, &method, &path, state) {
+        return response;
     }
     if let Some(ms) = path.strip_prefix("/delay/") {
         // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).
@@ -309,7 +392,7 @@ fn page(
     sid: &str,
     state: &mut State,
     rng: &mut impl Rng,
-) -> Response<Full<Bytes>> {
+) -> Response<Body> {
     let (fields, upload) = match form {
         None => (HashMap::new(), None),
         Some(Ok(form)) => form,
@@ -396,7 +479,7 @@ async fn parse_multipart(content_type: &str, body: Bytes) -> Result<Form, String
 
 const ITEMS: [(u32, &str, f64); 3] = [(1, "oak plank", 12.5), (2, "ash frame", 40.0), (3, "planer stand", 85.25)];
 
-fn api_items(rest: &str) -> Response<Full<Bytes>> {
+fn api_items(rest: &str) -> Response<Body> {
     let item = |(id, name, price): (u32, &str, f64)| serde_json::json!({"id": id, "name": name, "price": price});
     match rest.trim_start_matches('/') {
         "" => json(StatusCode::OK, serde_json::json!({"items": ITEMS.map(item), "count": ITEMS.len()})),

@@ -1,0 +1,58 @@
+//! What the target has seen, as `/stats` serves it.
+
+use std::collections::BTreeMap;
+
+/// What the server has seen. Tests compare it with what horde reports.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Every request except those to `/stats`.
+    pub total: u64,
+    /// Requests per route, keyed `METHOD /route` (`GET /api/items/{id}`).
+    pub by_route: BTreeMap<String, u64>,
+    /// POSTs refused for a missing or stale ViewState.
+    pub view_state_rejections: u64,
+    pub logins: u64,
+    pub uploads: u64,
+    /// Bytes of the files received by `/upload`.
+    pub upload_bytes: u64,
+    pub sessions: u64,
+    /// Valid JSON documents POSTed to /api/echo.
+    pub json_documents: u64,
+    /// WebSocket connections upgraded (echo and ticker).
+    pub ws_connections: u64,
+    /// Text and binary messages sent back by `/ws/echo`.
+    pub ws_messages_echoed: u64,
+    /// Messages pushed by `/ws/ticker`.
+    pub ws_messages_pushed: u64,
+    /// Event streams started by `/sse/events`.
+    pub sse_streams: u64,
+    /// Events sent on them.
+    pub sse_events: u64,
+    /// TLS handshakes completed (connections to `/stats` included: a connection is counted
+    /// before anyone knows what it will ask).
+    pub tls_connections: u64,
+    /// Connections whose first request was HTTP/2 (by ALPN or h2c prior knowledge).
+    pub http2_connections: u64,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "total": self.total,
+            "by_route": self.by_route,
+            "view_state_rejections": self.view_state_rejections,
+            "logins": self.logins,
+            "uploads": self.uploads,
+            "upload_bytes": self.upload_bytes,
+            "sessions": self.sessions,
+            "json_documents": self.json_documents,
+            "ws_connections": self.ws_connections,
+            "ws_messages_echoed": self.ws_messages_echoed,
+            "ws_messages_pushed": self.ws_messages_pushed,
+            "sse_streams": self.sse_streams,
+            "sse_events": self.sse_events,
+            "tls_connections": self.tls_connections,
+            "http2_connections": self.http2_connections,
+        })
+    }
+}
