@@ -145,7 +145,7 @@ def test_every_example_is_covered():
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
-               "page_resources.py"}
+               "page_resources.py", "live_updates.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -204,3 +204,13 @@ def test_page_resources(tls_nginx, tmp_path):
                  "-D", "infer=1", "-D", "users=1"], tmp_path / "inferred")
     [summary] = summaries(tmp_path / "inferred")
     assert (summary["global"]["ok"], summary["global"]["ko"]) == (1 + 4 + 2 + 1, 0), summary["errors"]
+
+
+def test_live_updates(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "live_updates.py", "-D", f"base_url={target.url}", "-D", "users=3"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    rows = {r["name"]: r for r in summary["requests"]}
+    assert (rows["echo"]["ok"], rows["first tick"]["ok"], rows["last tick"]["ok"]) == (9, 3, 3)
+    stats = target.stats()
+    assert (stats["ws_messages_echoed"], stats["sse_events"]) == (9, 15)

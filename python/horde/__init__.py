@@ -36,6 +36,7 @@ from .injection import (
     ramp_users_per_sec,
     stress_peak_users,
 )
+from .sockets import sse, ws
 from .simulation import Simulation, hold_for, jump_to_rps, param, reach_rps, setup, throttle
 
 # Gatling spells it exec; here exec_ avoids the builtin, and exec works on chains.
@@ -49,7 +50,7 @@ __all__ = [
     "pace", "ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec",
     "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
     "hold_for", "document_from_schema", "bulk_documents_from_schema",
-    "couchdb_bulk_insert", "couchdb_crud", "batch",
+    "couchdb_bulk_insert", "couchdb_crud", "batch", "ws", "sse",
 ]
 
 

@@ -12,20 +12,22 @@ from dataclasses import dataclass, replace
 from ._durations import to_ms
 from .errors import DslError
 from .http import HttpRequest
+from .sockets import SocketStep
 
 
 def _steps_of(items, where):
     """Plan steps from requests, chains and (nested) lists of them."""
     steps = []
     for item in items:
-        if isinstance(item, HttpRequest):
+        if isinstance(item, (HttpRequest, SocketStep)):
             steps.append(item.to_step())
         elif isinstance(item, Chain):
             steps.extend(item.to_steps())
         elif isinstance(item, (list, tuple)):
             steps.extend(_steps_of(item, where))
         else:
-            raise DslError(f"{where}: expected a request (http(...)) or a chain, got {item!r}")
+            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)) or a chain, "
+                           f"got {item!r}")
     return steps
 
 

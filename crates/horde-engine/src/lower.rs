@@ -43,6 +43,8 @@ pub struct Program {
     pub paces: usize,
     /// Schemas of generated bodies, by id: each user gets a generator for each.
     pub schemas: Vec<Arc<horde_docgen::Schema>>,
+    /// Names of the sockets (WebSockets, event streams) steps use; each user has a slot for each.
+    pub sockets: Vec<String>,
 }
 
 /// What both CouchDB steps need.
@@ -54,6 +56,52 @@ pub struct CouchdbTarget {
     /// Index into the user's generators (shared with generated bodies).
     pub schema_id: usize,
     pub schema: Arc<horde_docgen::Schema>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketKind {
+    WebSocket,
+    EventStream,
+}
+
+impl SocketKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SocketKind::WebSocket => "WebSocket",
+            SocketKind::EventStream => "event stream",
+        }
+    }
+}
+
+/// A step on a socket a virtual user holds, by name.
+pub struct SocketStepProgram {
+    pub kind: SocketKind,
+    /// Index of the socket's name in [`Program::sockets`]: the user's slot for it.
+    pub socket: usize,
+    /// The step's row: the opening's timing, and errors of the step itself.
+    pub row_id: usize,
+    pub action: SocketAction,
+    pub await_messages: Option<AwaitProgram>,
+}
+
+pub enum SocketAction {
+    Connect { url: Template, base: Option<Url>, headers: Vec<HeaderProgram> },
+    SendText(Template),
+    SendBinary(Bytes),
+    /// Wait only.
+    Await,
+    Close,
+}
+
+pub struct AwaitProgram {
+    pub timeout: Duration,
+    pub messages: Vec<MessageProgram>,
+}
+
+pub struct MessageProgram {
+    pub row_id: usize,
+    pub matching: Vec<CheckProgram>,
+    pub checks: Vec<CheckProgram>,
 }
 
 pub struct BulkInsertProgram {
@@ -121,6 +169,8 @@ pub enum StepProgram {
     },
     /// Requests sent at once.
     Batch(Vec<RequestProgram>),
+    /// A step on one of the user's WebSockets or event streams.
+    Socket(Box<SocketStepProgram>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
 }
@@ -321,6 +371,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         paces: 0,
         schemas: Vec::new(),
         infer_html_resources: plan.protocol.infer_html_resources,
+        sockets: Vec::new(),
     };
     // The protocol's headers are checked once here, each under its own path, not per request.
     for (i, header) in plan.protocol.headers.iter().enumerate() {
@@ -377,6 +428,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         reads_response_headers,
         paces: lowering.paces,
         schemas: lowering.schemas,
+        sockets: lowering.sockets,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -408,6 +460,7 @@ struct Lowering {
     schemas: Vec<Arc<horde_docgen::Schema>>,
     /// Pages (requests outside batches and resources) are parsed for their resources.
     infer_html_resources: bool,
+    sockets: Vec<String>,
 }
 
 impl Lowering {
@@ -464,6 +517,7 @@ impl Lowering {
             .enumerate()
             .map(|(i, step)| {
                 let path = format!("{path}[{i}]");
+                let step_ref = step;
                 match step {
                     Step::Request(request) => {
                         let mut page = self.request(&path, request, group_prefix);
@@ -519,6 +573,33 @@ impl Lowering {
                         };
                         let prefix = format!("{full_name} / ");
                         StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
+                    }
+                    Step::WsConnect(step) => self.socket_connect(&path, step, SocketKind::WebSocket, group_prefix),
+                    Step::SseConnect(step) => self.socket_connect(&path, step, SocketKind::EventStream, group_prefix),
+                    Step::WsSend(step) => {
+                        let action = match (&step.text, &step.binary_base64) {
+                            (Some(text), _) => SocketAction::SendText(self.template(text)),
+                            (None, Some(data)) => {
+                                use base64::Engine;
+                                let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
+                                    self.errors.push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
+                                    Vec::new()
+                                });
+                                SocketAction::SendBinary(Bytes::from(bytes))
+                            }
+                            (None, None) => SocketAction::SendText(self.template("")),
+                        };
+                        let messages = step.await_messages.as_ref();
+                        self.socket_step(&path, SocketKind::WebSocket, &step.name, &step.socket, action, messages, group_prefix)
+                    }
+                    Step::WsAwait(step) | Step::SseAwait(step) => {
+                        let kind = if matches!(step_ref, Step::WsAwait(_)) { SocketKind::WebSocket } else { SocketKind::EventStream };
+                        let messages = Some(&step.await_messages);
+                        self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Await, messages, group_prefix)
+                    }
+                    Step::WsClose(step) | Step::SseClose(step) => {
+                        let kind = if matches!(step_ref, Step::WsClose(_)) { SocketKind::WebSocket } else { SocketKind::EventStream };
+                        self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
                     }
                     Step::CouchdbBulkInsert(step) => {
                         let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
@@ -594,6 +675,71 @@ impl Lowering {
             resources: Vec::new(),
             infers_resources: false,
         }
+    }
+
+    fn socket_connect(
+        &mut self,
+        path: &str,
+        step: &horde_plan::SocketConnect,
+        kind: SocketKind,
+        group_prefix: &str,
+    ) -> StepProgram {
+        let mut headers = Vec::new();
+        for (i, header) in step.headers.iter().enumerate() {
+            let path = format!("{path}.headers[{i}]");
+            if let Some((name, value)) = self.header(&path, &header.name, &header.value) {
+                let fixed = self.fixed_header_value(&format!("{path}.value"), &value);
+                headers.push(HeaderProgram { name, value, fixed });
+            }
+        }
+        let action = SocketAction::Connect { url: self.template(&step.url), base: self.base_url.clone(), headers };
+        let messages = step.await_messages.as_ref();
+        self.socket_step(path, kind, &step.name, &step.socket, action, messages, group_prefix)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn socket_step(
+        &mut self,
+        path: &str,
+        kind: SocketKind,
+        name: &str,
+        socket: &str,
+        action: SocketAction,
+        messages: Option<&horde_plan::AwaitMessages>,
+        group_prefix: &str,
+    ) -> StepProgram {
+        let socket = match self.sockets.iter().position(|s| s == socket) {
+            Some(slot) => slot,
+            None => {
+                self.sockets.push(socket.to_string());
+                self.sockets.len() - 1
+            }
+        };
+        let row_id = self.row(format!("{group_prefix}{name}").into());
+        let await_messages = messages.map(|messages| AwaitProgram {
+            timeout: Duration::from_millis(messages.timeout_ms),
+            messages: messages
+                .messages
+                .iter()
+                .enumerate()
+                .map(|(i, message)| {
+                    let path = format!("{path}.await.messages[{i}]");
+                    let checks = |lowering: &mut Lowering, kind: &str, checks: &[horde_plan::Check]| -> Vec<CheckProgram> {
+                        checks
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(j, check)| lowering.check(&format!("{path}.{kind}[{j}]"), check))
+                            .collect()
+                    };
+                    MessageProgram {
+                        row_id: self.row(format!("{group_prefix}{}", message.name).into()),
+                        matching: checks(self, "matching", &message.matching),
+                        checks: checks(self, "checks", &message.checks),
+                    }
+                })
+                .collect(),
+        });
+        StepProgram::Socket(Box::new(SocketStepProgram { kind, socket, row_id, action, await_messages }))
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.

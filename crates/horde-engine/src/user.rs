@@ -51,6 +51,9 @@ pub(crate) struct VirtualUser {
     pub(crate) variables: Vec<Option<String>>,
     /// Cookies and the keep-alive connection.
     pub(crate) http: HttpSession,
+    /// WebSockets and event streams the user holds, by the plan's socket index; empty until
+    /// the user's first socket step.
+    pub(crate) sockets: Vec<Option<crate::protocol::messages::OpenSocket>>,
     pub(crate) rng: SmallRng,
     /// When the next request was meant to start (arrival time, end of a pause). Latency is
     /// measured from it, so a late timer or a busy worker shows up in the figures.
@@ -73,6 +76,7 @@ impl VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
             http: HttpSession::new(ctx.program.reads_response_headers),
+            sockets: Vec::new(),
             paces: vec![None; ctx.program.paces],
             slot_timer: None,
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
@@ -170,6 +174,7 @@ impl VirtualUser {
                     flow
                 }
                 StepProgram::Batch(requests) => self.batch(requests).await,
+                StepProgram::Socket(step) => self.socket_step(step).await,
                 StepProgram::CouchdbBulkInsert(step) => self.couchdb_bulk_insert(step).await,
                 StepProgram::CouchdbCrud(step) => self.couchdb_crud(step).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {

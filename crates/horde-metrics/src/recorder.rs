@@ -40,6 +40,9 @@ pub struct RequestTiming {
     pub bytes_received: u64,
     /// The size of the response body after decoding, when it was compressed and read.
     pub bytes_decoded: Option<u64>,
+    /// Not a request and its response but a socket's opening or an awaited message: timed as
+    /// a whole, it has no send, wait and receive phases.
+    pub without_phases: bool,
 }
 
 /// Histograms and counters of one request name.
@@ -103,9 +106,11 @@ impl Recorder {
                 record_value(histogram, value);
             }
         }
-        record_value(&mut self.send, timing.send_us);
-        record_value(&mut self.wait, timing.wait_us);
-        record_value(&mut self.receive, timing.receive_us);
+        if !timing.without_phases {
+            record_value(&mut self.send, timing.send_us);
+            record_value(&mut self.wait, timing.wait_us);
+            record_value(&mut self.receive, timing.receive_us);
+        }
         self.bytes_sent += timing.bytes_sent;
         self.bytes_received += timing.bytes_received;
         if let Some(decoded) = timing.bytes_decoded {
@@ -238,6 +243,13 @@ pub struct ConnectionEvents {
     pub http2: u64,
     /// https connections where HTTP/2 was offered and the server chose HTTP/1.1.
     pub http2_declined: u64,
+    /// WebSockets and event streams opened.
+    pub websockets: u64,
+    pub event_streams: u64,
+    /// Messages sent on WebSockets; messages and events received on sockets, whether or not
+    /// a step awaited them.
+    pub messages_sent: u64,
+    pub messages_received: u64,
 }
 
 impl ConnectionEvents {
@@ -247,6 +259,10 @@ impl ConnectionEvents {
         self.retried += other.retried;
         self.http2 += other.http2;
         self.http2_declined += other.http2_declined;
+        self.websockets += other.websockets;
+        self.event_streams += other.event_streams;
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
     }
 }
 

@@ -175,6 +175,18 @@ pub struct ConnectionStats {
     /// (they spoke HTTP/1.1).
     #[serde(default)]
     pub http2_declined_by_server: u64,
+    /// WebSockets opened (handshakes that succeeded).
+    #[serde(default)]
+    pub websockets: u64,
+    /// Server-sent event streams opened.
+    #[serde(default)]
+    pub event_streams: u64,
+    /// Messages sent on WebSockets.
+    #[serde(default)]
+    pub messages_sent: u64,
+    /// WebSocket messages and events received, awaited by a step or not.
+    #[serde(default)]
+    pub messages_received: u64,
 }
 
 /// How busy the load generator itself was: a generator short of CPU delivers less load than

@@ -493,10 +493,108 @@ pub enum Step {
     Batch {
         requests: Vec<Request>,
     },
+    /// Open a WebSocket (`ws://`, `wss://`) the virtual user holds until `ws_close` or its end
+    /// (Gatling's `ws(name).connect(url)`); the row `name` times the opening handshake.
+    WsConnect(SocketConnect),
+    /// Send a message on a WebSocket: `text` (templated) or `binary_base64`.
+    WsSend(WsSend),
+    /// Wait for messages on a WebSocket, with checks.
+    WsAwait(SocketAwait),
+    /// Close a WebSocket (a Close frame, then the server's).
+    WsClose(SocketClose),
+    /// Open a server-sent event stream (`GET` with `Accept: text/event-stream`, Gatling's
+    /// `sse(name).get(url)`); the row `name` times it until the response's headers.
+    SseConnect(SocketConnect),
+    /// Wait for events on a stream, with checks.
+    SseAwait(SocketAwait),
+    /// Close an event stream.
+    SseClose(SocketClose),
     /// Iron Cushion's bulk insert step against a CouchDB database.
     CouchdbBulkInsert(CouchdbBulkInsert),
     /// Iron Cushion's CRUD step against a CouchDB database.
     CouchdbCrud(CouchdbCrud),
+}
+
+fn default_socket() -> String {
+    "default".into()
+}
+
+/// Opening a WebSocket or an event stream.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SocketConnect {
+    /// The row of the opening.
+    pub name: String,
+    /// Which of the user's sockets (a user may hold several, by name).
+    #[serde(default = "default_socket")]
+    pub socket: String,
+    /// `ws://`, `wss://` (WebSocket) or `http://`, `https://` (event stream); or relative to
+    /// the protocol's `base_url` (a WebSocket then swaps http for ws). May hold templates.
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<NameValue>,
+    /// Messages to wait for once open.
+    #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
+    pub await_messages: Option<AwaitMessages>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WsSend {
+    /// Names the step in errors (a socket that is not open).
+    pub name: String,
+    #[serde(default = "default_socket")]
+    pub socket: String,
+    /// A text message, templated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A binary message, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_base64: Option<String>,
+    /// Messages to wait for once sent; their latency counts from the end of sending.
+    #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
+    pub await_messages: Option<AwaitMessages>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SocketAwait {
+    pub name: String,
+    #[serde(default = "default_socket")]
+    pub socket: String,
+    #[serde(rename = "await")]
+    pub await_messages: AwaitMessages,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SocketClose {
+    pub name: String,
+    #[serde(default = "default_socket")]
+    pub socket: String,
+}
+
+/// Messages expected, in order, within `timeout_ms` of the wait's start (Gatling's
+/// `await(timeout)(checks...)`). Each gets a row: its latency from the wait's start.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AwaitMessages {
+    pub timeout_ms: u64,
+    pub messages: Vec<ExpectedMessage>,
+}
+
+/// One expected message: the first that passes `matching` (others are skipped), then checked by
+/// `checks`. Checks read the message's text (a WebSocket message; an event as JSON
+/// `{"event", "id", "data"}`): substring, regex, jsonpath, css.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedMessage {
+    /// The row of this message.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matching: Vec<Check>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@
 
 use crate::template::{is_variable_name, parse_template};
 use crate::{crud_rule_violations, ThrottleStep, Validation, PLAN_VERSION};
-use crate::{Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, Step};
+use crate::{AwaitMessages, Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
@@ -283,6 +283,28 @@ impl Validator {
                         }
                     }
                 }
+                Step::WsConnect(step) => self.socket_connect(&path, step, true, has_base_url),
+                Step::SseConnect(step) => self.socket_connect(&path, step, false, has_base_url),
+                Step::WsSend(step) => {
+                    self.socket_name(&path, &step.name, &step.socket);
+                    match (&step.text, &step.binary_base64) {
+                        (Some(text), None) => self.template(&format!("{path}.text"), text),
+                        (None, Some(data)) => {
+                            if !is_base64(data) {
+                                self.error(format!("{path}.binary_base64"), "is not base64");
+                            }
+                        }
+                        _ => self.error(&path, "a message is text or binary_base64, one of the two"),
+                    }
+                    if let Some(messages) = &step.await_messages {
+                        self.await_messages(&format!("{path}.await"), messages);
+                    }
+                }
+                Step::WsAwait(step) | Step::SseAwait(step) => {
+                    self.socket_name(&path, &step.name, &step.socket);
+                    self.await_messages(&format!("{path}.await"), &step.await_messages);
+                }
+                Step::WsClose(step) | Step::SseClose(step) => self.socket_name(&path, &step.name, &step.socket),
                 Step::CouchdbBulkInsert(step) => {
                     self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
                     if step.documents_per_insert == 0 {
@@ -295,6 +317,65 @@ impl Validator {
                     for rule in crud_rule_violations(&step.weights, step.operations, step.bulk_documents_per_user) {
                         self.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
                     }
+                }
+            }
+        }
+    }
+
+    fn socket_name(&mut self, path: &str, name: &str, socket: &str) {
+        if name.trim().is_empty() {
+            self.error(format!("{path}.name"), "a step needs a name");
+        }
+        if socket.trim().is_empty() {
+            self.error(format!("{path}.socket"), "a socket needs a name");
+        }
+    }
+
+    fn socket_connect(&mut self, path: &str, step: &SocketConnect, websocket: bool, has_base_url: bool) {
+        self.socket_name(path, &step.name, &step.socket);
+        self.socket_url(&format!("{path}.url"), &step.url, websocket, has_base_url);
+        for (i, header) in step.headers.iter().enumerate() {
+            self.header(&format!("{path}.headers[{i}]"), &header.name, &header.value);
+        }
+        if let Some(messages) = &step.await_messages {
+            self.await_messages(&format!("{path}.await"), messages);
+        }
+    }
+
+    fn socket_url(&mut self, path: &str, url: &str, websocket: bool, has_base_url: bool) {
+        let schemes: &[&str] = if websocket { &["ws://", "wss://"] } else { &["http://", "https://"] };
+        let lower = url.to_ascii_lowercase();
+        if url.is_empty() {
+            self.error(path, "a URL is needed");
+        } else if url.contains("://") {
+            if !schemes.iter().any(|s| lower.starts_with(s)) {
+                self.error(path, format!("{url:?}: only {} URLs are supported here", schemes.join(" and ")));
+            }
+        } else if !has_base_url && !url.starts_with("${") {
+            self.error(path, format!("{url:?} is relative but the protocol has no base_url"));
+        }
+        self.template(path, url);
+    }
+
+    fn await_messages(&mut self, path: &str, messages: &AwaitMessages) {
+        if messages.timeout_ms == 0 {
+            self.error(format!("{path}.timeout_ms"), "must be more than 0");
+        }
+        if messages.messages.is_empty() {
+            self.error(format!("{path}.messages"), "wait for at least one message");
+        }
+        for (i, message) in messages.messages.iter().enumerate() {
+            let path = format!("{path}.messages[{i}]");
+            if message.name.trim().is_empty() {
+                self.error(format!("{path}.name"), "a message needs a name (its row)");
+            }
+            for (kind, checks) in [("matching", &message.matching), ("checks", &message.checks)] {
+                for (j, check) in checks.iter().enumerate() {
+                    let path = format!("{path}.{kind}[{j}]");
+                    if matches!(check.source, CheckSource::Status | CheckSource::Header { .. }) {
+                        self.error(format!("{path}.source"), "a message has no status or headers: check its text");
+                    }
+                    self.check(&path, check);
                 }
             }
         }
@@ -535,6 +616,11 @@ impl Validator {
             self.error(format!("{path}.{field}"), "must be more than 0");
         }
     }
+}
+
+fn is_base64(text: &str) -> bool {
+    let text = text.trim_end_matches('=');
+    text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 fn is_http_url(url: &str) -> bool {

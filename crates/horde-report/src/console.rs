@@ -152,6 +152,13 @@ pub fn render(summary: &Summary) -> String {
             c.http2_declined_by_server
         );
     }
+    if c.websockets > 0 || c.event_streams > 0 {
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10} (event streams {}; messages sent {}, received {})",
+            "WebSockets opened", c.websockets, c.event_streams, c.messages_sent, c.messages_received
+        );
+    }
     if !summary.plan.protocol.tls.verify {
         let _ = writeln!(out, "> TLS certificates were NOT verified (verification was turned off)");
     }

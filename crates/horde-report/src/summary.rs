@@ -159,6 +159,10 @@ impl Summary {
                 retried_on_fresh_connection: totals.connections.retried,
                 http2: totals.connections.http2,
                 http2_declined_by_server: totals.connections.http2_declined,
+                websockets: totals.connections.websockets,
+                event_streams: totals.connections.event_streams,
+                messages_sent: totals.connections.messages_sent,
+                messages_received: totals.connections.messages_received,
             },
             generator: {
                 let cpu = totals.generator_cpu.unwrap_or_default();

@@ -5,3 +5,4 @@
 
 pub(crate) mod couchdb;
 pub(crate) mod http;
+pub(crate) mod messages;

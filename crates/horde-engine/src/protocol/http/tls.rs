@@ -158,6 +158,19 @@ impl TlsSetup {
     }
 }
 
+impl TlsSetup {
+    /// A connector offering only HTTP/1.1 by ALPN, for WebSockets and event streams (which
+    /// upgrade or stream over HTTP/1.1), with sessions kept as for the user's connections.
+    pub fn http1_connector(&self) -> TlsConnector {
+        let mut own = (*self.config).clone();
+        own.alpn_protocols = vec![b"http/1.1".to_vec()];
+        if !self.share_sessions {
+            own.resumption = Resumption::in_memory_sessions(SESSIONS_PER_USER);
+        }
+        TlsConnector::from(Arc::new(own))
+    }
+}
+
 fn resolve(base_dir: Option<&Path>, file: &str) -> std::path::PathBuf {
     match base_dir {
         Some(dir) if Path::new(file).is_relative() => dir.join(file),

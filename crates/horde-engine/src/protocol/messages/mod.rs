@@ -1,0 +1,322 @@
+//! Message protocols: WebSockets (`websocket`) and server-sent event streams (`event_stream`),
+//! sockets a virtual user opens, holds by name and closes, as in Gatling's `ws(...)` and
+//! `sse(...)`. What both share lives here: the user's sockets, and waiting for expected
+//! messages with checks and a timeout.
+//!
+//! Rows: a socket's opening is timed on its step's row (dns, connect and tls phases, then the
+//! handshake); each expected message has its own row, whose latency runs from the start of the
+//! wait (the end of the send or the opening it follows) to the message's arrival. A message that
+//! does not come in time is a KO `message_timeout` on its row, and so are those expected after it.
+
+mod event_stream;
+mod websocket;
+
+use crate::failure::Failure;
+use crate::lower::{AwaitProgram, SocketAction, SocketKind, SocketStepProgram, Target};
+use crate::protocol::http::check::{run_checks, ResponseView};
+use crate::protocol::http::client::Destination;
+use crate::user::{corrected_start, Flow, VirtualUser};
+use bytes::Bytes;
+use event_stream::EventStream;
+use horde_metrics::RequestTiming;
+use http::{HeaderMap, StatusCode};
+use tokio::time::Instant;
+use url::Url;
+use websocket::WebSocket;
+
+pub(crate) enum Message {
+    Text(String),
+    Binary(Bytes),
+}
+
+/// A socket a virtual user holds.
+pub(crate) enum OpenSocket {
+    WebSocket(Box<WebSocket>),
+    Events(Box<EventStream>),
+}
+
+impl OpenSocket {
+    fn kind(&self) -> SocketKind {
+        match self {
+            OpenSocket::WebSocket(_) => SocketKind::WebSocket,
+            OpenSocket::Events(_) => SocketKind::EventStream,
+        }
+    }
+
+    async fn next(&mut self) -> Result<Bytes, Failure> {
+        match self {
+            OpenSocket::WebSocket(socket) => socket.next().await,
+            OpenSocket::Events(events) => events.next().await,
+        }
+    }
+}
+
+fn micros(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_micros() as u64
+}
+
+impl VirtualUser {
+    /// One step on a socket: open, send, wait or close; then wait for its expected messages.
+    pub(crate) async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
+        if self.sockets.is_empty() {
+            self.sockets.resize_with(self.ctx.program.sockets.len(), || None);
+        }
+        let since = match &step.action {
+            SocketAction::Connect { .. } => match self.open_socket(step).await {
+                Ok(opened_at) => opened_at,
+                Err(()) => return self.after_failure(),
+            },
+            SocketAction::SendText(template) => {
+                let text = match template.render(&self.variables) {
+                    Ok(text) => text,
+                    Err(slot) => {
+                        let (failure, detail) = self.undefined(slot);
+                        self.record_unsent(step.row_id, &failure, detail);
+                        return self.after_failure();
+                    }
+                };
+                match self.send(step, Message::Text(text)).await {
+                    Ok(sent_at) => sent_at,
+                    Err(()) => return self.after_failure(),
+                }
+            }
+            SocketAction::SendBinary(bytes) => match self.send(step, Message::Binary(bytes.clone())).await {
+                Ok(sent_at) => sent_at,
+                Err(()) => return self.after_failure(),
+            },
+            SocketAction::Await => Instant::now(),
+            SocketAction::Close => {
+                if let Some(OpenSocket::WebSocket(socket)) = self.sockets[step.socket].take() {
+                    socket.close().await;
+                }
+                return Flow::Next;
+            }
+        };
+        match &step.await_messages {
+            Some(expected) => self.await_messages(step, expected, since).await,
+            None => Flow::Next,
+        }
+    }
+
+    /// The step's socket, open and of its kind; otherwise a KO on the step's row, unsent.
+    fn open_socket_of(&mut self, step: &SocketStepProgram) -> Result<&mut OpenSocket, ()> {
+        let name = &self.ctx.program.sockets[step.socket];
+        let problem = match &self.sockets[step.socket] {
+            None => format!("the {} {name:?} is not open", step.kind.describe()),
+            Some(socket) if socket.kind() != step.kind => {
+                format!("{name:?} is a {}, not a {}", socket.kind().describe(), step.kind.describe())
+            }
+            Some(_) => return Ok(self.sockets[step.socket].as_mut().expect("checked above")),
+        };
+        self.record_unsent(step.row_id, &Failure::unsent("socket_not_open", problem), 0);
+        Err(())
+    }
+
+    async fn send(&mut self, step: &SocketStepProgram, message: Message) -> Result<Instant, ()> {
+        let Ok(OpenSocket::WebSocket(socket)) = self.open_socket_of(step) else { return Err(()) };
+        match socket.send(message).await {
+            Ok(()) => {
+                if self.ctx.measures(Instant::now()) {
+                    self.ctx.metrics.borrow_mut().connections.messages_sent += 1;
+                }
+                Ok(Instant::now())
+            }
+            Err(failure) => {
+                self.sockets[step.socket] = None;
+                self.record_unsent(step.row_id, &Failure { unsent: false, ..failure }, 0);
+                Err(())
+            }
+        }
+    }
+
+    /// Opens the step's socket (replacing one of the same name), timed on its row.
+    async fn open_socket(&mut self, step: &SocketStepProgram) -> Result<Instant, ()> {
+        let SocketAction::Connect { url, base, headers } = &step.action else { unreachable!("a connect step") };
+        let rendered = url.render(&self.variables).map_err(|slot| self.undefined(slot));
+        let headers = rendered.and_then(|url| Ok((url, self.render_headers(headers)?)));
+        let (url, headers) = match headers {
+            Ok(rendered) => rendered,
+            Err((failure, detail)) => {
+                self.record_unsent(step.row_id, &failure, detail);
+                return Err(());
+            }
+        };
+        let (url, target) = match socket_url(&url, base.as_ref(), step.kind) {
+            Ok(parsed) => parsed,
+            Err(message) => {
+                self.record_unsent(step.row_id, &Failure::unsent("invalid_url", message), 0);
+                return Err(());
+            }
+        };
+        self.sockets[step.socket] = None;
+        let started = Instant::now();
+        let from = self.next_intended.take().map_or(started, |intended| corrected_start(intended, started));
+        let measured = self.ctx.measures(started);
+        if measured {
+            self.ctx.metrics.borrow_mut().row(step.row_id).started += 1;
+        }
+        let protocol = &self.ctx.program.protocol;
+        let connector = target.tls.then(|| protocol.tls.http1_connector());
+        let destination = Destination {
+            authority: &target.authority,
+            host: &target.host,
+            tls: connector.as_ref(),
+            resolver: &protocol.resolver,
+        };
+        let opened = match step.kind {
+            SocketKind::WebSocket => WebSocket::connect(&destination, protocol.connect_timeout, url.as_str(), headers)
+                .await
+                .map(|(socket, timing)| (OpenSocket::WebSocket(Box::new(socket)), timing)),
+            SocketKind::EventStream => EventStream::connect(&destination, protocol.connect_timeout, &url, headers)
+                .await
+                .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
+        };
+        let end = Instant::now();
+        let mut timing =
+            RequestTiming {
+                latency_us: micros(from, end),
+                uncorrected_us: micros(started, end),
+                without_phases: true,
+                ..Default::default()
+            };
+        match opened {
+            Ok((socket, opening)) => {
+                timing.dns_us = opening.dns.map(|d| d.as_micros() as u64);
+                timing.connect_us = Some(opening.connect.as_micros() as u64);
+                timing.tls_us = opening.tls.map(|d| d.as_micros() as u64);
+                if measured {
+                    let mut metrics = self.ctx.metrics.borrow_mut();
+                    metrics.connections.opened += 1;
+                    match step.kind {
+                        SocketKind::WebSocket => metrics.connections.websockets += 1,
+                        SocketKind::EventStream => metrics.connections.event_streams += 1,
+                    }
+                }
+                self.sockets[step.socket] = Some(socket);
+                self.record_ok(step.row_id, started, &timing);
+                Ok(end)
+            }
+            Err(failure) => {
+                self.record_failure(step.row_id, started, &timing, &failure, 0);
+                Err(())
+            }
+        }
+    }
+
+    /// Waits for the expected messages in order, each the first message passing its
+    /// `matching` checks (others are skipped), then checked; all within the timeout.
+    async fn await_messages(&mut self, step: &SocketStepProgram, expected: &AwaitProgram, since: Instant) -> Flow {
+        if self.open_socket_of(step).is_err() {
+            return self.after_failure();
+        }
+        let deadline = since + expected.timeout;
+        if self.ctx.measures(since) {
+            let mut metrics = self.ctx.metrics.borrow_mut();
+            for message in &expected.messages {
+                metrics.row(message.row_id).started += 1;
+            }
+        }
+        let no_headers = HeaderMap::new();
+        for (index, message) in expected.messages.iter().enumerate() {
+            let socket = self.sockets[step.socket].as_mut().expect("checked open above");
+            let received = loop {
+                let next = match tokio::time::timeout_at(deadline, socket.next()).await {
+                    Err(_) => Err(Failure::new(
+                        "message_timeout",
+                        format!("no such message within {} ms", expected.timeout.as_millis()),
+                    )),
+                    Ok(next) => next,
+                };
+                let text = match next {
+                    Ok(text) => text,
+                    Err(failure) => break Err(failure),
+                };
+                if self.ctx.measures(Instant::now()) {
+                    self.ctx.metrics.borrow_mut().connections.messages_received += 1;
+                }
+                let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
+                if run_checks(&message.matching, &mut view, &mut self.variables).is_ok() {
+                    break Ok(text);
+                }
+            };
+            let end = Instant::now();
+            let text = match received {
+                Ok(text) => text,
+                Err(failure) => {
+                    if failure.kind != "message_timeout" {
+                        // The socket is gone: a later step finds it closed.
+                        self.sockets[step.socket] = None;
+                    }
+                    for missed in &expected.messages[index..] {
+                        let timing = RequestTiming {
+                            latency_us: micros(since, end),
+                            uncorrected_us: micros(since, end),
+                            without_phases: true,
+                            ..Default::default()
+                        };
+                        self.record_failure(missed.row_id, since, &timing, &failure, 0);
+                    }
+                    return self.after_failure();
+                }
+            };
+            let timing = RequestTiming {
+                latency_us: micros(since, end),
+                uncorrected_us: micros(since, end),
+                bytes_received: text.len() as u64,
+                without_phases: true,
+                ..Default::default()
+            };
+            let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
+            if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.variables) {
+                let detail = failure.detail;
+                self.record_failure(message.row_id, since, &timing, &Failure::new("check_failed", failure.message), detail);
+                for missed in &expected.messages[index + 1..] {
+                    let failure = Failure::new("message_timeout", "not awaited: an earlier message failed its check");
+                    self.record_failure(missed.row_id, since, &timing, &failure, 0);
+                }
+                return self.after_failure();
+            }
+            self.record_ok(message.row_id, since, &timing);
+        }
+        Flow::Next
+    }
+}
+
+/// The socket's URL, absolute, in its protocol's scheme (a WebSocket URL relative to an http
+/// base becomes ws), and the target its connection goes to.
+fn socket_url(text: &str, base: Option<&Url>, kind: SocketKind) -> Result<(Url, Target), String> {
+    let mut url = match base {
+        Some(base) => base.join(text),
+        None => Url::parse(text),
+    }
+    .map_err(|err| format!("{text:?}: {err}"))?;
+    let (http_scheme, socket_scheme) = match (url.scheme(), kind) {
+        ("ws" | "http", SocketKind::WebSocket) => ("http", "ws"),
+        ("wss" | "https", SocketKind::WebSocket) => ("https", "wss"),
+        ("http", SocketKind::EventStream) => ("http", "http"),
+        ("https", SocketKind::EventStream) => ("https", "https"),
+        (scheme, kind) => return Err(format!("{text:?}: a {} cannot use {scheme}://", kind.describe())),
+    };
+    let _ = url.set_scheme(socket_scheme);
+    let mut http_url = url.clone();
+    let _ = http_url.set_scheme(http_scheme);
+    let target = Target::from_url(http_url)?;
+    Ok((url, target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_urls_take_their_protocol_scheme() {
+        let base = Url::parse("https://site.example/app/").unwrap();
+        let (url, target) = socket_url("chat", Some(&base), SocketKind::WebSocket).unwrap();
+        assert_eq!((url.as_str(), target.tls, &*target.authority), ("wss://site.example/app/chat", true, "site.example:443"));
+        let (url, target) = socket_url("ws://127.0.0.1:9/echo", None, SocketKind::WebSocket).unwrap();
+        assert_eq!((url.as_str(), target.tls), ("ws://127.0.0.1:9/echo", false));
+        let (url, _) = socket_url("/events", Some(&base), SocketKind::EventStream).unwrap();
+        assert_eq!(url.as_str(), "https://site.example/events");
+        assert!(socket_url("ws://127.0.0.1:9/", None, SocketKind::EventStream).is_err());
+    }
+}
