@@ -144,7 +144,8 @@ def test_plan_errors_for_sockets_name_their_path(horde, tmp_path):
             {"type": "sse_connect", "name": "events", "url": "ws://127.0.0.1:1/"},
             {"type": "ws_send", "name": "say", "text": "a", "binary_base64": "AA=="},
             {"type": "ws_await", "name": "wait", "await": {"timeout_ms": 0, "messages": [
-                {"name": "m", "checks": [{"source": {"type": "status"}}]}]}},
+                {"name": "m", "checks": [{"source": {"type": "status"}}],
+                 "matching": [{"source": {"type": "substring", "value": "x"}, "save_as": "x"}]}]}},
         ]}],
     }
     path = tmp_path / "bad.json"
@@ -157,5 +158,6 @@ def test_plan_errors_for_sockets_name_their_path(horde, tmp_path):
         "scenarios[0].steps[2]: a message is text or binary_base64, one of the two",
         "scenarios[0].steps[3].await.timeout_ms: must be more than 0",
         "scenarios[0].steps[3].await.messages[0].checks[0].source: a message has no status or headers",
+        "scenarios[0].steps[3].await.messages[0].matching[0].save_as: matching checks only choose the message",
     ):
         assert expected in result.stderr, result.stderr

@@ -91,7 +91,12 @@ impl VirtualUser {
     }
 
     pub async fn run(&mut self, steps: &[StepProgram]) -> UserOutcome {
-        match self.chain(steps).await {
+        let flow = self.chain(steps).await;
+        if !self.sockets.is_empty() {
+            // Boxed: only users that held sockets pay for the closing's state.
+            Box::pin(self.close_sockets()).await;
+        }
+        match flow {
             Flow::Exhausted => UserOutcome::Exhausted,
             Flow::Next | Flow::StopIteration => UserOutcome::Finished,
         }

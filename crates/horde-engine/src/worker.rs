@@ -141,11 +141,11 @@ impl WorkerContext {
     }
 }
 
-/// The worker's recorders for the current interval.
 /// Distinct resource URLs that get a row of their own.
 const MAX_RESOURCE_ROWS: usize = 200;
 const OTHER_RESOURCES: &str = "(other resources)";
 
+/// The worker's recorders for the current interval.
 pub(crate) struct WorkerMetrics {
     /// Same order as `Program::rows`, then redirect-hop rows as they appear. A row's recorder
     /// is made (or taken from `spare`) when something is first recorded on it in an interval,

@@ -375,6 +375,10 @@ impl Validator {
                     if matches!(check.source, CheckSource::Status | CheckSource::Header { .. }) {
                         self.error(format!("{path}.source"), "a message has no status or headers: check its text");
                     }
+                    if kind == "matching" && check.save_as.is_some() {
+                        // Skipped messages would save values too.
+                        self.error(format!("{path}.save_as"), "matching checks only choose the message: save from checks");
+                    }
                     self.check(&path, check);
                 }
             }

@@ -243,9 +243,10 @@ impl VirtualUser {
                 }
             }
         }
-        // A host without a connection of the user's gets the main slot when it is free, so a
-        // user whose page and resources share a host keeps one connection across pages.
-        if self.http.main.connection.is_none() {
+        // A host without a connection of the user's gets the main slot when it is free (no
+        // group took it, and it holds no connection to another host), so a user whose pages and
+        // resources share a host keeps one connection across pages.
+        if self.http.main.connection.is_none() && !groups.iter().any(|g| g.has_main) {
             if let Some(group) = groups.iter_mut().find(|g| g.slots.is_empty()) {
                 group.has_main = true;
             }
@@ -302,8 +303,13 @@ async fn fetch_host(
         group.slots.push(ConnectionSlot::empty());
     }
     let first = &mut group.slots[0];
-    let usable = first.is_for(&target.authority, target.tls)
-        && !(first.connection.as_mut().is_some_and(|c| c.closed_while_idle()));
+    let mut usable = first.is_for(&target.authority, target.tls);
+    if usable && first.connection.as_mut().is_some_and(|c| c.closed_while_idle()) {
+        usable = false;
+        if measured {
+            ctx.metrics.borrow_mut().connections.closed_while_idle += 1;
+        }
+    }
     let mut opening = None;
     if !usable {
         match open_on(ctx, tls, first, &target, measured).await {
@@ -321,7 +327,7 @@ async fn fetch_host(
     }
     let speaks_http2 = group.slots[0].connection.as_ref().is_some_and(UserConnection::is_http2);
     if speaks_http2 && group.jobs.len() > 1 {
-        fetch_as_streams(ctx, tls, &mut group.slots[0], &group.jobs, opening, started, outcomes).await;
+        fetch_as_streams(ctx, tls, &mut group.slots[0], &group.jobs, keep_headers, opening, started, outcomes).await;
     } else {
         fetch_over_lanes(ctx, tls, &mut group.slots, &group.jobs, max_lanes, keep_headers, opening, started, outcomes)
             .await;
@@ -409,11 +415,13 @@ impl Lane<'_, '_> {
 
 /// HTTP/2: every job as a stream on the one connection, at once. Streams the server refused
 /// with a GOAWAY before answering go once more on a fresh connection, as a browser does.
+#[allow(clippy::too_many_arguments)]
 async fn fetch_as_streams(
     ctx: &WorkerContext,
     tls: Option<&TlsConnector>,
     slot: &mut ConnectionSlot,
     jobs: &[Job<'_>],
+    keep_headers: KeepHeaders,
     mut opening: Option<Opening>,
     started: Instant,
     outcomes: &RefCell<Vec<Option<Exchanged>>>,
@@ -461,7 +469,8 @@ async fn fetch_as_streams(
             }
             let done_at = stream.progress.done_at.unwrap_or(end);
             wire_phases(timing, send_started, &stream.wire, done_at);
-            let result = stream.result.expect("round_trips fills every outcome");
+            // Counted as begun above: whatever happened, it is an outcome of a sent request.
+            let result = stream.result.expect("round_trips fills every outcome").map_err(|f| Failure { unsent: false, ..f });
             if let Err(failure) = &result {
                 if attempt == 0 && closed_before_response(failure, &stream.wire) && may_resend_stream(job, failure, &stream.wire) {
                     resend.push(*job);
@@ -481,6 +490,7 @@ async fn fetch_as_streams(
         match open_on(ctx, tls, slot, &target, measured).await {
             Ok(opened) => opening = Some(opened),
             Err(failure) => {
+                let failure = Failure { unsent: false, ..failure };
                 let end = Instant::now();
                 let mut outcomes = outcomes.borrow_mut();
                 for job in resend {
@@ -492,25 +502,32 @@ async fn fetch_as_streams(
             }
         }
         if !slot.connection.as_ref().is_some_and(UserConnection::is_http2) {
-            // The server stopped speaking HTTP/2 between two connections: one at a time then.
+            // The server stopped speaking HTTP/2 between two connections: one at a time then,
+            // on that HTTP/1.1 connection. `exchange_on` counts each as begun: they were already.
             for job in resend {
                 let index = jobs.iter().position(|j| std::ptr::eq(j, job)).expect("a job of this group");
-                let (result, timing) = exchange_on(
+                if measured {
+                    ctx.metrics.borrow_mut().row(job.row_id).started -= 1;
+                }
+                let attempt = Instant::now();
+                let (result, mut timing) = exchange_on(
                     ctx,
                     tls,
                     slot,
                     job.row_id,
                     job.prepared,
                     job.intended,
-                    started,
+                    attempt,
                     job.keep_body,
-                    KeepHeaders::All,
+                    keep_headers,
                 )
                 .await;
-                let mut total = timings[index];
-                total.bytes_sent += timing.bytes_sent;
-                total.bytes_received += timing.bytes_received;
-                let timing = RequestTiming { bytes_sent: total.bytes_sent, bytes_received: total.bytes_received, ..timing };
+                if let Some(opened) = opening.take() {
+                    opened.charge(&mut timing);
+                }
+                timing.bytes_sent += timings[index].bytes_sent;
+                timing.bytes_received += timings[index].bytes_received;
+                let timing = finished_timing(timing, job.intended, started, Instant::now());
                 outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
             }
             return;

@@ -288,7 +288,8 @@ impl Http2Connection {
             .authority(host)
             .path_and_query(request.target)
             .build()
-            .map_err(|err| Failure::unsent("invalid_url", format!("{host}{}: {err}", request.target)))?;
+            // Not `unsent`: the exchange that asks for it was counted as begun.
+            .map_err(|err| Failure::new("invalid_url", format!("{host}{}: {err}", request.target)))?;
         let mut head = http::Request::new(());
         *head.method_mut() = request.method.clone();
         *head.uri_mut() = uri;
@@ -371,6 +372,8 @@ impl Http2Connection {
                             }
                         };
                         outcome.result = Some(result);
+                        // A stream that failed ended now, not with the batch.
+                        outcome.progress.done_at.get_or_insert_with(Instant::now);
                     }
                 },
             );
@@ -406,12 +409,52 @@ fn share_wire_bytes(
             bytes_sent: progress.body_sent + overhead_sent,
             bytes_received: progress.data_received + overhead_received,
         };
-        match (ended, &outcome.result) {
-            (_, Some(Ok(_))) => {}
-            // The connection's end says why better than the stream's error.
-            (Some(end), _) => outcome.result = Some(Err(end.clone())),
-            (None, Some(Err(_))) => {}
-            (None, None) => outcome.result = Some(Err(timed_out.clone())),
+        // A stream that ended keeps its own outcome (a reset stays a reset, never turned into
+        // a GOAWAY that would send it again); one cut short gets the connection's end, or the
+        // timeout.
+        if outcome.result.is_none() {
+            outcome.result = Some(Err(ended.clone().unwrap_or_else(|| timed_out.clone())));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(body_sent: u64, data_received: u64, result: Option<Result<Response, Failure>>) -> StreamOutcome {
+        StreamOutcome {
+            result,
+            progress: StreamProgress { body_sent, data_received, ..StreamProgress::default() },
+            wire: WireTiming::default(),
+        }
+    }
+
+    fn ok() -> Option<Result<Response, Failure>> {
+        Some(Ok(Response { status: http::StatusCode::OK, headers: HeaderMap::new(), body: Bytes::new() }))
+    }
+
+    #[test]
+    fn streams_share_the_connections_bytes_and_keep_their_own_failures() {
+        let counts = WireCounts::default();
+        counts.sent.set(1_000 + 300);
+        counts.received.set(2_000 + 5_000);
+        let reset = Failure::new("stream_reset", "reset");
+        let mut outcomes = [outcome(100, 4_000, ok()), outcome(0, 1_000, Some(Err(reset))), outcome(0, 0, None)];
+        let timed_out = Failure::new("request_timeout", "late");
+        share_wire_bytes(&counts, (1_000, 2_000), &None, &timed_out, &mut outcomes);
+        // Bodies go to their streams; the rest (headers, control frames) is split evenly.
+        let sent: Vec<u64> = outcomes.iter().map(|o| o.wire.bytes_sent).collect();
+        let received: Vec<u64> = outcomes.iter().map(|o| o.wire.bytes_received).collect();
+        assert_eq!(sent, [100 + 66, 66, 66]);
+        assert_eq!(received, [4_000, 1_000, 0]);
+        let kinds: Vec<&str> = outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
+        assert_eq!(kinds, ["ok", "stream_reset", "request_timeout"]);
+        // A connection that ended explains the streams it cut, never those that ended.
+        let mut outcomes = [outcome(0, 0, Some(Err(Failure::new("stream_reset", "reset")))), outcome(0, 0, None)];
+        let goaway = Some(Failure::new("goaway", "bye"));
+        share_wire_bytes(&counts, (1_300, 7_000), &goaway, &timed_out, &mut outcomes);
+        let kinds: Vec<&str> = outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
+        assert_eq!(kinds, ["stream_reset", "goaway"]);
     }
 }

@@ -134,7 +134,9 @@ impl VirtualUser {
                 Answer::Failed => return self.after_failure(),
                 Answer::Done(_) if request.resources.is_empty() && !request.infers_resources => return Flow::Next,
                 Answer::Done(html) => {
-                    return self.fetch_page_resources(request, &prepared.target.url, html.as_ref()).await;
+                    // Boxed: a page with resources is rare next to plain requests, and every
+                    // user's task would otherwise carry the size of a concurrent fetch.
+                    return Box::pin(self.fetch_page_resources(request, &prepared.target.url, html.as_ref())).await;
                 }
             }
         }

@@ -7,11 +7,12 @@ use crate::failure::Failure;
 use crate::protocol::http::client::{open_transport, Destination, OpenTiming, Transport};
 use bytes::Bytes;
 use eventsource_stream::{EventStream as EventParser, Eventsource};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
+use std::cell::Cell;
+use std::rc::Rc;
 use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
 use http::{HeaderMap, HeaderValue, Method};
-use http_body_util::{BodyDataStream, BodyExt, Empty};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -20,10 +21,38 @@ use std::time::Duration;
 
 type Driver = hyper::client::conn::http1::Connection<TokioIo<Transport>, Empty<Bytes>>;
 
+/// An event whose lines run past this without ending ends the stream (`sse_event_too_large`):
+/// the parser holds an event until its blank line, and a server that never sends one must not
+/// fill the memory. As large as WebSocket messages may be.
+const MAX_EVENT_BYTES: u64 = 16 << 20;
+
+/// What the parser reads: the body's bytes, failing once more than [`MAX_EVENT_BYTES`] came
+/// without an event.
+type BodyBytes = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>>>>;
+
+#[derive(Debug)]
+enum BodyError {
+    Transport(hyper::Error),
+    EventTooLarge,
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Transport(err) => err.fmt(f),
+            BodyError::EventTooLarge => write!(f, "an event longer than {MAX_EVENT_BYTES} bytes"),
+        }
+    }
+}
+
 pub struct EventStream {
     /// Kept, and polled, until it ends: it reads the body off the wire.
     driver: Option<Pin<Box<Driver>>>,
-    events: EventParser<BodyDataStream<Incoming>>,
+    /// Why the connection failed, when it did: the body then only says "connection error".
+    driver_error: Option<hyper::Error>,
+    events: EventParser<BodyBytes>,
+    /// Body bytes read since the last event.
+    pending: Rc<Cell<u64>>,
     _descriptor: crate::descriptors::DescriptorPermit,
 }
 
@@ -37,13 +66,17 @@ fn hyper_failure(err: hyper::Error) -> Failure {
     }
 }
 
-/// Polls `operation` while driving the connection.
-async fn driven<T>(driver: &mut Option<Pin<Box<Driver>>>, mut operation: impl FnMut(&mut std::task::Context<'_>) -> Poll<T>) -> T {
+/// Polls `operation` while driving the connection, keeping the connection's error.
+async fn driven<T>(
+    driver: &mut Option<Pin<Box<Driver>>>,
+    driver_error: &mut Option<hyper::Error>,
+    mut operation: impl FnMut(&mut std::task::Context<'_>) -> Poll<T>,
+) -> T {
     poll_fn(|cx| {
         if let Some(connection) = driver.as_mut() {
-            if connection.as_mut().poll(cx).is_ready() {
-                // Done or failed: the body says which, as it ends.
+            if let Poll::Ready(result) = connection.as_mut().poll(cx) {
                 *driver = None;
+                *driver_error = result.err();
             }
         }
         operation(cx)
@@ -58,6 +91,7 @@ impl EventStream {
         destination: &Destination<'_>,
         timeout: Duration,
         url: &url::Url,
+        target: &crate::lower::Target,
         headers: HeaderMap,
     ) -> Result<(EventStream, OpenTiming), Failure> {
         let opened = open_transport(destination, timeout).await?;
@@ -66,24 +100,26 @@ impl EventStream {
             .await
             .map_err(hyper_failure)?;
         let mut driver = Some(Box::pin(connection));
-        let target = match url.query() {
+        let mut driver_error = None;
+        let path_and_query = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_string(),
         };
         let mut request = http::Request::new(Empty::<Bytes>::new());
         *request.method_mut() = Method::GET;
-        *request.uri_mut() = target.parse().map_err(|err| Failure::unsent("invalid_url", format!("{url}: {err}")))?;
+        *request.uri_mut() = path_and_query.parse().map_err(|err| Failure::unsent("invalid_url", format!("{url}: {err}")))?;
         let request_headers = request.headers_mut();
-        request_headers.insert(HOST, HeaderValue::from_str(destination.authority).expect("an authority is a header value"));
+        let host = HeaderValue::from_str(&target.host_header).map_err(|_| Failure::unsent("invalid_url", url.to_string()))?;
+        request_headers.insert(HOST, host);
         request_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         request_headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        for (name, value) in headers {
-            if let Some(name) = name {
-                request_headers.insert(name, value);
-            }
+        // The user's own replace the defaults; repeated ones all go.
+        for name in headers.keys() {
+            request_headers.remove(name);
         }
+        request_headers.extend(headers);
         let mut response = std::pin::pin!(sender.send_request(request));
-        let waiting = driven(&mut driver, |cx| response.as_mut().poll(cx));
+        let waiting = driven(&mut driver, &mut driver_error, |cx| response.as_mut().poll(cx));
         let response = match tokio::time::timeout(timeout, waiting).await {
             Ok(result) => result.map_err(hyper_failure)?,
             Err(_) => {
@@ -104,20 +140,39 @@ impl EventStream {
                 format!("the server answered with Content-Type {content_type:?}, not text/event-stream"),
             ));
         }
-        let events = response.into_body().into_data_stream().eventsource();
-        Ok((EventStream { driver, events, _descriptor: opened.descriptor }, timing))
+        let pending = Rc::new(Cell::new(0u64));
+        let counted = pending.clone();
+        let body: BodyBytes = Box::pin(response.into_body().into_data_stream().map(move |chunk| {
+            let chunk = chunk.map_err(BodyError::Transport)?;
+            counted.set(counted.get() + chunk.len() as u64);
+            if counted.get() > MAX_EVENT_BYTES {
+                return Err(BodyError::EventTooLarge);
+            }
+            Ok(chunk)
+        }));
+        let events = body.eventsource();
+        Ok((EventStream { driver, driver_error, events, pending, _descriptor: opened.descriptor }, timing))
     }
 
     /// The next event, as checks read it: JSON `{"event", "id", "data"}` (Gatling's shape).
     pub async fn next(&mut self) -> Result<Bytes, Failure> {
-        let EventStream { driver, events, .. } = self;
+        let EventStream { driver, driver_error, events, pending, .. } = self;
         let mut events = Pin::new(events);
-        let event = driven(driver, |cx| events.as_mut().poll_next(cx)).await;
+        let event = driven(driver, driver_error, |cx| events.as_mut().poll_next(cx)).await;
         match event {
             None => Err(Failure::new("socket_closed", "the server ended the event stream")),
-            Some(Err(eventsource_stream::EventStreamError::Transport(err))) => Err(hyper_failure(err)),
+            Some(Err(eventsource_stream::EventStreamError::Transport(BodyError::EventTooLarge))) => Err(Failure::new(
+                "sse_event_too_large",
+                format!("more than {MAX_EVENT_BYTES} bytes of the stream without the end of an event"),
+            )),
+            Some(Err(eventsource_stream::EventStreamError::Transport(BodyError::Transport(err)))) => {
+                // The connection's own error names the cause; the body's is generic.
+                Err(hyper_failure(driver_error.take().unwrap_or(err)))
+            }
             Some(Err(err)) => Err(Failure::new("invalid_response", format!("event stream: {err}"))),
             Some(Ok(event)) => {
+                // Roughly: what is buffered belongs to later events, bounded by the next chunk.
+                pending.set(0);
                 let json = serde_json::json!({ "event": event.event, "id": event.id, "data": event.data });
                 Ok(Bytes::from(json.to_string()))
             }

@@ -113,8 +113,13 @@ impl VirtualUser {
     }
 
     async fn send(&mut self, step: &SocketStepProgram, message: Message) -> Result<Instant, ()> {
+        let timeout = self.ctx.program.protocol.request_timeout;
         let Ok(OpenSocket::WebSocket(socket)) = self.open_socket_of(step) else { return Err(()) };
-        match socket.send(message).await {
+        // A server that stops reading would hold the send (and the user) for ever.
+        let sent = tokio::time::timeout(timeout, socket.send(message))
+            .await
+            .unwrap_or_else(|_| Err(crate::protocol::http::request::request_timed_out(timeout)));
+        match sent {
             Ok(()) => {
                 if self.ctx.measures(Instant::now()) {
                     self.ctx.metrics.borrow_mut().connections.messages_sent += 1;
@@ -122,8 +127,9 @@ impl VirtualUser {
                 Ok(Instant::now())
             }
             Err(failure) => {
+                // No latency to give it: a send has none. Counted as a KO of the step's row.
                 self.sockets[step.socket] = None;
-                self.record_unsent(step.row_id, &Failure { unsent: false, ..failure }, 0);
+                self.record_unsent(step.row_id, &failure, 0);
                 Err(())
             }
         }
@@ -167,7 +173,7 @@ impl VirtualUser {
             SocketKind::WebSocket => WebSocket::connect(&destination, protocol.connect_timeout, url.as_str(), headers)
                 .await
                 .map(|(socket, timing)| (OpenSocket::WebSocket(Box::new(socket)), timing)),
-            SocketKind::EventStream => EventStream::connect(&destination, protocol.connect_timeout, &url, headers)
+            SocketKind::EventStream => EventStream::connect(&destination, protocol.connect_timeout, &url, &target, headers)
                 .await
                 .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
         };
@@ -197,7 +203,8 @@ impl VirtualUser {
                 Ok(end)
             }
             Err(failure) => {
-                self.record_failure(step.row_id, started, &timing, &failure, 0);
+                // Counted as begun above: an outcome with its timing, even if nothing was sent.
+                self.record_failure(step.row_id, started, &timing, &Failure { unsent: false, ..failure }, 0);
                 Err(())
             }
         }
@@ -271,7 +278,7 @@ impl VirtualUser {
                 let detail = failure.detail;
                 self.record_failure(message.row_id, since, &timing, &Failure::new("check_failed", failure.message), detail);
                 for missed in &expected.messages[index + 1..] {
-                    let failure = Failure::new("message_timeout", "not awaited: an earlier message failed its check");
+                    let failure = Failure::new("message_not_awaited", "an earlier message of the wait failed its check");
                     self.record_failure(missed.row_id, since, &timing, &failure, 0);
                 }
                 return self.after_failure();
@@ -279,6 +286,19 @@ impl VirtualUser {
             self.record_ok(message.row_id, since, &timing);
         }
         Flow::Next
+    }
+}
+
+impl VirtualUser {
+    /// Closes the WebSockets the user still holds at the end of its journey, politely (a
+    /// Close frame, a bounded wait for the server's), as a browser leaving the page does;
+    /// event streams are simply ended.
+    pub(crate) async fn close_sockets(&mut self) {
+        for socket in self.sockets.iter_mut().filter_map(Option::take) {
+            if let OpenSocket::WebSocket(socket) = socket {
+                socket.close().await;
+            }
+        }
     }
 }
 
