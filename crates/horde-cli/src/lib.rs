@@ -115,11 +115,21 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             execute(program, &args.output, "cli")
         }
         Command::Demo { users, output } => {
-            let server = horde_target::TargetServer::start("127.0.0.1:0".parse().expect("a socket address"))
+            // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
+            // certificate (written for the run, removed after) and negotiates h2 by ALPN.
+            let options = horde_target::TargetOptions { tls: true, ..horde_target::TargetOptions::default() };
+            let server = horde_target::TargetServer::start_with("127.0.0.1:0".parse().expect("a socket address"), options)
                 .context("starting the built-in target")?;
-            status!("horde demo: built-in target on {}", server.base_url());
+            let pem = server.cert_pem().expect("a TLS target has a certificate");
+            let certificate = target_certificate::write(pem, None, server.addr().port())?;
+            status!("horde demo: built-in target on {} (HTTPS, HTTP/2)", server.base_url());
             let simulation = loader.demo_simulation().map_err(load_failure)?;
-            let params = vec![format!("base_url={}", server.base_url()), format!("users={users}")];
+            let params = vec![
+                format!("base_url={}", server.base_url()),
+                format!("users={users}"),
+                format!("ca_file={}", certificate.path().display()),
+                "http2=1".to_string(),
+            ];
             let program = load_program(&simulation, &params, loader)?;
             let code = execute(program, &output, &loader.front_end())?;
             let stats = server.stats();

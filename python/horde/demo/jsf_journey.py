@@ -5,10 +5,12 @@ page load. One check captures it from each page; ``jsf_get`` and ``jsf_post`` ar
 functions, written exactly as the seed's ``jsfGet`` and ``jsfPost`` helpers, that capture it and
 post it back. The upload is a multipart request with string parts and a raw file part.
 
-Run it against the built-in target (``horde demo`` does exactly this)::
+Run it against the built-in target (``horde demo`` does this, over HTTPS and HTTP/2)::
 
     horde target                       # prints its URL
     horde run examples/jsf_journey.py -D base_url=http://127.0.0.1:PORT -D users=20
+    horde target --tls                 # prints its URL and the certificate's file
+    horde run examples/jsf_journey.py -D base_url=https://127.0.0.1:PORT -D ca_file=FILE -D http2=1
 """
 
 from horde import (
@@ -72,4 +74,9 @@ journey = (
     .exec(http("items").get("/api/items").check(status().is_(200), jsonpath("$.count").is_(3)))
 )
 
-setup(journey.inject(ramp_users(users).during(2)), protocol=http.base_url(base_url), name="jsf_journey")
+protocol = http.base_url(base_url)
+if param("ca_file", ""):
+    protocol = protocol.ca_file(param("ca_file"))  # the target's own certificate (horde target --tls)
+if param("http2", False):
+    protocol = protocol.enable_http2()
+setup(journey.inject(ramp_users(users).during(2)), protocol=protocol, name="jsf_journey")
