@@ -178,10 +178,13 @@ impl VirtualUser {
                     }
                     flow
                 }
-                StepProgram::Batch(requests) => self.batch(requests).await,
-                StepProgram::Socket(step) => self.socket_step(step).await,
-                StepProgram::CouchdbBulkInsert(step) => self.couchdb_bulk_insert(step).await,
-                StepProgram::CouchdbCrud(step) => self.couchdb_crud(step).await,
+                // Boxed each: their states are large (a socket's handshake, CouchDB's operation
+                // mix), and this block's future is the size of its largest arm, allocated at
+                // every entry into a loop or a group of every user.
+                StepProgram::Batch(requests) => Box::pin(self.batch(requests)).await,
+                StepProgram::Socket(step) => Box::pin(self.socket_step(step)).await,
+                StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
+                StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
                     unreachable!("handled by chain")
                 }

@@ -200,8 +200,9 @@ pub async fn open_transport(destination: &Destination<'_>, timeout: Duration) ->
             Some(connector) => {
                 let handshake_started = Instant::now();
                 let name = super::tls::server_name(destination.host)?;
-                let tls = connector
-                    .connect(name, stream)
+                // Boxed: the handshake's state (a whole TLS connection) is large, and would
+                // otherwise be part of every opening, cleartext ones included.
+                let tls = Box::pin(connector.connect(name, stream))
                     .await
                     .map_err(|err| super::tls::handshake_failure(destination.host, &err))?;
                 timing.tls = Some(handshake_started.elapsed());

@@ -229,7 +229,9 @@ impl VirtualUser {
 
     /// The request's headers, their variables filled in.
     pub(crate) fn render_headers(&self, programs: &[HeaderProgram]) -> Result<HeaderMap, (Failure, u32)> {
-        let mut headers = HeaderMap::new();
+        // Sized for what it holds (plus Content-Type and Cookie): a map that grows on its first
+        // insert reserves room for 6 headers, about 650 bytes per request in flight.
+        let mut headers = HeaderMap::with_capacity(programs.len() + 2);
         for header in programs {
             let value = match &header.fixed {
                 Some(value) => value.clone(),
