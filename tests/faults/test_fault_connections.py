@@ -53,8 +53,9 @@ def test_a_server_killed_mid_run_turns_into_connection_kos_and_the_run_ends_at_i
     g = summary["global"]
     assert g["count"] == g["ok"] + g["ko"]
     # Every answer the server wrote before dying was counted OK, except one per connection
-    # that the kill may have cut before horde read it.
-    assert g["ok"] <= answered <= g["ok"] + 2
+    # that the kill may have cut before horde read it; and the server logs an answer after
+    # writing it, so the kill may also fall between the two: one per connection the other way.
+    assert g["ok"] - 2 <= answered <= g["ok"] + 2
     kinds = error_kinds(summary)
     assert set(kinds) <= {"connect_refused", "connection_closed", "connection_reset"}, summary["errors"]
     # After the kill, every request was refused until the end: about the rest of the rate.
