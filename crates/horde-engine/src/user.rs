@@ -192,6 +192,17 @@ impl VirtualUser {
         })
     }
 
+    /// Waits for the run's next throttle slot, when there is a throttle; the slot is then when
+    /// the request was meant to start.
+    pub(crate) async fn throttle_slot(&mut self) -> Option<Instant> {
+        let slot = self.ctx.limits.next_throttle_slot()?;
+        // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
+        // start most of them late.
+        self.slot_timer.get_or_insert_with(PreciseTimer::new).sleep_until(slot).await;
+        self.ctx.record_start_lag(slot, Instant::now());
+        Some(slot)
+    }
+
     async fn pause(&mut self, kind: PauseKind) {
         let duration = match kind {
             PauseKind::Fixed(d) => d,

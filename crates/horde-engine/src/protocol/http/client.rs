@@ -144,6 +144,16 @@ pub struct OpenTiming {
     pub tls: Option<Duration>,
 }
 
+impl OpenTiming {
+    /// Puts the opening's phases on the request that waited for it.
+    pub fn charge(&self, timing: &mut horde_metrics::RequestTiming) {
+        let micros = |d: Duration| d.as_micros() as u64;
+        timing.dns_us = self.dns.map(micros);
+        timing.connect_us = Some(micros(self.connect));
+        timing.tls_us = self.tls.map(micros);
+    }
+}
+
 /// Where a connection goes: the authority, its addresses' source, TLS or not.
 pub struct Destination<'a> {
     /// `host:port`.

@@ -12,12 +12,12 @@
 //! order the requests were given, so that a `save_as` of a later request wins as it would in
 //! sequence. Redirects are followed in a next round, together.
 
-use super::client::{closed_before_response, KeepHeaders, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
 use super::request::{
-    exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Opening, Prepared,
+    exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Prepared,
 };
 use super::ConnectionSlot;
 use crate::failure::Failure;
@@ -101,9 +101,7 @@ impl VirtualUser {
                 exhausted = true;
                 break;
             }
-            if let Some(slot) = self.ctx.limits.next_throttle_slot() {
-                self.slot_timer.get_or_insert_with(crate::precise_timer::PreciseTimer::new).sleep_until(slot).await;
-                self.ctx.record_start_lag(slot, Instant::now());
+            if let Some(slot) = self.throttle_slot().await {
                 intended = Some(slot);
             }
             match self.prepare(request) {
@@ -350,7 +348,7 @@ async fn fetch_over_lanes(
     jobs: &[Job<'_>],
     max_lanes: usize,
     keep_headers: KeepHeaders,
-    opening: Option<Opening>,
+    opening: Option<OpenTiming>,
     group_started: Instant,
     outcomes: &RefCell<Vec<Option<Exchanged>>>,
 ) {
@@ -374,7 +372,7 @@ struct Lane<'a, 'j> {
     jobs: &'a [Job<'j>],
     next_job: &'a Cell<usize>,
     /// What opening the group's first connection took, charged to the first job.
-    opening: &'a Cell<Option<Opening>>,
+    opening: &'a Cell<Option<OpenTiming>>,
     group_started: Instant,
     keep_headers: KeepHeaders,
     outcomes: &'a RefCell<Vec<Option<Exchanged>>>,
@@ -422,14 +420,15 @@ async fn fetch_as_streams(
     slot: &mut ConnectionSlot,
     jobs: &[Job<'_>],
     keep_headers: KeepHeaders,
-    mut opening: Option<Opening>,
+    mut opening: Option<OpenTiming>,
     started: Instant,
     outcomes: &RefCell<Vec<Option<Exchanged>>>,
 ) {
     let protocol = &ctx.program.protocol;
     let measured = ctx.measures(started);
     let timed_out = request_timed_out(protocol.request_timeout);
-    let mut pending: Vec<&Job<'_>> = jobs.iter().collect();
+    // Indices into `jobs` (and `timings`) of the streams still to send.
+    let mut pending: Vec<usize> = (0..jobs.len()).collect();
     let mut timings: Vec<RequestTiming> = vec![RequestTiming::default(); jobs.len()];
     if measured {
         let mut metrics = ctx.metrics.borrow_mut();
@@ -444,7 +443,8 @@ async fn fetch_as_streams(
         };
         let heads = pending
             .iter()
-            .map(|job| {
+            .map(|&index| {
+                let job = &jobs[index];
                 let target = &job.prepared.target;
                 let host = (!job.prepared.sets_host).then_some(target.host_header.as_str());
                 let head = RequestHead {
@@ -462,8 +462,9 @@ async fn fetch_as_streams(
         let end = Instant::now();
         slot.idle_since = end;
         let mut resend = Vec::new();
-        for (job, stream) in pending.iter().zip(streams) {
-            let timing = &mut timings[jobs.iter().position(|j| std::ptr::eq(j, *job)).expect("a job of this group")];
+        for (&index, stream) in pending.iter().zip(streams) {
+            let job = &jobs[index];
+            let timing = &mut timings[index];
             if let Some(opened) = opening.take() {
                 opened.charge(timing);
             }
@@ -473,7 +474,7 @@ async fn fetch_as_streams(
             let result = stream.result.expect("round_trips fills every outcome").map_err(|f| Failure { unsent: false, ..f });
             if let Err(failure) = &result {
                 if attempt == 0 && closed_before_response(failure, &stream.wire) && may_resend_stream(job, failure, &stream.wire) {
-                    resend.push(*job);
+                    resend.push(index);
                     continue;
                 }
             }
@@ -486,15 +487,15 @@ async fn fetch_as_streams(
         if measured {
             ctx.metrics.borrow_mut().connections.retried += resend.len() as u64;
         }
-        let target = resend[0].prepared.target.clone();
+        let target = jobs[resend[0]].prepared.target.clone();
         match open_on(ctx, tls, slot, &target, measured).await {
             Ok(opened) => opening = Some(opened),
             Err(failure) => {
                 let failure = Failure { unsent: false, ..failure };
                 let end = Instant::now();
                 let mut outcomes = outcomes.borrow_mut();
-                for job in resend {
-                    let index = jobs.iter().position(|j| std::ptr::eq(j, job)).expect("a job of this group");
+                for index in resend {
+                    let job = &jobs[index];
                     let timing = finished_timing(timings[index], job.intended, started, end);
                     outcomes[job.index] = Some(Exchanged { result: Err(failure.clone()), timing, started });
                 }
@@ -504,8 +505,8 @@ async fn fetch_as_streams(
         if !slot.connection.as_ref().is_some_and(UserConnection::is_http2) {
             // The server stopped speaking HTTP/2 between two connections: one at a time then,
             // on that HTTP/1.1 connection. `exchange_on` counts each as begun: they were already.
-            for job in resend {
-                let index = jobs.iter().position(|j| std::ptr::eq(j, job)).expect("a job of this group");
+            for index in resend {
+                let job = &jobs[index];
                 if measured {
                     ctx.metrics.borrow_mut().row(job.row_id).started -= 1;
                 }

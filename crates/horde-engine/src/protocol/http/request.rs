@@ -7,7 +7,6 @@ use super::connection::UserConnection;
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
 use crate::lower::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
-use crate::precise_timer::PreciseTimer;
 use crate::user::{corrected_start, Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
@@ -85,11 +84,7 @@ impl VirtualUser {
             return Flow::Exhausted;
         }
         let mut intended = self.next_intended.take();
-        if let Some(slot) = self.ctx.limits.next_throttle_slot() {
-            // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
-            // start most of them late.
-            self.slot_timer.get_or_insert_with(PreciseTimer::new).sleep_until(slot).await;
-            self.ctx.record_start_lag(slot, Instant::now());
+        if let Some(slot) = self.throttle_slot().await {
             intended = Some(slot);
         }
         let mut prepared = match self.prepare(request) {
@@ -197,12 +192,15 @@ impl VirtualUser {
         match run_checks(checks, &mut view, &mut self.variables) {
             Ok(()) => {
                 self.record_ok(row_id, started, timing);
-                let is_html = response
-                    .headers
-                    .get(CONTENT_TYPE)
-                    .and_then(|t| t.to_str().ok())
-                    .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("text/html"));
-                let html = (infers_resources && response.status.is_success() && is_html).then(|| view.into_html());
+                // Looked at only for pages whose resources are inferred: not on every request.
+                let is_html = || {
+                    response
+                        .headers
+                        .get(CONTENT_TYPE)
+                        .and_then(|t| t.to_str().ok())
+                        .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("text/html"))
+                };
+                let html = (infers_resources && response.status.is_success() && is_html()).then(|| view.into_html());
                 Answer::Done(html)
             }
             Err(failure) => {
@@ -508,18 +506,6 @@ pub(crate) fn wire_phases(timing: &mut RequestTiming, send_started: Instant, wir
     timing.bytes_received += wire.bytes_received;
 }
 
-/// What opening a connection took, to be charged to the first request that waited for it.
-pub(crate) struct Opening(OpenTiming);
-
-impl Opening {
-    pub fn charge(&self, timing: &mut RequestTiming) {
-        let micros = |d: Duration| d.as_micros() as u64;
-        timing.dns_us = self.0.dns.map(micros);
-        timing.connect_us = Some(micros(self.0.connect));
-        timing.tls_us = self.0.tls.map(micros);
-    }
-}
-
 /// Opens a connection to `target` in `slot` (dropping the one it held), speaking what the plan
 /// and the server agree on, and counts it.
 pub(crate) async fn open_on(
@@ -528,7 +514,7 @@ pub(crate) async fn open_on(
     slot: &mut ConnectionSlot,
     target: &Target,
     measured: bool,
-) -> Result<Opening, Failure> {
+) -> Result<OpenTiming, Failure> {
     slot.connection = None;
     let protocol = &ctx.program.protocol;
     let destination =
@@ -545,7 +531,7 @@ pub(crate) async fn open_on(
         }
     }
     slot.connection = Some(connection);
-    Ok(Opening(opening))
+    Ok(opening)
 }
 
 #[cfg(test)]

@@ -55,6 +55,13 @@ fn micros(from: Instant, to: Instant) -> u64 {
     to.saturating_duration_since(from).as_micros() as u64
 }
 
+/// The timing of an opening or a message: timed as a whole from `from` to `to`, without send,
+/// wait and receive phases.
+fn whole(from: Instant, to: Instant, bytes_received: u64) -> RequestTiming {
+    let us = micros(from, to);
+    RequestTiming { latency_us: us, uncorrected_us: us, bytes_received, without_phases: true, ..Default::default() }
+}
+
 impl VirtualUser {
     /// One step on a socket: open, send, wait or close; then wait for its expected messages.
     pub(crate) async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
@@ -178,18 +185,10 @@ impl VirtualUser {
                 .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
         };
         let end = Instant::now();
-        let mut timing =
-            RequestTiming {
-                latency_us: micros(from, end),
-                uncorrected_us: micros(started, end),
-                without_phases: true,
-                ..Default::default()
-            };
+        let mut timing = RequestTiming { latency_us: micros(from, end), ..whole(started, end, 0) };
         match opened {
             Ok((socket, opening)) => {
-                timing.dns_us = opening.dns.map(|d| d.as_micros() as u64);
-                timing.connect_us = Some(opening.connect.as_micros() as u64);
-                timing.tls_us = opening.tls.map(|d| d.as_micros() as u64);
+                opening.charge(&mut timing);
                 if measured {
                     let mut metrics = self.ctx.metrics.borrow_mut();
                     metrics.connections.opened += 1;
@@ -255,24 +254,12 @@ impl VirtualUser {
                         self.sockets[step.socket] = None;
                     }
                     for missed in &expected.messages[index..] {
-                        let timing = RequestTiming {
-                            latency_us: micros(since, end),
-                            uncorrected_us: micros(since, end),
-                            without_phases: true,
-                            ..Default::default()
-                        };
-                        self.record_failure(missed.row_id, since, &timing, &failure, 0);
+                        self.record_failure(missed.row_id, since, &whole(since, end, 0), &failure, 0);
                     }
                     return self.after_failure();
                 }
             };
-            let timing = RequestTiming {
-                latency_us: micros(since, end),
-                uncorrected_us: micros(since, end),
-                bytes_received: text.len() as u64,
-                without_phases: true,
-                ..Default::default()
-            };
+            let timing = whole(since, end, text.len() as u64);
             let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
             if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.variables) {
                 let detail = failure.detail;
