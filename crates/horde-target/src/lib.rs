@@ -39,14 +39,19 @@
 //! | `GET /ws/echo` | WebSocket (HTTP/1.1 upgrade): text and binary messages sent back unchanged; pings get pongs; a Close is answered; 5 minutes of silence close it |
 //! | `GET /ws/ticker?count=N&interval_ms=M` | WebSocket: N text messages `{"n": i}` (i from 1), the first at once, M ms apart, then a normal Close |
 //! | `GET /sse/events?count=N&interval_ms=M` | server-sent events (`text/event-stream`, `Cache-Control: no-cache`): N events `id: i`, `event: tick`, `data: {"n": i}`, the first at once, M ms apart, then the body ends |
+//! | `PUT /eventual/{key}?delay_ms=N` (or `POST`) | an eventually consistent store: keeps the body (at most 1 MiB) and answers 202 `{"key": ..., "visible_after_ms": N}`; reads see it only N ms later (default [`TargetOptions::eventual_delay`], 500 ms) |
+//! | `GET /eventual/{key}` | the last visible body, with the content type it was written with (default `application/json`), or 404 `{"error": "not_found", ...}` while none is visible |
+//! | `DELETE /eventual/{key}` | removes the key at once (204; 404 if it held nothing) |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
 //!
 //! For the tickers and the events, N defaults to 10 and M to 1000; larger values than 10000
 //! and 60000 are taken as those bounds. Besides requests, `/stats` counts WebSocket
 //! connections and messages, event streams and events, TLS connections and HTTP/2
-//! connections (see [`Stats`]).
+//! connections, and the eventual store's writes and reads that found a body or not (see
+//! [`Stats`]). The store holds at most 100,000 keys and 256 MiB; beyond, writes get 507.
 
 mod compressed;
+mod eventual;
 mod pages;
 mod server;
 mod stats;

@@ -3,7 +3,7 @@
 
 use crate::stats::Stats;
 use crate::streams::{sse, websocket, Cadence};
-use crate::{compressed, pages, tls};
+use crate::{compressed, eventual, pages, tls};
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
@@ -56,6 +56,8 @@ pub(crate) struct Server {
     /// Bounds how many `/work` requests are served at once: with a fixed service time, the
     /// capacity is known by construction (slots / service time), for testing capacity search.
     work_slots: tokio::sync::Semaphore,
+    /// `/eventual/{key}`'s bodies, apart from the sessions: its requests never wait for a page's.
+    pub(crate) eventual: Mutex<eventual::Store>,
 }
 
 pub(crate) type Shared = Arc<Server>;
@@ -75,11 +77,14 @@ pub struct TargetOptions {
     /// Serve HTTPS, with a self-signed certificate made at start (see
     /// [`TargetServer::cert_pem`]), instead of cleartext HTTP.
     pub tls: bool,
+    /// How long a write to `/eventual/{key}` stays unseen when it does not say
+    /// (`?delay_ms=N`); at most an hour.
+    pub eventual_delay: Duration,
 }
 
 impl Default for TargetOptions {
     fn default() -> Self {
-        TargetOptions { work_slots: 4, tls: false }
+        TargetOptions { work_slots: 4, tls: false, eventual_delay: Duration::from_millis(500) }
     }
 }
 
@@ -111,6 +116,7 @@ impl TargetServer {
         let state: Shared = Arc::new(Server {
             state: Mutex::new(State::default()),
             work_slots: tokio::sync::Semaphore::new(options.work_slots.max(1)),
+            eventual: Mutex::new(eventual::Store::new(options.eventual_delay)),
         });
         let (shutdown, stopped) = oneshot::channel();
         let serving = state.clone();
@@ -219,7 +225,7 @@ fn html(status: StatusCode, body: String) -> Response<Body> {
     response
 }
 
-fn json(status: StatusCode, value: serde_json::Value) -> Response<Body> {
+pub(crate) fn json(status: StatusCode, value: serde_json::Value) -> Response<Body> {
     let mut response = Response::new(full(value.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -304,6 +310,9 @@ async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body
     }
     if let Some(response) = serve_protocol_route(&mut request, &method, &path, state) {
         return response;
+    }
+    if let Some(key) = path.strip_prefix("/eventual/") {
+        return eventual::respond(request, key, state).await;
     }
     if let Some(ms) = path.strip_prefix("/delay/") {
         // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).

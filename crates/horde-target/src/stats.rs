@@ -33,6 +33,12 @@ pub struct Stats {
     pub tls_connections: u64,
     /// Connections whose first request was HTTP/2 (by ALPN or h2c prior knowledge).
     pub http2_connections: u64,
+    /// Writes accepted by `/eventual/{key}` (PUT or POST, 202).
+    pub eventual_writes: u64,
+    /// Reads of `/eventual/{key}` that found a visible body (200) ...
+    pub eventual_reads_found: u64,
+    /// ... and those that found none yet (404).
+    pub eventual_reads_not_found: u64,
 }
 
 impl Stats {
@@ -53,6 +59,9 @@ impl Stats {
             "sse_events": self.sse_events,
             "tls_connections": self.tls_connections,
             "http2_connections": self.http2_connections,
+            "eventual_writes": self.eventual_writes,
+            "eventual_reads_found": self.eventual_reads_found,
+            "eventual_reads_not_found": self.eventual_reads_not_found,
         })
     }
 }
