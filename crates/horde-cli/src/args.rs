@@ -52,24 +52,7 @@ pub enum Command {
         output: OutputArgs,
     },
     /// Serve the built-in target until Ctrl-C (for practice and tests).
-    Target {
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        /// 0 picks a free port; the first line printed names it.
-        #[arg(long, default_value_t = 0)]
-        port: u16,
-        /// Requests to /work/{ms} served at once (capacity = slots / service time).
-        #[arg(long, default_value_t = 4)]
-        work_slots: usize,
-        /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with a self-signed certificate made at
-        /// start; its fingerprint and the file holding it are printed after the URL.
-        #[arg(long)]
-        tls: bool,
-        /// Where to write the certificate (PEM), for --cacert [default: horde-target-PORT.pem
-        /// in the temporary directory].
-        #[arg(long, value_name = "PATH", requires = "tls")]
-        cert_out: Option<PathBuf>,
-    },
+    Target(TargetArgs),
     /// Find capacity: run a simulation at increasing levels of load and read off where it breaks.
     Sweep(SweepArgs),
     /// Iron Cushion's CouchDB benchmark: bulk insert, then weighted CRUD (its flags, its report).
@@ -90,6 +73,30 @@ pub struct RunArgs {
     pub params: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct TargetArgs {
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// 0 picks a free port; the first line printed names it.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Requests to /work/{ms} served at once (capacity = slots / service time).
+    #[arg(long, default_value_t = 4)]
+    pub work_slots: usize,
+    /// Serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) with a self-signed certificate made at
+    /// start; its fingerprint and the file holding it are printed after the URL.
+    #[arg(long)]
+    pub tls: bool,
+    /// Where to write the certificate (PEM), for --cacert [default: horde-target-PORT.pem
+    /// in the temporary directory].
+    #[arg(long, value_name = "PATH", requires = "tls")]
+    pub cert_out: Option<PathBuf>,
+    /// How long a write to /eventual/{key} stays unseen by reads, unless the write says
+    /// (?delay_ms=N); at most 3600000 (an hour).
+    #[arg(long, value_name = "MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(..=3_600_000))]
+    pub eventual_delay_ms: u64,
 }
 
 #[derive(Args, Debug)]

@@ -22,7 +22,7 @@ mod target_certificate;
 pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 
 use anyhow::Context;
-use args::{Cli, Command};
+use args::{Cli, Command, TargetArgs};
 use clap::Parser;
 use horde_engine::{lower, run, worker_count, Program, RunControl};
 use horde_metrics::RunStatus;
@@ -140,29 +140,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             );
             Ok(code)
         }
-        Command::Target { host, port, work_slots, tls, cert_out } => {
-            let addr = format!("{host}:{port}");
-            let addr = addr.parse().map_err(|_| Failure::Invalid(format!("{addr} is not a socket address")))?;
-            let options = horde_target::TargetOptions { work_slots, tls };
-            let server =
-                horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
-            // Written before anything is printed: whoever reads the lines can use the file.
-            let certificate = match server.cert_pem() {
-                Some(pem) => Some(target_certificate::write(pem, cert_out, server.addr().port())?),
-                None => None,
-            };
-            // Tests and scripts read the first line to learn the port (and the scheme).
-            let mut text = format!("horde target listening on {}\n", server.base_url());
-            if let (Some(fingerprint), Some(certificate)) = (server.fingerprint(), &certificate) {
-                text.push_str(&format!("horde target certificate SHA-256 fingerprint: {fingerprint}\n"));
-                text.push_str(&format!("horde target certificate (for --cacert): {}\n", certificate.path().display()));
-            }
-            print_text(&text);
-            signals::wait_for_termination();
-            drop(server);
-            drop(certificate);
-            Ok(exit::OK)
-        }
+        Command::Target(args) => serve_target(args),
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Report { results } => {
@@ -171,6 +149,32 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
     }
+}
+
+/// `horde target`: serves the built-in target until Ctrl-C or SIGTERM.
+fn serve_target(args: TargetArgs) -> Result<i32, Failure> {
+    let TargetArgs { host, port, work_slots, tls, cert_out, eventual_delay_ms } = args;
+    let addr = format!("{host}:{port}");
+    let addr = addr.parse().map_err(|_| Failure::Invalid(format!("{addr} is not a socket address")))?;
+    let eventual_delay = std::time::Duration::from_millis(eventual_delay_ms);
+    let options = horde_target::TargetOptions { work_slots, tls, eventual_delay };
+    let server = horde_target::TargetServer::start_with(addr, options).with_context(|| format!("binding {addr}"))?;
+    // Written before anything is printed: whoever reads the lines can use the file.
+    let certificate = match server.cert_pem() {
+        Some(pem) => Some(target_certificate::write(pem, cert_out, server.addr().port())?),
+        None => None,
+    };
+    // Tests and scripts read the first line to learn the port (and the scheme).
+    let mut text = format!("horde target listening on {}\n", server.base_url());
+    if let (Some(fingerprint), Some(certificate)) = (server.fingerprint(), &certificate) {
+        text.push_str(&format!("horde target certificate SHA-256 fingerprint: {fingerprint}\n"));
+        text.push_str(&format!("horde target certificate (for --cacert): {}\n", certificate.path().display()));
+    }
+    print_text(&text);
+    signals::wait_for_termination();
+    drop(server);
+    drop(certificate);
+    Ok(exit::OK)
 }
 
 /// What a file given to `run`, `plan` or `sweep` is.
