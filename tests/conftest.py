@@ -75,10 +75,11 @@ def get_json(url, context=None):
 class Target:
     """The built-in target in its own process; with ``tls=True``, HTTPS (``horde target --tls``):
     ``cert_path`` is the certificate it wrote, ``fingerprint`` the SHA-256 it printed and
-    ``ssl_context`` a client context trusting that certificate."""
+    ``ssl_context`` a client context trusting that certificate. ``args`` are more flags for
+    ``horde target`` (``["--eventual-delay-ms", "300"]``)."""
 
-    def __init__(self, tls=False):
-        argv = ["horde", "target", "--port", "0"] + (["--tls"] if tls else [])
+    def __init__(self, tls=False, args=()):
+        argv = ["horde", "target", "--port", "0"] + (["--tls"] if tls else []) + list(args)
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         match = re.search(r"(https?)://127\.0\.0\.1:(\d+)", line)
