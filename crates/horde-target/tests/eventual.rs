@@ -71,6 +71,8 @@ async fn a_write_is_not_found_before_its_delay_and_read_back_after() {
     let written = Instant::now();
     let document = r#"{"order": 7, "state": "paid"}"#;
     let answer = send(&mut client, Method::PUT, "/eventual/order-7", &[], full(document)).await;
+    // The server took the write between `written` and `acknowledged`.
+    let acknowledged = Instant::now();
     assert_eq!(answer.status, StatusCode::ACCEPTED);
     assert_eq!(answer.json(), serde_json::json!({"key": "order-7", "visible_after_ms": 1000}));
 
@@ -81,7 +83,7 @@ async fn a_write_is_not_found_before_its_delay_and_read_back_after() {
     assert!(written.elapsed() < Duration::from_millis(1000), "the first read came too late to show anything");
 
     // Once the delay has passed, the body comes back as it was sent, as JSON by default.
-    tokio::time::sleep_until(written + Duration::from_millis(1000)).await;
+    tokio::time::sleep_until(acknowledged + Duration::from_millis(1000)).await;
     let answer = get(&mut client, "/eventual/order-7").await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(answer.body, document);
