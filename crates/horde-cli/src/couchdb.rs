@@ -187,6 +187,7 @@ impl Benchmark {
             name: "couchdb".into(),
             base_dir: None,
             protocol: HttpProtocol::default(),
+            feeders: Vec::new(),
             scenarios,
             options: RunOptions { seed: self.seed, workers, ..RunOptions::default() },
         }

@@ -206,6 +206,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         version: PLAN_VERSION,
         name: "http".into(),
         base_dir: None,
+        feeders: Vec::new(),
         protocol: HttpProtocol {
             request_timeout_ms: timeout_ms,
             follow_redirects: !args.no_follow,

@@ -406,6 +406,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
         name: "url".into(),
         base_dir: None,
         protocol: Default::default(),
+        feeders: Vec::new(),
         scenarios: vec![Scenario { name: "url".into(), steps, injection: vec![Injection::AtOnceUsers { users: 1 }], after: None }],
         options: horde_plan::RunOptions {
             on_check_failure: horde_plan::OnCheckFailure::Continue,

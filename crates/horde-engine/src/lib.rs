@@ -20,6 +20,7 @@
 //! (`protocol::http`), runs the checks, and records the outcome in its worker's recorders. Every interval the worker moves its recorders into a snapshot for the collector
 //! ([`run`]).
 
+mod control;
 mod descriptors;
 mod failure;
 mod injection;
@@ -28,6 +29,7 @@ mod precise_timer;
 mod protocol;
 mod run;
 mod run_limits;
+pub mod session;
 mod user;
 mod worker;
 

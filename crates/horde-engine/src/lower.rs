@@ -5,18 +5,22 @@
 
 use bytes::Bytes;
 use horde_plan::{
-    parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Segment, Step, Validation,
+    parse_condition, parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Step, Validation,
 };
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
+use crate::session::expression::{CompiledCondition, Names};
+pub use crate::session::expression::Template;
+use crate::session::feeder::FeederRuntime;
 
 /// A host as an authority spells it: an IPv6 address in brackets.
 fn bracketed(host: &str) -> String {
@@ -45,6 +49,8 @@ pub struct Program {
     pub schemas: Vec<Arc<horde_docgen::Schema>>,
     /// Names of the sockets (WebSockets, event streams) steps use; each user has a slot for each.
     pub sockets: Vec<String>,
+    /// The plan's feeders, loaded, in the plan's order.
+    pub feeders: Vec<Arc<FeederRuntime>>,
 }
 
 /// What both CouchDB steps need.
@@ -169,10 +175,68 @@ pub enum StepProgram {
     },
     /// Requests sent at once.
     Batch(Vec<RequestProgram>),
+    /// Take a feeder's next record(s): `slots[i]` receives column `i`.
+    Feed { feeder: Arc<FeederRuntime>, slots: Vec<usize>, count: u32 },
+    /// `row_id`: where a value that cannot be computed is counted.
+    Set { values: Vec<(usize, Template)>, row_id: usize },
+    Unset(Vec<usize>),
+    /// `do_if`, `do_if_or_else`, `do_switch`, the random and round-robin switches: a choice of
+    /// one branch.
+    Choose(Box<ChoiceProgram>),
+    Loop(Box<LoopProgram>),
+    /// `try_max` and `eventually`.
+    Retry(Box<RetryProgram>),
+    /// End the user: always, when `condition` holds, or (`if_failed`) when a request of its failed.
+    Exit { condition: Option<Box<ConditionProgram>>, if_failed: bool },
+    /// A failed request leaves `body` at once; the chain goes on after it.
+    ExitBlockOnFail(Vec<StepProgram>),
+    StopLoadGenerator { message: Arc<str>, condition: Option<Box<ConditionProgram>> },
     /// A step on one of the user's WebSockets or event streams.
     Socket(Box<SocketStepProgram>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
+}
+
+/// A condition, with the row its evaluation errors are counted under (a condition is no
+/// request: an undefined variable in it is an error in that row, not a KO request).
+pub struct ConditionProgram {
+    pub condition: CompiledCondition,
+    pub row_id: usize,
+}
+
+pub enum ChoiceProgram {
+    If { condition: ConditionProgram, then: Vec<StepProgram>, otherwise: Vec<StepProgram> },
+    Switch { value: Template, row_id: usize, cases: Vec<(Template, Vec<StepProgram>)>, otherwise: Vec<StepProgram> },
+    /// `bounds[i]` is the upper end of case i's share of [0, 100); above the last, `otherwise`.
+    Random { bounds: Vec<f64>, cases: Vec<Vec<StepProgram>>, otherwise: Vec<StepProgram> },
+    Uniform(Vec<Vec<StepProgram>>),
+    /// Each pass, by any user of the run, takes the next case.
+    RoundRobin { next: Arc<AtomicU64>, cases: Vec<Vec<StepProgram>> },
+}
+
+pub enum LoopProgram {
+    Foreach { list: Template, row_id: usize, element: usize, counter: Option<usize>, body: Vec<StepProgram> },
+    /// `as_long_as` tests before each pass, `do_while` after.
+    While { condition: ConditionProgram, test_first: bool, exit_on_fail: bool, counter: Option<usize>, body: Vec<StepProgram> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryKind {
+    TryMax,
+    Eventually,
+}
+
+pub struct RetryProgram {
+    pub kind: RetryKind,
+    /// The block's own row, a group: one outcome per pass through the block.
+    pub group: usize,
+    /// Where the block's failure (its last attempt's, with the count) is counted.
+    pub row_id: usize,
+    pub times: Option<u32>,
+    pub pause: Duration,
+    pub timeout: Option<Duration>,
+    pub counter: Option<usize>,
+    pub body: Vec<StepProgram>,
 }
 
 #[derive(Clone, Copy)]
@@ -309,49 +373,6 @@ impl Extractor {
     }
 }
 
-/// A string with `${variable}` slots.
-#[derive(Debug, Clone)]
-pub struct Template {
-    segments: Vec<TemplateSegment>,
-}
-
-#[derive(Debug, Clone)]
-enum TemplateSegment {
-    Literal(String),
-    Variable(usize),
-}
-
-impl Template {
-    /// The text when the template has no variables.
-    pub fn as_static(&self) -> Option<&str> {
-        match self.segments.as_slice() {
-            [] => Some(""),
-            [TemplateSegment::Literal(text)] => Some(text),
-            _ => None,
-        }
-    }
-
-    /// Appends the rendered template to `out`; on an unset variable, returns its slot.
-    pub fn render_into(&self, variables: &[Option<String>], out: &mut String) -> Result<(), usize> {
-        for segment in &self.segments {
-            match segment {
-                TemplateSegment::Literal(text) => out.push_str(text),
-                TemplateSegment::Variable(slot) => match &variables[*slot] {
-                    Some(value) => out.push_str(value),
-                    None => return Err(*slot),
-                },
-            }
-        }
-        Ok(())
-    }
-
-    pub fn render(&self, variables: &[Option<String>]) -> Result<String, usize> {
-        let mut out = String::new();
-        self.render_into(variables, &mut out)?;
-        Ok(out)
-    }
-}
-
 /// Validates the plan and lowers it. Every problem found, in either pass, is returned at
 /// once: a bad regex or a missing file is named along with a bad duration, not after it is
 /// fixed. Lowering therefore copes with an invalid plan, and what it finds again at a place
@@ -372,7 +393,17 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         schemas: Vec::new(),
         infer_html_resources: plan.protocol.infer_html_resources,
         sockets: Vec::new(),
+        defined: HashSet::new(),
+        first_reads: HashMap::new(),
+        current_path: String::new(),
+        counters: HashMap::new(),
+        feeders: Vec::new(),
+        feeder_sources: Vec::new(),
     };
+    lowering.load_feeders(plan);
+    for scenario in &plan.scenarios {
+        lowering.collect_defined(&scenario.steps);
+    }
     // The protocol's headers are checked once here, each under its own path, not per request.
     for (i, header) in plan.protocol.headers.iter().enumerate() {
         let path = format!("protocol.headers[{i}]");
@@ -398,6 +429,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
+    lowering.never_set_variables();
     // ALPN: what HTTP versions https connections offer, most wanted first.
     let alpn: &[&[u8]] = match plan.protocol.http2 {
         horde_plan::Http2Mode::Off => &[b"http/1.1"],
@@ -429,6 +461,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         paces: lowering.paces,
         schemas: lowering.schemas,
         sockets: lowering.sockets,
+        feeders: lowering.feeders,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -461,6 +494,30 @@ struct Lowering {
     /// Pages (requests outside batches and resources) are parsed for their resources.
     infer_html_resources: bool,
     sockets: Vec<String>,
+    /// Every variable name the plan sets anywhere: by a check, a counter, a feeder's column,
+    /// a `set` or a `foreach`. A dotted name in a template names one of these when it can.
+    defined: HashSet<String>,
+    /// Where each variable slot is first read: a name read but never set is an error there.
+    first_reads: HashMap<usize, String>,
+    /// The plan path of the step being lowered, for errors of its templates.
+    current_path: String,
+    counters: HashMap<String, Arc<AtomicU64>>,
+    feeders: Vec<Arc<FeederRuntime>>,
+    /// Each feeder's source, as errors name it (the file, or the plan's inline records).
+    feeder_sources: Vec<String>,
+}
+
+impl Names for Lowering {
+    fn variable(&mut self, path: &[String]) -> (usize, usize) {
+        let used = (1..=path.len()).rev().find(|&used| self.defined.contains(&path[..used].join("."))).unwrap_or(1);
+        let slot = self.slot(&path[..used].join("."));
+        self.first_reads.entry(slot).or_insert_with(|| self.current_path.clone());
+        (slot, used)
+    }
+
+    fn counter(&mut self, name: &str) -> Arc<AtomicU64> {
+        self.counters.entry(name.to_string()).or_default().clone()
+    }
 }
 
 impl Lowering {
@@ -477,16 +534,153 @@ impl Lowering {
     /// A template validation checked; one it refused is taken literally, to go on lowering.
     fn template(&mut self, text: &str) -> Template {
         let Ok(segments) = parse_template(text) else {
-            return Template { segments: vec![TemplateSegment::Literal(text.to_string())] };
+            return Template::literal(text);
         };
-        let segments = segments
-            .into_iter()
-            .map(|segment| match segment {
-                Segment::Literal(text) => TemplateSegment::Literal(text),
-                Segment::Variable(name) => TemplateSegment::Variable(self.slot(&name)),
-            })
+        match Template::compile(segments, self) {
+            Ok(template) => template,
+            Err(message) => {
+                self.errors.push(PlanError::new(self.current_path.clone(), format!("{text:?}: {message}")));
+                Template::literal(text)
+            }
+        }
+    }
+
+    /// A condition validation checked; one it refused never holds, to go on lowering.
+    fn condition(&mut self, path: &str, text: &str, row_name: &str) -> ConditionProgram {
+        let row_id = self.row(row_name.into());
+        let never = || CompiledCondition::Or(Vec::new());
+        let Ok(parsed) = parse_condition(text) else {
+            return ConditionProgram { condition: never(), row_id };
+        };
+        match CompiledCondition::compile(parsed, self) {
+            Ok(condition) => ConditionProgram { condition, row_id },
+            Err(message) => {
+                self.errors.push(PlanError::new(path, message));
+                ConditionProgram { condition: never(), row_id }
+            }
+        }
+    }
+
+    /// Reads every feeder's source now: a missing file, a ragged line or bad JSON is a plan
+    /// error with the file and line, before anything is sent.
+    fn load_feeders(&mut self, plan: &Plan) {
+        let seed = plan.options.seed.unwrap_or_else(rand::random);
+        for (i, feeder) in plan.feeders.iter().enumerate() {
+            let row_id = self.row(format!("feed {}", feeder.name).into());
+            match FeederRuntime::load(feeder, self.base_dir.as_deref(), row_id, seed ^ i as u64) {
+                Ok(runtime) => {
+                    self.feeder_sources.push(runtime.origin.clone());
+                    self.feeders.push(Arc::new(runtime));
+                }
+                Err(message) => {
+                    let field = if feeder.source.path().is_some() { ".source.path" } else { "" };
+                    self.errors.push(PlanError::new(format!("feeders[{i}]{field}"), message));
+                    self.feeder_sources.push(String::new());
+                }
+            }
+        }
+    }
+
+    fn feeder(&self, name: &str) -> Option<Arc<FeederRuntime>> {
+        self.feeders.iter().find(|f| &*f.name == name).cloned()
+    }
+
+    /// Every name the steps set, so that `${a.b}` can tell the variable `a.b` from field `b`
+    /// of `a`, and a name never set can be named before the run.
+    fn collect_defined(&mut self, steps: &[Step]) {
+        let define = |lowering: &mut Lowering, name: &Option<String>| {
+            if let Some(name) = name {
+                lowering.defined.insert(name.clone());
+            }
+        };
+        for step in steps {
+            match step {
+                Step::Request(request) => self.collect_request(request),
+                Step::Batch { requests } => requests.iter().for_each(|r| self.collect_request(r)),
+                Step::Repeat { counter, steps, .. } | Step::During { counter, steps, .. } => {
+                    define(self, counter);
+                    self.collect_defined(steps);
+                }
+                Step::Group { steps, .. } | Step::ExitBlockOnFail { steps } => self.collect_defined(steps),
+                Step::Feed { feeder, .. } => {
+                    if let Some(feeder) = self.feeder(feeder) {
+                        self.defined.extend(feeder.columns.iter().cloned());
+                    }
+                }
+                Step::Set { values } => self.defined.extend(values.iter().map(|v| v.name.clone())),
+                Step::DoIf { steps, else_steps, .. } => {
+                    self.collect_defined(steps);
+                    self.collect_defined(else_steps);
+                }
+                Step::DoSwitch { cases, else_steps, .. } => {
+                    cases.iter().for_each(|c| self.collect_defined(&c.steps));
+                    self.collect_defined(else_steps);
+                }
+                Step::RandomSwitch { cases, else_steps } => {
+                    cases.iter().for_each(|c| self.collect_defined(&c.steps));
+                    self.collect_defined(else_steps);
+                }
+                Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
+                    cases.iter().for_each(|c| self.collect_defined(&c.steps))
+                }
+                Step::Foreach { element, counter, steps, .. } => {
+                    self.defined.insert(element.clone());
+                    define(self, counter);
+                    self.collect_defined(steps);
+                }
+                Step::AsLongAs { counter, steps, .. }
+                | Step::DoWhile { counter, steps, .. }
+                | Step::TryMax { counter, steps, .. }
+                | Step::Eventually { counter, steps, .. } => {
+                    define(self, counter);
+                    self.collect_defined(steps);
+                }
+                Step::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
+                | Step::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
+                | Step::WsSend(horde_plan::WsSend { await_messages: Some(messages), .. })
+                | Step::WsAwait(horde_plan::SocketAwait { await_messages: messages, .. })
+                | Step::SseAwait(horde_plan::SocketAwait { await_messages: messages, .. }) => {
+                    for message in &messages.messages {
+                        self.defined.extend(message.checks.iter().filter_map(|c| c.save_as.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn collect_request(&mut self, request: &Request) {
+        self.defined.extend(request.checks.iter().filter_map(|c| c.save_as.clone()));
+        request.resources.iter().for_each(|r| self.collect_request(r));
+    }
+
+    /// A variable read but set nowhere in the plan is a mistyped name (a feeder's column, a
+    /// saved value): an error where it is first read, naming what the plan does set.
+    fn never_set_variables(&mut self) {
+        let mut unset: Vec<(usize, String)> = self
+            .first_reads
+            .iter()
+            .filter(|(slot, _)| !self.defined.contains(&self.variable_names[**slot]))
+            .map(|(slot, path)| (*slot, path.clone()))
             .collect();
-        Template { segments }
+        unset.sort();
+        for (slot, path) in unset {
+            let name = &self.variable_names[slot];
+            let mut known: Vec<&str> = self.defined.iter().map(String::as_str).collect();
+            known.sort_unstable();
+            let feeders: Vec<String> = self
+                .feeders
+                .iter()
+                .map(|f| format!("feeder {:?} ({}) has {}", f.name, f.origin, f.columns.join(", ")))
+                .collect();
+            let mut message = format!("${{{name}}} is never set: no check saves it, no feeder has it as a column, no set or loop names it");
+            if !feeders.is_empty() {
+                message.push_str(&format!("; {}", feeders.join("; ")));
+            } else if !known.is_empty() {
+                message.push_str(&format!("; the plan sets {}", known.join(", ")));
+            }
+            self.errors.push(PlanError::new(path, message));
+        }
     }
 
     fn header(&mut self, path: &str, name: &str, value: &str) -> Option<(HeaderName, Template)> {
@@ -517,6 +711,7 @@ impl Lowering {
             .enumerate()
             .map(|(i, step)| {
                 let path = format!("{path}[{i}]");
+                self.current_path = path.clone();
                 let step_ref = step;
                 match step {
                     Step::Request(request) => {
@@ -564,13 +759,7 @@ impl Lowering {
                     },
                     Step::Group { name, steps } => {
                         let full_name = format!("{group_prefix}{name}");
-                        let group = match self.groups.iter().position(|g| **g == *full_name) {
-                            Some(group) => group,
-                            None => {
-                                self.groups.push(full_name.as_str().into());
-                                self.groups.len() - 1
-                            }
-                        };
+                        let group = self.group(&full_name);
                         let prefix = format!("{full_name} / ");
                         StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
                     }
@@ -600,6 +789,144 @@ impl Lowering {
                     Step::WsClose(step) | Step::SseClose(step) => {
                         let kind = if matches!(step_ref, Step::WsClose(_)) { SocketKind::WebSocket } else { SocketKind::EventStream };
                         self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
+                    }
+                    Step::Feed { feeder, count } => match self.feeder(feeder) {
+                        Some(feeder) => {
+                            let slots = feeder.columns.iter().map(|c| self.slot(c)).collect();
+                            StepProgram::Feed { feeder, slots, count: *count }
+                        }
+                        // Named already: by validation, or as an unreadable source.
+                        None => StepProgram::Unset(Vec::new()),
+                    },
+                    Step::Set { values } => {
+                        let names: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
+                        let row_id = self.row(format!("{group_prefix}set {}", names.join(", ")).into());
+                        let values = values.iter().map(|v| (self.slot(&v.name), self.template(&v.value))).collect();
+                        StepProgram::Set { values, row_id }
+                    }
+                    Step::Unset { names } => StepProgram::Unset(names.iter().map(|n| self.slot(n)).collect()),
+                    Step::DoIf { condition, steps, else_steps } => {
+                        let condition = self.condition(&format!("{path}.condition"), condition, &format!("{group_prefix}do_if {condition}"));
+                        let then = self.steps(&format!("{path}.steps"), steps, group_prefix);
+                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                        StepProgram::Choose(Box::new(ChoiceProgram::If { condition, then, otherwise }))
+                    }
+                    Step::DoSwitch { value, cases, else_steps } => {
+                        let row_id = self.row(format!("{group_prefix}do_switch {value}").into());
+                        let value = self.template(value);
+                        let cases = cases
+                            .iter()
+                            .enumerate()
+                            .map(|(i, case)| {
+                                self.current_path = format!("{path}.cases[{i}].value");
+                                let expected = self.template(&case.value);
+                                (expected, self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, group_prefix))
+                            })
+                            .collect();
+                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                        StepProgram::Choose(Box::new(ChoiceProgram::Switch { value, row_id, cases, otherwise }))
+                    }
+                    Step::RandomSwitch { cases, else_steps } => {
+                        let mut total = 0.0;
+                        let bounds = cases
+                            .iter()
+                            .map(|c| {
+                                total += c.weight;
+                                total
+                            })
+                            .collect();
+                        let cases = cases
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                            .collect();
+                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                        StepProgram::Choose(Box::new(ChoiceProgram::Random { bounds, cases, otherwise }))
+                    }
+                    Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
+                        let cases = cases
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                            .collect();
+                        let choice = if matches!(step_ref, Step::RoundRobinSwitch { .. }) {
+                            ChoiceProgram::RoundRobin { next: Arc::default(), cases }
+                        } else {
+                            ChoiceProgram::Uniform(cases)
+                        };
+                        StepProgram::Choose(Box::new(choice))
+                    }
+                    Step::Foreach { list, element, counter, steps } => {
+                        let row_id = self.row(format!("{group_prefix}foreach {list}").into());
+                        let list = self.template(list);
+                        StepProgram::Loop(Box::new(LoopProgram::Foreach {
+                            list,
+                            row_id,
+                            element: self.slot(element),
+                            counter: counter.as_deref().map(|c| self.slot(c)),
+                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                        }))
+                    }
+                    Step::AsLongAs { condition, counter, steps, .. } | Step::DoWhile { condition, counter, steps } => {
+                        let (test_first, exit_on_fail, kind) = match step_ref {
+                            Step::AsLongAs { exit_on_fail, .. } => (true, *exit_on_fail, "as_long_as"),
+                            _ => (false, false, "do_while"),
+                        };
+                        let condition =
+                            self.condition(&format!("{path}.condition"), condition, &format!("{group_prefix}{kind} {condition}"));
+                        StepProgram::Loop(Box::new(LoopProgram::While {
+                            condition,
+                            test_first,
+                            exit_on_fail,
+                            counter: counter.as_deref().map(|c| self.slot(c)),
+                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                        }))
+                    }
+                    Step::TryMax { name, times, counter, steps } => {
+                        let retry = RetryProgram {
+                            kind: RetryKind::TryMax,
+                            group: self.group(&format!("{group_prefix}{name}")),
+                            row_id: self.row(format!("{group_prefix}{name}").into()),
+                            times: Some(*times),
+                            pause: Duration::ZERO,
+                            timeout: None,
+                            counter: counter.as_deref().map(|c| self.slot(c)),
+                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                        };
+                        StepProgram::Retry(Box::new(retry))
+                    }
+                    Step::Eventually { name, times, pause_ms, timeout_ms, counter, steps } => {
+                        let retry = RetryProgram {
+                            kind: RetryKind::Eventually,
+                            group: self.group(&format!("{group_prefix}{name}")),
+                            row_id: self.row(format!("{group_prefix}{name}").into()),
+                            times: *times,
+                            pause: Duration::from_millis(*pause_ms),
+                            timeout: timeout_ms.map(Duration::from_millis),
+                            counter: counter.as_deref().map(|c| self.slot(c)),
+                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                        };
+                        StepProgram::Retry(Box::new(retry))
+                    }
+                    Step::ExitHereIfFailed => StepProgram::Exit { condition: None, if_failed: true },
+                    Step::ExitHere { condition } => {
+                        let condition = condition.as_ref().map(|c| {
+                            Box::new(self.condition(&format!("{path}.condition"), c, &format!("{group_prefix}exit_here_if {c}")))
+                        });
+                        StepProgram::Exit { condition, if_failed: false }
+                    }
+                    Step::ExitBlockOnFail { steps } => {
+                        StepProgram::ExitBlockOnFail(self.steps(&format!("{path}.steps"), steps, group_prefix))
+                    }
+                    Step::StopLoadGenerator { message, condition } => {
+                        let condition = condition.as_ref().map(|c| {
+                            Box::new(self.condition(
+                                &format!("{path}.condition"),
+                                c,
+                                &format!("{group_prefix}stop_load_generator_if {c}"),
+                            ))
+                        });
+                        StepProgram::StopLoadGenerator { message: message.as_str().into(), condition }
                     }
                     Step::CouchdbBulkInsert(step) => {
                         let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
@@ -740,6 +1067,17 @@ impl Lowering {
                 .collect(),
         });
         StepProgram::Socket(Box::new(SocketStepProgram { kind, socket, row_id, action, await_messages }))
+    }
+
+    /// The index of a group's statistics; groups with the same name share them.
+    fn group(&mut self, full_name: &str) -> usize {
+        match self.groups.iter().position(|g| **g == *full_name) {
+            Some(group) => group,
+            None => {
+                self.groups.push(full_name.into());
+                self.groups.len() - 1
+            }
+        }
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.
@@ -968,8 +1306,24 @@ fn steps_read_headers(steps: &[Step]) -> bool {
     steps.iter().any(|step| match step {
         Step::Request(r) => request_reads_headers(r),
         Step::Batch { requests } => requests.iter().any(request_reads_headers),
-        Step::Repeat { steps, .. } | Step::During { steps, .. } | Step::Group { steps, .. } => {
-            steps_read_headers(steps)
+        Step::Repeat { steps, .. }
+        | Step::During { steps, .. }
+        | Step::Group { steps, .. }
+        | Step::Foreach { steps, .. }
+        | Step::AsLongAs { steps, .. }
+        | Step::DoWhile { steps, .. }
+        | Step::TryMax { steps, .. }
+        | Step::Eventually { steps, .. }
+        | Step::ExitBlockOnFail { steps } => steps_read_headers(steps),
+        Step::DoIf { steps, else_steps, .. } => steps_read_headers(steps) || steps_read_headers(else_steps),
+        Step::DoSwitch { cases, else_steps, .. } => {
+            cases.iter().any(|c| steps_read_headers(&c.steps)) || steps_read_headers(else_steps)
+        }
+        Step::RandomSwitch { cases, else_steps } => {
+            cases.iter().any(|c| steps_read_headers(&c.steps)) || steps_read_headers(else_steps)
+        }
+        Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
+            cases.iter().any(|c| steps_read_headers(&c.steps))
         }
         _ => false,
     })
@@ -1075,14 +1429,35 @@ mod tests {
     fn templates_share_slots_by_name() {
         let program = lower(&plan_with(
             r#"[{"type": "request", "name": "r", "method": "GET", "url": "/${a}/${b}",
-                 "checks": [{"source": {"type": "status"}, "save_as": "a"}]}]"#,
+                 "checks": [{"source": {"type": "status"}, "save_as": "a"}, {"source": {"type": "status"}, "save_as": "b"}]}]"#,
         ))
         .unwrap();
         assert_eq!(program.variables, vec!["a".to_string(), "b".to_string()]);
         let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
         let UrlProgram::Dynamic { template, .. } = &request.url else { panic!("dynamic") };
-        assert_eq!(template.render(&[Some("x".into()), None]), Err(1));
-        assert_eq!(template.render(&[Some("x".into()), Some("y".into())]).unwrap(), "/x/y");
+        let mut session = crate::session::Session {
+            variables: vec![Some("x".into()), None],
+            rng: rand::SeedableRng::seed_from_u64(1),
+            user_id: 0,
+            scenario: "s".into(),
+        };
+        assert_eq!(template.render(&mut session), Err(crate::session::expression::EvalError::Undefined(1)));
+        session.variables[1] = Some("y".into());
+        assert_eq!(template.render(&mut session).unwrap(), "/x/y");
+    }
+
+    #[test]
+    fn a_variable_never_set_is_named_where_it_is_read() {
+        let errors = lower(&plan_with(
+            r#"[{"type": "request", "name": "r", "method": "GET", "url": "/${usr}",
+                 "checks": [{"source": {"type": "status"}, "save_as": "user"}]}]"#,
+        ))
+        .err()
+        .unwrap();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "scenarios[0].steps[0]");
+        assert!(errors[0].message.starts_with("${usr} is never set"), "{}", errors[0].message);
+        assert!(errors[0].message.contains("the plan sets user"), "{}", errors[0].message);
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
             .name("horde-collector".into())
             .spawn_scoped(scope, move || {
                 give_way_to_workers();
-                collect(&options, workers, started_at, start, control, received, &give_back, sink)
+                collect(&options, workers, started_at, start, control, &ledger, received, &give_back, sink)
             })
             .expect("spawning the collector thread")
             .join()
@@ -136,6 +136,7 @@ fn collect(
     started_at: SystemTime,
     start: Instant,
     control: &RunControl,
+    ledger: &RunLedger,
     received: mpsc::Receiver<Snapshot>,
     give_back: &[mpsc::Sender<Vec<Recorder>>],
     sink: &mut (dyn Sink + Send),
@@ -157,6 +158,11 @@ fn collect(
                 stop_sent = true;
             } else if deadline.is_some_and(|d| now >= d) {
                 status = RunStatus::LimitReached;
+                control.stop.send_replace(StopSignal::Stop);
+                stop_sent = true;
+            } else if let Some(reason) = ledger.stop_reason() {
+                status = RunStatus::Stopped;
+                totals.stop_reason = Some(reason.to_string());
                 control.stop.send_replace(StopSignal::Stop);
                 stop_sent = true;
             }

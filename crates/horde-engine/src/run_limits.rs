@@ -34,6 +34,9 @@ pub(crate) struct RunLedger {
     requests_left: Option<AtomicU64>,
     workers: u64,
     throttle: Option<Throttle>,
+    /// Why a scenario stopped the run (`stop_load_generator`, a feeder that ran out with
+    /// `stop_run`); the first reason wins. The collector watches it.
+    stop_reason: std::sync::OnceLock<String>,
 }
 
 struct Throttle {
@@ -56,7 +59,12 @@ impl RunLedger {
     pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize) -> Arc<RunLedger> {
         let throttle =
             RateSchedule::throttle(throttle).map(|schedule| Throttle { schedule, next_slot: AtomicU64::new(0) });
-        Arc::new(RunLedger { requests_left: max_requests.map(AtomicU64::new), workers: workers.max(1) as u64, throttle })
+        Arc::new(RunLedger {
+            requests_left: max_requests.map(AtomicU64::new),
+            workers: workers.max(1) as u64,
+            throttle,
+            stop_reason: std::sync::OnceLock::new(),
+        })
     }
 
     /// Takes up to a block of the request budget: small enough, near the end, that the last
@@ -87,7 +95,19 @@ pub(crate) struct WorkerLimits {
     slots: Cell<(u64, u64)>,
 }
 
+impl RunLedger {
+    /// Why the run was asked to stop from inside, if it was.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.get().map(String::as_str)
+    }
+}
+
 impl WorkerLimits {
+    /// Asks the whole run to stop, gracefully: the collector tells every worker.
+    pub fn request_stop(&self, reason: String) {
+        let _ = self.ledger.stop_reason.set(reason);
+    }
+
     pub fn new(ledger: Arc<RunLedger>, start: Instant) -> WorkerLimits {
         WorkerLimits { ledger, start, requests: Cell::new(0), slots: Cell::new((0, 0)) }
     }

@@ -5,6 +5,8 @@ use crate::failure::Failure;
 use crate::lower::{PauseKind, StepProgram};
 use crate::precise_timer::PreciseTimer;
 use crate::protocol::http::HttpSession;
+use crate::session::expression::EvalError;
+use crate::session::Session;
 use crate::worker::{WorkerContext, WorkerMetrics};
 use horde_metrics::RequestTiming;
 use horde_plan::OnCheckFailure;
@@ -39,8 +41,12 @@ pub(crate) enum UserOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
     Next,
-    /// A request failed: abandon this iteration of the scenario.
+    /// A request failed: abandon this iteration of the scenario (or, inside a block that
+    /// exits on failure, that block).
     StopIteration,
+    /// The user ends here (`exit_here`, a feeder used up, the run stopping): no block catches
+    /// it.
+    ExitUser,
     Exhausted,
 }
 
@@ -48,18 +54,30 @@ pub(crate) enum Flow {
 /// for each protocol's own state, which the core holds but never reads.
 pub(crate) struct VirtualUser {
     pub(crate) ctx: Rc<WorkerContext>,
-    pub(crate) variables: Vec<Option<String>>,
+    /// Variables, the random stream, who the user is: what templates and conditions read.
+    pub(crate) session: Session,
     /// Cookies and the keep-alive connection.
     pub(crate) http: HttpSession,
     /// WebSockets and event streams the user holds, by the plan's socket index; empty until
     /// the user's first socket step.
     pub(crate) sockets: Vec<Option<crate::protocol::messages::OpenSocket>>,
-    pub(crate) rng: SmallRng,
     /// When the next request was meant to start (arrival time, end of a pause). Latency is
     /// measured from it, so a late timer or a busy worker shows up in the figures.
     pub(crate) next_intended: Option<Instant>,
     /// KO requests so far: a group is OK when this did not change inside it.
     pub(crate) failures: u64,
+    /// Failed requests so far, retried ones included: an attempt of `try_max` or
+    /// `eventually` passed when this did not change inside it.
+    pub(crate) attempt_failures: u64,
+    /// Inside an attempt that will be tried again: a failure is counted as `retried` in its
+    /// row, not as a KO.
+    pub(crate) retrying: bool,
+    /// Blocks around the current step that a failed request leaves at once (`try_max`,
+    /// `eventually`, `exit_block_on_fail`): a failure then ends the block, whatever
+    /// `on_check_failure` says.
+    pub(crate) exiting_on_failure: u32,
+    /// The latest failure's kind and message: a retry block that gives up reports it.
+    pub(crate) last_failure: Option<(&'static str, String)>,
     /// When this user last passed each pace step.
     paces: Vec<Option<Instant>>,
     /// Waits for throttle slots; made on first use, so unthrottled users hold no timer.
@@ -72,7 +90,13 @@ pub(crate) struct VirtualUser {
 }
 
 impl VirtualUser {
-    pub fn new(ctx: Rc<WorkerContext>, seed: u64, number: u64, intended_start: Option<Instant>) -> VirtualUser {
+    pub fn new(
+        ctx: Rc<WorkerContext>,
+        scenario: usize,
+        seed: u64,
+        number: u64,
+        intended_start: Option<Instant>,
+    ) -> VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
             http: HttpSession::new(ctx.program.reads_response_headers),
@@ -82,11 +106,19 @@ impl VirtualUser {
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
             seed,
             number,
+            session: Session {
+                variables: vec![None; slots],
+                rng: SmallRng::seed_from_u64(seed),
+                user_id: number,
+                scenario: ctx.program.scenarios[scenario].name.clone(),
+            },
             ctx,
-            variables: vec![None; slots],
-            rng: SmallRng::seed_from_u64(seed),
             next_intended: intended_start,
             failures: 0,
+            attempt_failures: 0,
+            retrying: false,
+            exiting_on_failure: 0,
+            last_failure: None,
         }
     }
 
@@ -98,11 +130,11 @@ impl VirtualUser {
         }
         match flow {
             Flow::Exhausted => UserOutcome::Exhausted,
-            Flow::Next | Flow::StopIteration => UserOutcome::Finished,
+            Flow::Next | Flow::StopIteration | Flow::ExitUser => UserOutcome::Finished,
         }
     }
 
-    async fn chain(&mut self, steps: &[StepProgram]) -> Flow {
+    pub(crate) async fn chain(&mut self, steps: &[StepProgram]) -> Flow {
         for step in steps {
             let flow = match step {
                 StepProgram::Request(request) => {
@@ -143,7 +175,7 @@ impl VirtualUser {
                 StepProgram::Repeat { times, counter, body } => {
                     for i in 0..*times {
                         if let Some(slot) = counter {
-                            self.variables[*slot] = Some(i.to_string());
+                            self.session.variables[*slot] = Some(i.to_string().into());
                         }
                         let flow = self.chain(body).await;
                         if flow != Flow::Next {
@@ -157,7 +189,7 @@ impl VirtualUser {
                     let mut i = 0u64;
                     while Instant::now() < until {
                         if let Some(slot) = counter {
-                            self.variables[*slot] = Some(i.to_string());
+                            self.session.variables[*slot] = Some(i.to_string().into());
                         }
                         let flow = self.chain(body).await;
                         if flow != Flow::Next {
@@ -182,6 +214,30 @@ impl VirtualUser {
                 // mix), and this block's future is the size of its largest arm, allocated at
                 // every entry into a loop or a group of every user.
                 StepProgram::Batch(requests) => Box::pin(self.batch(requests)).await,
+                StepProgram::Feed { feeder, slots, count } => self.feed(feeder, slots, *count),
+                StepProgram::Set { values, row_id } => self.set(values, *row_id),
+                StepProgram::Unset(slots) => {
+                    for slot in slots {
+                        self.session.variables[*slot] = None;
+                    }
+                    Flow::Next
+                }
+                StepProgram::Choose(choice) => self.choose(choice).await,
+                StepProgram::Loop(program) => self.run_loop(program).await,
+                StepProgram::Retry(retry) => Box::pin(self.retry(retry)).await,
+                StepProgram::Exit { condition, if_failed } => self.exit(condition.as_deref(), *if_failed),
+                StepProgram::ExitBlockOnFail(body) => {
+                    self.exiting_on_failure += 1;
+                    let flow = self.chain(body).await;
+                    self.exiting_on_failure -= 1;
+                    match flow {
+                        Flow::StopIteration => Flow::Next,
+                        other => other,
+                    }
+                }
+                StepProgram::StopLoadGenerator { message, condition } => {
+                    self.stop_load_generator(message, condition.as_deref())
+                }
                 StepProgram::Socket(step) => Box::pin(self.socket_step(step)).await,
                 StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
                 StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
@@ -206,8 +262,8 @@ impl VirtualUser {
     async fn pause(&mut self, kind: PauseKind) {
         let duration = match kind {
             PauseKind::Fixed(d) => d,
-            PauseKind::Uniform(min, max) => min + (max - min).mul_f64(self.rng.random::<f64>()),
-            PauseKind::Exponential(mean) => mean.mul_f64(-(1.0 - self.rng.random::<f64>()).ln()),
+            PauseKind::Uniform(min, max) => min + (max - min).mul_f64(self.session.rng.random::<f64>()),
+            PauseKind::Exponential(mean) => mean.mul_f64(-(1.0 - self.session.rng.random::<f64>()).ln()),
         };
         let target = self.next_intended.unwrap_or_else(Instant::now) + duration;
         tokio::time::sleep_until(target).await;
@@ -228,9 +284,15 @@ impl VirtualUser {
         self.next_intended = Some(target);
     }
 
-    pub(crate) fn undefined(&self, slot: usize) -> (Failure, u32) {
-        let name = &self.ctx.program.variables[slot];
-        (Failure::new("undefined_variable", format!("undefined variable ${{{name}}}")), slot as u32)
+    /// An expression that has no value, as the failure of what needed it.
+    pub(crate) fn expression_failure(&self, error: EvalError) -> (Failure, u32) {
+        match error {
+            EvalError::Undefined(slot) => {
+                let name = &self.ctx.program.variables[slot];
+                (Failure::unsent("undefined_variable", format!("undefined variable ${{{name}}}")), slot as u32)
+            }
+            EvalError::Invalid(message) => (Failure::unsent("expression_error", message), 0),
+        }
     }
 
     /// The user's generator for a schema of the plan, seeded from the user's own seed, so a
@@ -244,6 +306,9 @@ impl VirtualUser {
 
     /// What the chain does after a failed request.
     pub(crate) fn after_failure(&self) -> Flow {
+        if self.exiting_on_failure > 0 {
+            return Flow::StopIteration;
+        }
         match self.ctx.program.plan.options.on_check_failure {
             OnCheckFailure::StopIteration => Flow::StopIteration,
             OnCheckFailure::Continue => Flow::Next,
@@ -286,7 +351,12 @@ impl VirtualUser {
         if failure.unsent {
             return self.record_unsent(row_id, failure, detail);
         }
-        self.failures += 1;
+        if self.count_failure(failure) {
+            if let Some(mut metrics) = self.measured(row_id, started, timing) {
+                metrics.row(row_id).record_retried();
+            }
+            return;
+        }
         if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, false);
             metrics.error(failure.kind, row_id, detail, || failure.message.clone());
@@ -295,13 +365,41 @@ impl VirtualUser {
 
     /// A request that failed before anything was sent: a KO, counted, with no latency.
     pub(crate) fn record_unsent(&mut self, row_id: usize, failure: &Failure, detail: u32) {
-        self.failures += 1;
+        let retried = self.count_failure(failure);
         if !self.ctx.measures(Instant::now()) {
             return;
         }
         let mut metrics = self.ctx.metrics.borrow_mut();
+        if retried {
+            metrics.row(row_id).record_retried();
+            return;
+        }
         metrics.row(row_id).record_unsent();
         metrics.error(failure.kind, row_id, detail, || failure.message.clone());
+    }
+
+    /// Counts a failure; true when it is in an attempt that will be tried again, and so is no
+    /// KO.
+    fn count_failure(&mut self, failure: &Failure) -> bool {
+        self.attempt_failures += 1;
+        if self.retrying || self.exiting_on_failure > 0 {
+            self.last_failure = Some((failure.kind, failure.message.clone()));
+        }
+        if self.retrying {
+            return true;
+        }
+        self.failures += 1;
+        false
+    }
+
+    /// An error that is no request's (a condition, a switch's value, a foreach's list that
+    /// has no value): counted in the errors under `row_id`, and a failure of the user.
+    pub(crate) fn step_failed(&mut self, row_id: usize, error: EvalError) -> Flow {
+        let (failure, detail) = self.expression_failure(error);
+        if !self.count_failure(&failure) && self.ctx.measures(Instant::now()) {
+            self.ctx.metrics.borrow_mut().error(failure.kind, row_id, detail, || failure.message.clone());
+        }
+        self.after_failure()
     }
 
 

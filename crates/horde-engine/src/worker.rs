@@ -478,7 +478,7 @@ async fn run_started_user(
     number: u64,
     intended: Option<Instant>,
 ) -> UserOutcome {
-    let mut user = VirtualUser::new(ctx.clone(), ctx.user_seed(scenario, number), number, intended);
+    let mut user = VirtualUser::new(ctx.clone(), scenario, ctx.user_seed(scenario, number), number, intended);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
     ctx.user_finished(scenario);
     outcome

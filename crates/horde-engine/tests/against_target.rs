@@ -109,6 +109,7 @@ fn continue_on_failure_goes_on_and_undefined_variables_fail_the_request() {
         r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"on_check_failure": "continue"}},
             "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 2}}],
               "steps": [
+                {{"type": "do_if", "condition": "false", "steps": [{{"type": "set", "values": [{{"name": "nope", "value": "1"}}]}}]}},
                 {{"type": "request", "name": "missing", "method": "GET", "url": "/api/items/${{nope}}"}},
                 {{"type": "request", "name": "teapot", "method": "GET", "url": "/status/418"}},
                 {{"type": "request", "name": "after", "method": "GET", "url": "/api/items/1",
@@ -350,6 +351,7 @@ fn users_that_only_fail_without_waiting_share_the_worker_and_keep_their_duration
         r#"{"version": 1, "options": {"on_check_failure": "continue", "workers": 1, "snapshot_interval_ms": 100},
             "scenarios": [{"name": "s", "injection": [{"type": "at_once_users", "users": 5}],
               "steps": [{"type": "during", "duration_ms": 1000, "steps": [
+                {"type": "do_if", "condition": "false", "steps": [{"type": "set", "values": [{"name": "nope", "value": "1"}]}]},
                 {"type": "request", "name": "undefined", "method": "GET", "url": "http://127.0.0.1:9/${nope}"}]}]}]}"#,
     )
     .unwrap();

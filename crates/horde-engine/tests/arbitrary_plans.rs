@@ -112,7 +112,7 @@ proptest! {
             // Literal text comes back; `$${` stands for `${`.
             let literal: String = segments.iter().filter_map(|s| match s {
                 Segment::Literal(text) => Some(text.as_str()),
-                Segment::Variable(_) => None,
+                Segment::Expression(_) => None,
             }).collect();
             prop_assert!(literal.len() <= text.len());
         }

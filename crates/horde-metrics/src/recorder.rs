@@ -57,6 +57,9 @@ pub struct Recorder {
     pub ko: Histogram<u64>,
     /// KO requests that were never sent.
     pub unsent: u64,
+    /// Failed in an attempt of `try_max` or `eventually` that was tried again: not a KO (the
+    /// block's row has the outcome), and not in the latency figures.
+    pub retried: u64,
     /// Exchanges begun: those without an outcome yet (ok + ko short of it) are in flight,
     /// and at the end of a run, interrupted.
     pub started: u64,
@@ -80,6 +83,7 @@ impl Default for Recorder {
             ok: new_histogram(),
             ko: new_histogram(),
             unsent: 0,
+            retried: 0,
             started: 0,
             uncorrected: new_histogram(),
             dns: new_histogram(),
@@ -124,6 +128,11 @@ impl Recorder {
         self.unsent += 1;
     }
 
+    /// Counts a failure in an attempt that is tried again.
+    pub fn record_retried(&mut self) {
+        self.retried += 1;
+    }
+
     /// Requests with an outcome: OK, KO and unsent.
     pub fn count(&self) -> u64 {
         self.ok.len() + self.ko.len() + self.unsent
@@ -131,12 +140,12 @@ impl Recorder {
 
     /// Whether nothing at all happened on this row.
     pub fn is_empty(&self) -> bool {
-        self.count() == 0 && self.started == 0
+        self.count() == 0 && self.started == 0 && self.retried == 0
     }
 
     /// Exchanges begun but without an outcome (in flight; interrupted once the run is over).
     pub fn in_flight(&self) -> u64 {
-        self.started.saturating_sub(self.ok.len() + self.ko.len())
+        self.started.saturating_sub(self.ok.len() + self.ko.len() + self.retried)
     }
 
     /// Empties the recorder, keeping its histograms' memory: a worker that gets it back
@@ -156,6 +165,7 @@ impl Recorder {
             histogram.reset();
         }
         self.unsent = 0;
+        self.retried = 0;
         self.started = 0;
         self.bytes_sent = 0;
         self.bytes_received = 0;
@@ -171,6 +181,7 @@ impl Recorder {
         add(&mut self.ok, &other.ok);
         add(&mut self.ko, &other.ko);
         self.unsent += other.unsent;
+        self.retried += other.retried;
         self.started += other.started;
         add(&mut self.uncorrected, &other.uncorrected);
         add(&mut self.dns, &other.dns);
@@ -187,16 +198,18 @@ impl Recorder {
 }
 
 /// A group's statistics: how long each pass through the group took, OK when no request in it
-/// failed.
+/// failed. A retry block (`try_max`, `eventually`) is a group with attempts.
 #[derive(Debug, Clone)]
 pub struct GroupRecorder {
     pub ok: Histogram<u64>,
     pub ko: Histogram<u64>,
+    /// Attempts of each pass through a retry block; empty for plain groups.
+    pub attempts: Histogram<u64>,
 }
 
 impl Default for GroupRecorder {
     fn default() -> Self {
-        GroupRecorder { ok: new_histogram(), ko: new_histogram() }
+        GroupRecorder { ok: new_histogram(), ko: new_histogram(), attempts: new_histogram() }
     }
 }
 
@@ -206,9 +219,16 @@ impl GroupRecorder {
         record_value(histogram, duration_us);
     }
 
+    /// A pass through a retry block: its duration, outcome and attempts.
+    pub fn record_attempts(&mut self, duration_us: u64, ok: bool, attempts: u64) {
+        self.record(duration_us, ok);
+        record_value(&mut self.attempts, attempts);
+    }
+
     pub fn merge(&mut self, other: &GroupRecorder) {
         self.ok.add(&other.ok).expect("auto-resizing histograms always merge");
         self.ko.add(&other.ko).expect("auto-resizing histograms always merge");
+        self.attempts.add(&other.attempts).expect("auto-resizing histograms always merge");
     }
 }
 

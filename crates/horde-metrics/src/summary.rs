@@ -106,6 +106,10 @@ pub struct RequestStats {
     /// built, no file descriptor left): counted in `ko`, kept out of the latency statistics.
     #[serde(default)]
     pub unsent: u64,
+    /// Failures in attempts of `try_max` or `eventually` that were tried again: not in `count`
+    /// nor `ko` (the block's row has the outcome), nor in the latency figures.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
     /// Requests sent but without an outcome when the run ended (in flight at its end; while
     /// the run goes, in flight now). Not in `count`.
     #[serde(default)]
@@ -132,8 +136,27 @@ pub struct GroupStats {
     pub count: u64,
     pub ok: u64,
     pub ko: u64,
-    /// Duration of each pass through the group.
+    /// Duration of each pass through the group. For `eventually`, the OK passes' durations
+    /// are the time to consistency: from the first attempt's start to the end of the first
+    /// attempt that passed.
     pub duration: LatencyStats,
+    /// A retry block's (`try_max`, `eventually`) attempts per pass; absent for plain groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<AttemptStats>,
+}
+
+/// Attempts per pass through a retry block.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct AttemptStats {
+    pub total: u64,
+    pub mean: f64,
+    pub max: u64,
+    /// Passes that needed more than one attempt.
+    pub retried_passes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -224,6 +247,7 @@ impl Recorder {
             ok: self.ok.len(),
             ko: self.ko.len() + self.unsent,
             unsent: self.unsent,
+            retried: self.retried,
             interrupted: self.in_flight(),
             mean_rps: if duration_s > 0.0 { count as f64 / duration_s } else { 0.0 },
             latency: RequestLatency {
@@ -259,6 +283,16 @@ impl GroupRecorder {
             ok: self.ok.len(),
             ko: self.ko.len(),
             duration: LatencyStats::from_histogram(&all, &options.percentiles),
+            attempts: (!self.attempts.is_empty()).then(|| {
+                let passes = self.attempts.len();
+                let total: u64 = self.attempts.iter_recorded().map(|v| v.value_iterated_to() * v.count_at_value()).sum();
+                AttemptStats {
+                    total,
+                    mean: total as f64 / passes as f64,
+                    max: self.attempts.max(),
+                    retried_passes: passes - self.attempts.count_between(0, 1),
+                }
+            }),
         }
     }
 }

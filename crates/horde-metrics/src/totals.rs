@@ -19,6 +19,9 @@ pub enum RunStatus {
     LimitReached,
     /// Stopped from outside (Ctrl-C, SIGTERM).
     Interrupted,
+    /// A scenario stopped the run (`stop_load_generator`, a feeder that ran out with
+    /// `stop_run`); `Totals::stop_reason` says why.
+    Stopped,
 }
 
 impl RunStatus {
@@ -28,6 +31,7 @@ impl RunStatus {
             RunStatus::Completed => "completed",
             RunStatus::LimitReached => "limit_reached",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Stopped => "stopped",
         }
     }
 }
@@ -61,6 +65,8 @@ pub struct Totals {
     pub complete_intervals: u64,
     /// Per CouchDB step, in order of first appearance: every connection's phase totals.
     pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
+    /// Why a scenario stopped the run, when one did.
+    pub stop_reason: Option<String>,
 }
 
 impl Totals {
@@ -85,6 +91,7 @@ impl Totals {
             intervals: PendingIntervals::default(),
             complete_intervals: 0,
             couchdb_steps: Vec::new(),
+            stop_reason: None,
         }
     }
 

@@ -19,13 +19,18 @@
 //! plan comes from or names, bounded ([`input`]).
 
 mod couchdb;
+mod feeder;
 pub mod input;
 mod schema_check;
 mod template;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
-pub use template::{parse_template, Segment};
+pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
+pub use template::{
+    is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
+    Segment,
+};
 pub use validate::MAX_DURATION_MS;
 
 use schemars::JsonSchema;
@@ -63,6 +68,10 @@ pub struct Plan {
     pub base_dir: Option<String>,
     #[serde(default)]
     pub protocol: HttpProtocol,
+    /// Sources of records (`feed` steps take them): files or inline records, loaded once per
+    /// run and shared by every virtual user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feeders: Vec<Feeder>,
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub options: RunOptions,
@@ -509,10 +518,172 @@ pub enum Step {
     SseAwait(SocketAwait),
     /// Close an event stream.
     SseClose(SocketClose),
+    /// Take the next record of a feeder: its fields become session variables. With `count`
+    /// above 1, each variable holds a list of that many records' values (Gatling's
+    /// `feed(feeder, n)`).
+    Feed {
+        feeder: String,
+        #[serde(default = "default_one", skip_serializing_if = "is_one")]
+        count: u32,
+    },
+    /// Set session variables, each value a template.
+    Set {
+        values: Vec<NameValue>,
+    },
+    /// Remove session variables.
+    Unset {
+        names: Vec<String>,
+    },
+    /// Run `steps` when the condition holds, else `else_steps` (Gatling's `doIf`,
+    /// `doIfOrElse`, `doIfEquals`).
+    DoIf {
+        condition: String,
+        steps: Vec<Step>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        else_steps: Vec<Step>,
+    },
+    /// Run the steps of the first case whose `value` equals `value` (both templates), else
+    /// `else_steps`.
+    DoSwitch {
+        value: String,
+        cases: Vec<SwitchCase>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        else_steps: Vec<Step>,
+    },
+    /// Run one case, drawn with its weight (percent; the weights add up to at most 100),
+    /// else `else_steps` for the rest of the draws.
+    RandomSwitch {
+        cases: Vec<WeightedCase>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        else_steps: Vec<Step>,
+    },
+    /// Run one case, each as likely as the others.
+    UniformRandomSwitch {
+        cases: Vec<Chain>,
+    },
+    /// Run the cases in turn: each pass through the step (by any user of the run) takes the
+    /// next one.
+    RoundRobinSwitch {
+        cases: Vec<Chain>,
+    },
+    /// Run `steps` once for each element of a list (`list` is one `${...}` expression: a
+    /// list saved by a check, a JSON array, a feeder's `count`); `element` holds the
+    /// element, `counter` its 0-based index.
+    Foreach {
+        list: String,
+        element: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Run `steps` while the condition holds, tested before each pass (Gatling's `asLongAs`).
+    /// With `exit_on_fail`, a failed request ends the loop.
+    AsLongAs {
+        condition: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        exit_on_fail: bool,
+        steps: Vec<Step>,
+    },
+    /// Run `steps`, then again while the condition holds, tested after each pass.
+    DoWhile {
+        condition: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Run `steps` until a pass has no failed request, at most `times` passes (Gatling's
+    /// `tryMax`). The block is one outcome in its own row `name`; failures of passes that
+    /// were tried again are counted as `retried` in their rows, not as KOs.
+    TryMax {
+        #[serde(default = "default_try_max_name")]
+        name: String,
+        times: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// Seed 002's RetriableCondition: run `steps` until every request and check in them
+    /// passes, pausing `pause_ms` between attempts, at most `times` attempts and within
+    /// `timeout_ms` of the first. One outcome in its own row `name`, whose duration is the
+    /// time to consistency (the first attempt's start to the end of the first full pass).
+    Eventually {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<u32>,
+        #[serde(default = "default_eventually_pause_ms")]
+        pause_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        counter: Option<String>,
+        steps: Vec<Step>,
+    },
+    /// End the virtual user here when a request of its has failed (Gatling's
+    /// `exitHereIfFailed`).
+    ExitHereIfFailed,
+    /// End the virtual user here, when the condition holds if there is one (`exitHere`,
+    /// `exitHereIf`).
+    ExitHere {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        condition: Option<String>,
+    },
+    /// Run `steps`; a failed request leaves the block at once and the chain goes on after it
+    /// (Gatling's `exitBlockOnFail`).
+    ExitBlockOnFail {
+        steps: Vec<Step>,
+    },
+    /// Stop the whole run gracefully (when the condition holds if there is one): no new
+    /// users, running ones interrupted, results kept; the summary says why.
+    StopLoadGenerator {
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        condition: Option<String>,
+    },
     /// Iron Cushion's bulk insert step against a CouchDB database.
     CouchdbBulkInsert(CouchdbBulkInsert),
     /// Iron Cushion's CRUD step against a CouchDB database.
     CouchdbCrud(CouchdbCrud),
+}
+
+fn default_one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn default_try_max_name() -> String {
+    "try_max".into()
+}
+
+fn default_eventually_pause_ms() -> u64 {
+    100
+}
+
+/// A chain of steps, as one case of a switch.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Chain {
+    pub steps: Vec<Step>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchCase {
+    /// Compared, as text, with the switch's value; a template.
+    pub value: String,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WeightedCase {
+    /// Percent of the draws.
+    pub weight: f64,
+    pub steps: Vec<Step>,
 }
 
 fn default_socket() -> String {

@@ -1,8 +1,8 @@
 //! Semantic validation: every problem, each with its JSON path, in one pass.
 
-use crate::template::{is_variable_name, parse_template};
+use crate::template::{is_variable_name, parse_condition, parse_template};
 use crate::{crud_rule_violations, ThrottleStep, Validation, PLAN_VERSION};
-use crate::{AwaitMessages, Body, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
+use crate::{AwaitMessages, Body, FeederSource, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
@@ -17,7 +17,8 @@ const MAX_RATE: f64 = 10_000_000.0;
 const MAX_CONNECTIONS_PER_HOST: u32 = 64;
 
 pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
-    let mut v = Validator { errors: Vec::new() };
+    let feeders = plan.feeders.iter().map(|f| f.name.clone()).collect();
+    let mut v = Validator { errors: Vec::new(), feeders };
     v.plan(plan);
     let value = serde_json::to_value(plan).expect("a plan always serializes");
     v.durations("", &value);
@@ -26,6 +27,8 @@ pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
 
 struct Validator {
     errors: Vec<PlanError>,
+    /// The plan's feeder names, which `feed` steps refer to.
+    feeders: Vec<String>,
 }
 
 impl Validator {
@@ -35,6 +38,12 @@ impl Validator {
 
     fn template(&mut self, path: &str, text: &str) {
         if let Err(message) = parse_template(text) {
+            self.error(path, message);
+        }
+    }
+
+    fn condition(&mut self, path: &str, text: &str) {
+        if let Err(message) = parse_condition(text) {
             self.error(path, message);
         }
     }
@@ -124,6 +133,7 @@ impl Validator {
             }
         }
         self.options(plan);
+        self.feeders(plan);
         if plan.scenarios.is_empty() {
             self.error("scenarios", "a plan needs at least one scenario");
         }
@@ -147,6 +157,38 @@ impl Validator {
                 "options.graceful_stop_ms",
                 "a graceful stop cannot be combined with scenarios that start after others yet",
             );
+        }
+    }
+
+    /// Names unique, and what cannot be known without reading files; the files themselves are
+    /// read when the plan is lowered.
+    fn feeders(&mut self, plan: &Plan) {
+        let mut names = std::collections::HashSet::new();
+        for (i, feeder) in plan.feeders.iter().enumerate() {
+            let path = format!("feeders[{i}]");
+            if feeder.name.trim().is_empty() {
+                self.error(format!("{path}.name"), "a feeder needs a name");
+            } else if !names.insert(feeder.name.as_str()) {
+                self.error(format!("{path}.name"), format!("duplicate feeder name {:?}", feeder.name));
+            }
+            match &feeder.source {
+                FeederSource::Inline { records } => {
+                    if records.is_empty() {
+                        self.error(format!("{path}.source.records"), "needs at least one record");
+                    }
+                    if feeder.batch.is_some() {
+                        self.error(format!("{path}.batch"), "only files are read in batches");
+                    }
+                }
+                source => {
+                    if source.path().is_some_and(|p| p.trim().is_empty()) {
+                        self.error(format!("{path}.source.path"), "a file is needed");
+                    }
+                }
+            }
+            if feeder.batch == Some(0) {
+                self.error(format!("{path}.batch"), "must be at least 1 record");
+            }
         }
     }
 
@@ -305,6 +347,128 @@ impl Validator {
                     self.await_messages(&format!("{path}.await"), &step.await_messages);
                 }
                 Step::WsClose(step) | Step::SseClose(step) => self.socket_name(&path, &step.name, &step.socket),
+                Step::Feed { feeder, count } => {
+                    if !self.feeders.iter().any(|f| f == feeder) {
+                        let known = if self.feeders.is_empty() { "the plan has none".to_string() } else { self.feeders.join(", ") };
+                        self.error(format!("{path}.feeder"), format!("no feeder is named {feeder:?} ({known})"));
+                    }
+                    if *count == 0 {
+                        self.error(format!("{path}.count"), "must be at least 1");
+                    }
+                }
+                Step::Set { values } => {
+                    for (i, value) in values.iter().enumerate() {
+                        self.variable_name(&format!("{path}.values[{i}].name"), &value.name);
+                        self.template(&format!("{path}.values[{i}].value"), &value.value);
+                    }
+                }
+                Step::Unset { names } => {
+                    for (i, name) in names.iter().enumerate() {
+                        self.variable_name(&format!("{path}.names[{i}]"), name);
+                    }
+                }
+                Step::DoIf { condition, steps, else_steps } => {
+                    self.condition(&format!("{path}.condition"), condition);
+                    self.loop_body(&path, steps, has_base_url);
+                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
+                }
+                Step::DoSwitch { value, cases, else_steps } => {
+                    self.template(&format!("{path}.value"), value);
+                    if cases.is_empty() {
+                        self.error(format!("{path}.cases"), "a switch needs at least one case");
+                    }
+                    for (i, case) in cases.iter().enumerate() {
+                        self.template(&format!("{path}.cases[{i}].value"), &case.value);
+                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
+                    }
+                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
+                }
+                Step::RandomSwitch { cases, else_steps } => {
+                    if cases.is_empty() {
+                        self.error(format!("{path}.cases"), "a switch needs at least one case");
+                    }
+                    let mut total = 0.0;
+                    for (i, case) in cases.iter().enumerate() {
+                        if !(case.weight >= 0.0 && case.weight.is_finite()) {
+                            self.error(format!("{path}.cases[{i}].weight"), "must be a percentage, 0 or more");
+                        }
+                        total += case.weight;
+                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
+                    }
+                    if total > 100.0 + 1e-9 {
+                        self.error(format!("{path}.cases"), format!("the weights add up to {total}%, more than 100%"));
+                    }
+                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
+                }
+                Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
+                    if cases.is_empty() {
+                        self.error(format!("{path}.cases"), "a switch needs at least one case");
+                    }
+                    for (i, case) in cases.iter().enumerate() {
+                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
+                    }
+                }
+                Step::Foreach { list, element, counter, steps } => {
+                    match crate::template::parse_template(list) {
+                        Ok(segments) if matches!(segments.as_slice(), [crate::template::Segment::Expression(_)]) => {}
+                        Ok(_) => self.error(format!("{path}.list"), format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\"")),
+                        Err(message) => self.error(format!("{path}.list"), message),
+                    }
+                    self.variable_name(&format!("{path}.element"), element);
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::AsLongAs { condition, counter, steps, .. } | Step::DoWhile { condition, counter, steps } => {
+                    self.condition(&format!("{path}.condition"), condition);
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::TryMax { name, times, counter, steps } => {
+                    if name.trim().is_empty() {
+                        self.error(format!("{path}.name"), "needs a name (its row)");
+                    }
+                    if *times == 0 {
+                        self.error(format!("{path}.times"), "must be at least 1");
+                    }
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::Eventually { name, times, timeout_ms, counter, steps, .. } => {
+                    if name.trim().is_empty() {
+                        self.error(format!("{path}.name"), "needs a name (its row)");
+                    }
+                    match (times, timeout_ms) {
+                        (None, None) => self.error(&path, "needs times, timeout_ms or both: it must end"),
+                        (Some(0), _) => self.error(format!("{path}.times"), "must be at least 1"),
+                        (_, Some(0)) => self.error(format!("{path}.timeout_ms"), "must be more than 0"),
+                        _ => {}
+                    }
+                    if let Some(counter) = counter {
+                        self.variable_name(&format!("{path}.counter"), counter);
+                    }
+                    self.loop_body(&path, steps, has_base_url);
+                }
+                Step::ExitHereIfFailed => {}
+                Step::ExitHere { condition } => {
+                    if let Some(condition) = condition {
+                        self.condition(&format!("{path}.condition"), condition);
+                    }
+                }
+                Step::ExitBlockOnFail { steps } => self.loop_body(&path, steps, has_base_url),
+                Step::StopLoadGenerator { message, condition } => {
+                    if message.trim().is_empty() {
+                        self.error(format!("{path}.message"), "say why the run stops");
+                    }
+                    if let Some(condition) = condition {
+                        self.condition(&format!("{path}.condition"), condition);
+                    }
+                }
                 Step::CouchdbBulkInsert(step) => {
                     self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
                     if step.documents_per_insert == 0 {

@@ -40,8 +40,12 @@ pub struct Summary {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct RunInfo {
     pub name: String,
-    /// running (the run is still going or was killed), completed, limit_reached, interrupted.
+    /// running (the run is still going or was killed), completed, limit_reached, interrupted,
+    /// stopped (by a scenario: `stop_reason` says why).
     pub status: String,
+    /// Why a scenario stopped the run (`stop_load_generator`, a feeder run out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// UTC, RFC 3339.
     pub started_at: String,
     pub started_at_unix_ms: u64,
@@ -131,6 +135,7 @@ impl Summary {
             run: RunInfo {
                 name: plan.name.clone(),
                 status: status.as_str().to_string(),
+                stop_reason: totals.stop_reason.clone(),
                 started_at: rfc3339(started_at_unix_ms),
                 started_at_unix_ms,
                 duration_ms: totals.elapsed.as_millis() as u64,

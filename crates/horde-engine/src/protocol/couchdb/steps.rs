@@ -258,7 +258,7 @@ impl VirtualUser {
         let database = step.target.database.clone();
         let mut id = String::new();
         // The planner has its own stream, so the order of operations depends on the seed only.
-        let mut order_rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(self.rng.random());
+        let mut order_rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(self.session.rng.random());
         while let Some(op) = planner.next(&mut order_rng) {
             if !self.ctx.limits.take_request() {
                 return Flow::Exhausted;
@@ -298,7 +298,7 @@ impl VirtualUser {
                         self.record_no_document(row_id, "read");
                         continue;
                     }
-                    let pool_index = self.rng.random_range(0..pool.len());
+                    let pool_index = self.session.rng.random_range(0..pool.len());
                     document_id(&mut id, &run_token, self.number, step.bulk_documents_per_user, pool[pool_index]);
                     let target = document_target(&database, &id, None);
                     match self.couchdb_operation(&mut account, slot, row_id, Method::GET, target, Bytes::new()).await {

@@ -1,6 +1,7 @@
 //! Checks: extract a value from a response, validate it, save it into the session.
 
 use crate::lower::{CheckProgram, Extractor};
+use crate::session::{Session, Value};
 use bytes::Bytes;
 use horde_plan::Validation;
 use http::{HeaderMap, StatusCode};
@@ -37,33 +38,31 @@ impl<'a> ResponseView<'a> {
         String::from_utf8_lossy(self.body)
     }
 
-    fn extract(&mut self, extractor: &Extractor) -> Option<String> {
+    fn extract(&mut self, extractor: &Extractor) -> Option<Value> {
         match extractor {
-            Extractor::Status => Some(self.status.as_u16().to_string()),
+            Extractor::Status => Some(Value::from(self.status.as_u16().to_string())),
             Extractor::Header(name) => {
-                self.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                self.headers.get(name).map(|v| Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()))
             }
-            Extractor::Substring(needle) => self.text().contains(needle.as_str()).then(|| needle.clone()),
+            Extractor::Substring(needle) => self.text().contains(needle.as_str()).then(|| Value::from(needle.as_str())),
             Extractor::Regex { regex, group } => {
                 let text = self.text();
-                regex.captures(&text).and_then(|c| c.get(*group)).map(|m| m.as_str().to_string())
+                regex.captures(&text).and_then(|c| c.get(*group)).map(|m| Value::from(m.as_str()))
             }
             Extractor::Css { selector, attribute } => {
                 let html = self.html();
                 let element = html.select(selector).next()?;
                 match attribute {
-                    Some(attribute) => element.value().attr(attribute).map(str::to_string),
-                    None => Some(element.text().collect::<String>().trim().to_string()),
+                    Some(attribute) => element.value().attr(attribute).map(Value::from),
+                    None => Some(Value::from(element.text().collect::<String>().trim())),
                 }
             }
             Extractor::JsonPath(path) => {
                 let body = self.body;
                 let json = self.json.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()?;
-                let node = path.query(json).all().into_iter().next()?;
-                Some(match node {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
+                // JSON null is no value: `exists()` fails on it and nothing is saved.
+                let node = path.query(json).all().into_iter().find(|v| !v.is_null())?;
+                Some(Value::from_json(node.clone()))
             }
         }
     }
@@ -82,7 +81,7 @@ pub struct CheckFailure {
 pub fn run_checks(
     checks: &[CheckProgram],
     response: &mut ResponseView<'_>,
-    variables: &mut [Option<String>],
+    session: &mut Session,
 ) -> Result<(), CheckFailure> {
     if !checks.iter().any(|c| matches!(c.extractor, Extractor::Status)) {
         let status = response.status.as_u16();
@@ -95,7 +94,8 @@ pub fn run_checks(
     }
     for (index, check) in checks.iter().enumerate() {
         let found = response.extract(&check.extractor);
-        let passed = match (&check.validation, &found) {
+        let found_text = found.as_ref().map(Value::as_text);
+        let passed = match (&check.validation, &found_text) {
             (Validation::Exists, found) => found.is_some(),
             (Validation::NotExists, found) => found.is_none(),
             (Validation::Is { value }, Some(found)) => found == value,
@@ -107,10 +107,11 @@ pub fn run_checks(
                 Extractor::Status => response.status.as_u16() as u32,
                 _ => 1000 + index as u32,
             };
-            return Err(CheckFailure { message: failure_message(check, found.as_deref()), detail });
+            return Err(CheckFailure { message: failure_message(check, found_text.as_deref()), detail });
         }
+        drop(found_text);
         if let (Some(slot), Some(value)) = (check.save_as, found) {
-            variables[slot] = Some(value);
+            session.variables[slot] = Some(value);
         }
     }
     Ok(())
@@ -137,6 +138,19 @@ fn failure_message(check: &CheckProgram, found: Option<&str>) -> String {
 mod tests {
     use super::*;
     use horde_plan::Plan;
+
+    fn session(slots: usize) -> Session {
+        Session {
+            variables: vec![None; slots],
+            rng: rand::SeedableRng::seed_from_u64(1),
+            user_id: 0,
+            scenario: "s".into(),
+        }
+    }
+
+    fn texts(session: &Session) -> Vec<Option<String>> {
+        session.variables.iter().map(|v| v.as_ref().map(|v| v.as_text().into_owned())).collect()
+    }
 
     fn lowered_checks(json: &str) -> (Vec<CheckProgram>, usize) {
         let plan = Plan::from_json(&format!(
@@ -166,15 +180,15 @@ mod tests {
         );
         let headers = HeaderMap::new();
         let body = Bytes::from(PAGE);
-        let mut vars = vec![None; slots];
+        let mut vars = session(slots);
         run_checks(&checks, &mut view(200, &headers, &body), &mut vars).unwrap();
-        assert_eq!(vars, vec![Some("abc123".to_string()), Some("Welcome".to_string())]);
+        assert_eq!(texts(&vars), vec![Some("abc123".to_string()), Some("Welcome".to_string())]);
 
         let (checks, slots) = checks_json();
         let body = Bytes::from(r#"{"items": [{"id": 7, "name": "seven"}]}"#);
-        let mut vars = vec![None; slots];
+        let mut vars = session(slots);
         run_checks(&checks, &mut view(200, &headers, &body), &mut vars).unwrap();
-        assert_eq!(vars, vec![Some("7".to_string()), Some("seven".to_string())]);
+        assert_eq!(texts(&vars), vec![Some("7".to_string()), Some("seven".to_string())]);
     }
 
     fn checks_json() -> (Vec<CheckProgram>, usize) {
@@ -189,17 +203,17 @@ mod tests {
         let (checks, slots) = lowered_checks(r#"[{"source": {"type": "status"}, "validate": {"type": "in", "values": ["200", "304"]}}]"#);
         let headers = HeaderMap::new();
         let body = Bytes::new();
-        let mut vars = vec![None; slots];
+        let mut vars = session(slots);
         let failure = run_checks(&checks, &mut view(500, &headers, &body), &mut vars).unwrap_err();
         assert_eq!(failure.message, r#"status: expected one of ["200", "304"], found "500""#);
         assert_eq!(failure.detail, 500);
 
         let (checks, slots) = lowered_checks(r#"[{"source": {"type": "regex", "pattern": "value=\"([^\"]*)\""}, "save_as": "v"}]"#);
         let body = Bytes::from("<html>expired</html>");
-        let mut vars = vec![None; slots];
+        let mut vars = session(slots);
         let failure = run_checks(&checks, &mut view(200, &headers, &body), &mut vars).unwrap_err();
         assert!(failure.message.ends_with("expected to exist, found nothing"), "{}", failure.message);
-        assert_eq!(vars, vec![None]);
+        assert_eq!(texts(&vars), vec![None]);
     }
 
     #[test]
@@ -207,7 +221,7 @@ mod tests {
         let (checks, slots) = lowered_checks(r#"[{"source": {"type": "substring", "value": "ok"}}]"#);
         let headers = HeaderMap::new();
         let body = Bytes::from("ok");
-        let mut vars = vec![None; slots];
+        let mut vars = session(slots);
         assert!(run_checks(&checks, &mut view(404, &headers, &body), &mut vars).is_err());
         assert!(run_checks(&checks, &mut view(304, &headers, &body), &mut vars).is_ok());
     }

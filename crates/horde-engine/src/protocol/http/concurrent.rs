@@ -142,7 +142,8 @@ impl VirtualUser {
                     continue;
                 }
                 let Ok(target) = Target::from_url(url) else { continue };
-                let headers = match self.render_headers(&self.ctx.program.protocol.inferred_resource_headers) {
+                let ctx = self.ctx.clone();
+                let headers = match self.render_headers(&ctx.program.protocol.inferred_resource_headers) {
                     Ok(headers) => headers,
                     Err(_) => continue,
                 };

@@ -189,7 +189,7 @@ impl VirtualUser {
             }
         };
         let mut view = ResponseView::new(response.status, &response.headers, &body);
-        match run_checks(checks, &mut view, &mut self.variables) {
+        match run_checks(checks, &mut view, &mut self.session) {
             Ok(()) => {
                 self.record_ok(row_id, started, timing);
                 // Looked at only for pages whose resources are inferred: not on every request.
@@ -226,7 +226,7 @@ impl VirtualUser {
     }
 
     /// The request's headers, their variables filled in.
-    pub(crate) fn render_headers(&self, programs: &[HeaderProgram]) -> Result<HeaderMap, (Failure, u32)> {
+    pub(crate) fn render_headers(&mut self, programs: &[HeaderProgram]) -> Result<HeaderMap, (Failure, u32)> {
         // Sized for what it holds (plus Content-Type and Cookie): a map that grows on its first
         // insert reserves room for 6 headers, about 650 bytes per request in flight.
         let mut headers = HeaderMap::with_capacity(programs.len() + 2);
@@ -234,7 +234,7 @@ impl VirtualUser {
             let value = match &header.fixed {
                 Some(value) => value.clone(),
                 None => {
-                    let text = header.value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                    let text = header.value.render(&mut self.session).map_err(|e| self.expression_failure(e))?;
                     HeaderValue::from_str(&text).map_err(|_| {
                         (
                             Failure::new(
@@ -251,13 +251,13 @@ impl VirtualUser {
         Ok(headers)
     }
 
-    fn target(&self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
+    fn target(&mut self, request: &RequestProgram) -> Result<Arc<Target>, (Failure, u32)> {
         let invalid = |message: String| (Failure::new("invalid_url", message), 0);
         let mut url = match &request.url {
             UrlProgram::Static(target) if request.query.is_empty() => return Ok(target.clone()),
             UrlProgram::Static(target) => target.url.clone(),
             UrlProgram::Dynamic { template, base } => {
-                let text = template.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let text = template.render(&mut self.session).map_err(|e| self.expression_failure(e))?;
                 let parsed = match base {
                     Some(base) => base.join(&text),
                     None => Url::parse(&text),
@@ -268,8 +268,8 @@ impl VirtualUser {
         if !request.query.is_empty() {
             let mut pairs = url.query_pairs_mut();
             for (name, value) in &request.query {
-                let name = name.render(&self.variables).map_err(|slot| self.undefined(slot))?;
-                let value = value.render(&self.variables).map_err(|slot| self.undefined(slot))?;
+                let name = name.render(&mut self.session).map_err(|e| self.expression_failure(e))?;
+                let value = value.render(&mut self.session).map_err(|e| self.expression_failure(e))?;
                 pairs.append_pair(&name, &value);
             }
         }
@@ -292,8 +292,8 @@ impl VirtualUser {
         self.render_body(body)
     }
 
-    fn render_body(&self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
-        let render = |t: &crate::lower::Template| t.render(&self.variables).map_err(|slot| self.undefined(slot));
+    fn render_body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
+        let mut render = |t: &crate::lower::Template| t.render(&mut self.session).map_err(|e| self.expression_failure(e));
         Ok(match body {
             BodyProgram::None => (Bytes::new(), None),
             BodyProgram::Static { bytes, content_type } => (bytes.clone(), content_type.clone()),

@@ -74,10 +74,10 @@ impl VirtualUser {
                 Err(()) => return self.after_failure(),
             },
             SocketAction::SendText(template) => {
-                let text = match template.render(&self.variables) {
+                let text = match template.render(&mut self.session) {
                     Ok(text) => text,
-                    Err(slot) => {
-                        let (failure, detail) = self.undefined(slot);
+                    Err(error) => {
+                        let (failure, detail) = self.expression_failure(error);
                         self.record_unsent(step.row_id, &failure, detail);
                         return self.after_failure();
                     }
@@ -145,7 +145,7 @@ impl VirtualUser {
     /// Opens the step's socket (replacing one of the same name), timed on its row.
     async fn open_socket(&mut self, step: &SocketStepProgram) -> Result<Instant, ()> {
         let SocketAction::Connect { url, base, headers } = &step.action else { unreachable!("a connect step") };
-        let rendered = url.render(&self.variables).map_err(|slot| self.undefined(slot));
+        let rendered = url.render(&mut self.session).map_err(|e| self.expression_failure(e));
         let headers = rendered.and_then(|url| Ok((url, self.render_headers(headers)?)));
         let (url, headers) = match headers {
             Ok(rendered) => rendered,
@@ -241,7 +241,7 @@ impl VirtualUser {
                     self.ctx.metrics.borrow_mut().connections.messages_received += 1;
                 }
                 let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
-                if run_checks(&message.matching, &mut view, &mut self.variables).is_ok() {
+                if run_checks(&message.matching, &mut view, &mut self.session).is_ok() {
                     break Ok(text);
                 }
             };
@@ -261,7 +261,7 @@ impl VirtualUser {
             };
             let timing = whole(since, end, text.len() as u64);
             let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
-            if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.variables) {
+            if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.session) {
                 let detail = failure.detail;
                 self.record_failure(message.row_id, since, &timing, &Failure::new("check_failed", failure.message), detail);
                 for missed in &expected.messages[index + 1..] {

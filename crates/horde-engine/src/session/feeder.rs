@@ -1,0 +1,482 @@
+//! Feeders at run time: records loaded once per run and shared read-only by every worker (a
+//! record is an `Arc`, so handing it to a user copies nothing), taken in queue order by one
+//! atomic counter across all workers, so each record goes to exactly one user.
+//!
+//! A feeder with `batch` keeps only a batch of records in memory, behind a lock: for files
+//! larger than memory, at the cost of a lock per record taken.
+
+use super::value::Value;
+use horde_plan::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The most a feeder file may hold when it is read whole; larger files take `batch`.
+pub const MAX_FEEDER_FILE_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// One record: a value for each of the feeder's columns (None: the record lacks it).
+pub type Record = Arc<[Option<Value>]>;
+
+pub struct FeederRuntime {
+    pub name: Arc<str>,
+    /// Every column any record has, in the order records hold them.
+    pub columns: Vec<String>,
+    pub strategy: FeederStrategy,
+    pub on_exhausted: OnFeederExhausted,
+    /// The statistics row of the feeder's failures (`feed users`).
+    pub row_id: usize,
+    /// Where the source is, for messages.
+    pub origin: String,
+    records: Records,
+}
+
+enum Records {
+    InMemory {
+        records: Vec<Record>,
+        /// `shuffle`: the order records are taken in, drawn once per run.
+        order: Option<Vec<u32>>,
+        /// The next record in queue order, across all workers.
+        next: AtomicU64,
+    },
+    Batched(Box<Mutex<BatchReader>>),
+}
+
+/// Why a feed found no record.
+#[derive(Debug)]
+pub enum FeedError {
+    Exhausted,
+    /// Reading the file failed mid-run (it changed after it was checked).
+    Read(String),
+}
+
+impl FeederRuntime {
+    /// Reads and checks the feeder's source; `path` is the plan path of the feeder, for errors.
+    /// `seed` orders a `shuffle`.
+    pub fn load(feeder: &Feeder, base_dir: Option<&Path>, row_id: usize, seed: u64) -> Result<FeederRuntime, String> {
+        let file = feeder.source.path().map(|p| resolve(base_dir, p));
+        let origin = match &file {
+            Some(file) => file.display().to_string(),
+            None => format!("feeder {:?}", feeder.name),
+        };
+        let (columns, records) = match (&feeder.source, feeder.batch) {
+            (FeederSource::Inline { records }, _) => inline_records(records),
+            (FeederSource::JsonFile { .. }, Some(_)) => {
+                return Err("a JSON array is read whole: use jsonl (one object per line) to read in batches".into())
+            }
+            (source, Some(batch)) => {
+                let file = file.expect("files only");
+                // Checked whole now, kept a batch at a time later: a bad line is an error
+                // before the run, not in its middle.
+                let mut reader = BatchReader::open(source, &file, batch as usize, feeder.strategy, seed)?;
+                let (columns, count) = reader.check_all()?;
+                if count == 0 {
+                    return Err(format!("{}: no records", file.display()));
+                }
+                reader.columns = columns.clone();
+                return Ok(FeederRuntime {
+                    name: feeder.name.as_str().into(),
+                    columns,
+                    strategy: feeder.strategy,
+                    on_exhausted: feeder.on_exhausted,
+                    row_id,
+                    origin,
+                    records: Records::Batched(Box::new(Mutex::new(reader))),
+                });
+            }
+            (source, None) => {
+                let file = file.expect("files only");
+                read_all(source, &file)?
+            }
+        };
+        if records.is_empty() {
+            return Err(format!("{origin}: no records"));
+        }
+        let order = (feeder.strategy == FeederStrategy::Shuffle).then(|| {
+            let mut order: Vec<u32> = (0..records.len() as u32).collect();
+            order.shuffle(&mut <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(seed));
+            order
+        });
+        Ok(FeederRuntime {
+            name: feeder.name.as_str().into(),
+            columns,
+            strategy: feeder.strategy,
+            on_exhausted: feeder.on_exhausted,
+            row_id,
+            origin,
+            records: Records::InMemory { records, order, next: AtomicU64::new(0) },
+        })
+    }
+
+    /// The next record by the feeder's strategy; `rng` is the user's, for `random`.
+    pub fn take(&self, rng: &mut impl Rng) -> Result<Record, FeedError> {
+        match &self.records {
+            Records::InMemory { records, order, next } => {
+                let count = records.len() as u64;
+                let index = match self.strategy {
+                    FeederStrategy::Random => rng.random_range(0..count),
+                    FeederStrategy::Circular => next.fetch_add(1, Ordering::Relaxed) % count,
+                    FeederStrategy::Queue | FeederStrategy::Shuffle => {
+                        let taken = next.fetch_add(1, Ordering::Relaxed);
+                        if taken >= count {
+                            return Err(FeedError::Exhausted);
+                        }
+                        match order {
+                            Some(order) => u64::from(order[taken as usize]),
+                            None => taken,
+                        }
+                    }
+                };
+                Ok(records[index as usize].clone())
+            }
+            Records::Batched(reader) => {
+                let mut reader = reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                reader.take(rng)
+            }
+        }
+    }
+
+    /// How many records a queue has handed out (for tests and the summary).
+    pub fn taken(&self) -> u64 {
+        match &self.records {
+            Records::InMemory { next, .. } => next.load(Ordering::Relaxed),
+            Records::Batched(reader) => reader.lock().map(|r| r.taken).unwrap_or(0),
+        }
+    }
+}
+
+fn resolve(base_dir: Option<&Path>, file: &str) -> PathBuf {
+    let path = Path::new(file);
+    match base_dir {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+fn delimiter(source: &FeederSource) -> Option<u8> {
+    match source {
+        FeederSource::Csv { .. } => Some(b','),
+        FeederSource::Tsv { .. } => Some(b'\t'),
+        FeederSource::Ssv { .. } => Some(b';'),
+        _ => None,
+    }
+}
+
+/// Columns in order of first appearance, and records holding a value per column.
+struct RecordBuilder {
+    columns: Vec<String>,
+    index: HashMap<String, usize>,
+    objects: Vec<Vec<(usize, Option<Value>)>>,
+}
+
+impl RecordBuilder {
+    fn new() -> Self {
+        RecordBuilder { columns: Vec::new(), index: HashMap::new(), objects: Vec::new() }
+    }
+
+    fn column(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        self.columns.push(name.to_string());
+        self.index.insert(name.to_string(), self.columns.len() - 1);
+        self.columns.len() - 1
+    }
+
+    fn object(&mut self, object: &serde_json::Map<String, serde_json::Value>) {
+        let fields = object
+            .iter()
+            .map(|(key, value)| {
+                // JSON null is no value: the variable stays unset.
+                let value = (!value.is_null()).then(|| Value::from_json(value.clone()));
+                (self.column(key), value)
+            })
+            .collect();
+        self.objects.push(fields);
+    }
+
+    fn finish(self) -> (Vec<String>, Vec<Record>) {
+        let width = self.columns.len();
+        let records = self
+            .objects
+            .into_iter()
+            .map(|fields| {
+                let mut record = vec![None; width];
+                for (i, value) in fields {
+                    record[i] = value;
+                }
+                Record::from(record)
+            })
+            .collect();
+        (self.columns, records)
+    }
+}
+
+fn inline_records(records: &[serde_json::Map<String, serde_json::Value>]) -> (Vec<String>, Vec<Record>) {
+    let mut builder = RecordBuilder::new();
+    for record in records {
+        builder.object(record);
+    }
+    builder.finish()
+}
+
+fn read_all(source: &FeederSource, file: &Path) -> Result<(Vec<String>, Vec<Record>), String> {
+    let name = file.display();
+    let size = std::fs::metadata(file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?.len();
+    if size > MAX_FEEDER_FILE_BYTES {
+        return Err(format!(
+            "{name} is {size} bytes, more than a feeder reads whole ({MAX_FEEDER_FILE_BYTES}): set batch to read it a batch at a time"
+        ));
+    }
+    if let Some(delimiter) = delimiter(source) {
+        let mut reader = csv_reader(file, delimiter)?;
+        let columns = csv_header(&mut reader, file)?;
+        let mut records = Vec::new();
+        for row in reader.records() {
+            records.push(csv_record(row, file)?);
+        }
+        return Ok((columns, records));
+    }
+    let mut builder = RecordBuilder::new();
+    match source {
+        FeederSource::JsonFile { .. } => {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?;
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{name}:{}:{}: not valid JSON: {e}", e.line(), e.column()))?;
+            let items = value.as_array().ok_or_else(|| format!("{name}: a JSON feeder is an array of objects"))?;
+            for (i, item) in items.iter().enumerate() {
+                let object = item.as_object().ok_or_else(|| format!("{name}: element {i} of the array is not an object"))?;
+                builder.object(object);
+            }
+        }
+        FeederSource::Jsonl { .. } => {
+            let reader = BufReader::new(File::open(file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?);
+            for (number, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| format!("{name}:{}: {e}", number + 1))?;
+                if let Some(object) = jsonl_object(&line, file, number + 1)? {
+                    builder.object(&object);
+                }
+            }
+        }
+        _ => unreachable!("delimited files are read above"),
+    }
+    Ok(builder.finish())
+}
+
+fn csv_reader(file: &Path, delimiter: u8) -> Result<csv::Reader<File>, String> {
+    csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(true)
+        .flexible(false)
+        .from_path(file)
+        .map_err(|e| format!("cannot read feeder file {}: {e}", file.display()))
+}
+
+fn csv_header(reader: &mut csv::Reader<File>, file: &Path) -> Result<Vec<String>, String> {
+    let header = reader.headers().map_err(|e| csv_error(&e, file))?;
+    let columns: Vec<String> = header.iter().map(|c| c.trim_start_matches('\u{feff}').to_string()).collect();
+    if columns.iter().all(|c| c.is_empty()) {
+        return Err(format!("{}:1: the first line names the columns, and it is empty", file.display()));
+    }
+    for (i, column) in columns.iter().enumerate() {
+        if columns[..i].contains(column) {
+            return Err(format!("{}:1: column {column:?} is named twice", file.display()));
+        }
+    }
+    Ok(columns)
+}
+
+fn csv_record(row: Result<csv::StringRecord, csv::Error>, file: &Path) -> Result<Record, String> {
+    let row = row.map_err(|e| csv_error(&e, file))?;
+    Ok(row.iter().map(|field| Some(Value::from(field))).collect::<Vec<_>>().into())
+}
+
+fn csv_error(error: &csv::Error, file: &Path) -> String {
+    let name = file.display();
+    match error.kind() {
+        csv::ErrorKind::UnequalLengths { pos, expected_len, len } => {
+            let line = pos.as_ref().map(|p| p.line()).unwrap_or(0);
+            format!("{name}:{line}: a record of {len} fields where the header names {expected_len} columns")
+        }
+        _ => match error.position() {
+            Some(pos) => format!("{name}:{}: {error}", pos.line()),
+            None => format!("{name}: {error}"),
+        },
+    }
+}
+
+fn jsonl_object(line: &str, file: &Path, number: usize) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(object)) => Ok(Some(object)),
+        Ok(_) => Err(format!("{}:{number}: a line of a jsonl feeder is an object", file.display())),
+        Err(e) => Err(format!("{}:{number}: not valid JSON: {e}", file.display())),
+    }
+}
+
+/// A file read a batch of records at a time.
+struct BatchReader {
+    source: FeederSource,
+    file: PathBuf,
+    batch: usize,
+    strategy: FeederStrategy,
+    columns: Vec<String>,
+    rows: Option<RowSource>,
+    buffer: std::collections::VecDeque<Record>,
+    exhausted: bool,
+    taken: u64,
+    rng: rand::rngs::SmallRng,
+}
+
+enum RowSource {
+    Delimited(csv::StringRecordsIntoIter<File>),
+    Lines(std::iter::Enumerate<std::io::Lines<BufReader<File>>>),
+}
+
+impl BatchReader {
+    fn open(source: &FeederSource, file: &Path, batch: usize, strategy: FeederStrategy, seed: u64) -> Result<BatchReader, String> {
+        Ok(BatchReader {
+            source: source.clone(),
+            file: file.to_path_buf(),
+            batch,
+            strategy,
+            columns: Vec::new(),
+            rows: None,
+            buffer: Default::default(),
+            exhausted: false,
+            taken: 0,
+            rng: rand::SeedableRng::seed_from_u64(seed),
+        })
+    }
+
+    /// Reads the whole file once, to check every line; returns the columns and the count.
+    fn check_all(&mut self) -> Result<(Vec<String>, u64), String> {
+        let mut count = 0;
+        let columns;
+        if let Some(delimiter) = delimiter(&self.source) {
+            let mut reader = csv_reader(&self.file, delimiter)?;
+            columns = csv_header(&mut reader, &self.file)?;
+            for row in reader.records() {
+                row.map_err(|e| csv_error(&e, &self.file))?;
+                count += 1;
+            }
+        } else {
+            let name = self.file.display();
+            let reader = BufReader::new(File::open(&self.file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?);
+            let mut builder = RecordBuilder::new();
+            for (number, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| format!("{name}:{}: {e}", number + 1))?;
+                if let Some(object) = jsonl_object(&line, &self.file, number + 1)? {
+                    for key in object.keys() {
+                        builder.column(key);
+                    }
+                    count += 1;
+                }
+            }
+            columns = builder.columns;
+        }
+        Ok((columns, count))
+    }
+
+    fn reopen(&mut self) -> Result<(), String> {
+        self.rows = Some(match delimiter(&self.source) {
+            Some(delimiter) => {
+                let mut reader = csv_reader(&self.file, delimiter)?;
+                csv_header(&mut reader, &self.file)?;
+                RowSource::Delimited(reader.into_records())
+            }
+            None => {
+                let file = File::open(&self.file).map_err(|e| format!("cannot read feeder file {}: {e}", self.file.display()))?;
+                RowSource::Lines(BufReader::new(file).lines().enumerate())
+            }
+        });
+        Ok(())
+    }
+
+    /// The next record of the file, or None at its end.
+    fn read_one(&mut self) -> Result<Option<Record>, String> {
+        if self.rows.is_none() {
+            self.reopen()?;
+        }
+        match self.rows.as_mut().expect("opened above") {
+            RowSource::Delimited(rows) => match rows.next() {
+                None => Ok(None),
+                Some(row) => csv_record(row, &self.file).map(Some),
+            },
+            RowSource::Lines(lines) => loop {
+                let Some((number, line)) = lines.next() else { return Ok(None) };
+                let line = line.map_err(|e| format!("{}:{}: {e}", self.file.display(), number + 1))?;
+                if let Some(object) = jsonl_object(&line, &self.file, number + 1)? {
+                    let mut record = vec![None; self.columns.len()];
+                    for (key, value) in object {
+                        if let Some(i) = self.columns.iter().position(|c| *c == key) {
+                            record[i] = (!value.is_null()).then(|| Value::from_json(value));
+                        }
+                    }
+                    return Ok(Some(record.into()));
+                }
+            },
+        }
+    }
+
+    fn refill(&mut self) -> Result<(), FeedError> {
+        let mut restarted = false;
+        while self.buffer.len() < self.batch {
+            match self.read_one().map_err(FeedError::Read)? {
+                Some(record) => {
+                    self.buffer.push_back(record);
+                    restarted = false;
+                }
+                None if self.strategy.runs_out() => {
+                    self.exhausted = true;
+                    break;
+                }
+                // An empty file (it was checked to hold records: it changed since).
+                None if restarted => return Err(FeedError::Exhausted),
+                None => {
+                    // Circular and random start the file over: at once when the batch is
+                    // empty, else at the next refill.
+                    self.rows = None;
+                    if !self.buffer.is_empty() {
+                        break;
+                    }
+                    restarted = true;
+                }
+            }
+        }
+        if self.strategy == FeederStrategy::Shuffle {
+            self.buffer.make_contiguous().shuffle(&mut self.rng);
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, rng: &mut impl Rng) -> Result<Record, FeedError> {
+        if self.buffer.is_empty() {
+            if self.exhausted {
+                return Err(FeedError::Exhausted);
+            }
+            self.refill()?;
+        }
+        let record = match self.strategy {
+            // Drawn within the batch; the batch is read anew once as many draws were made.
+            FeederStrategy::Random => {
+                let pick = rng.random_range(0..self.buffer.len());
+                let record = self.buffer[pick].clone();
+                self.taken += 1;
+                if self.taken.is_multiple_of(self.batch as u64) {
+                    self.buffer.clear();
+                }
+                return Ok(record);
+            }
+            _ => self.buffer.pop_front(),
+        };
+        self.taken += 1;
+        record.ok_or(FeedError::Exhausted)
+    }
+}
