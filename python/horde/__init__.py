@@ -9,7 +9,42 @@ a native Rust engine runs them.
 Run it with ``horde run sim.py``; ``horde plan sim.py`` prints the Plan it makes.
 """
 
-from .chains import Chain, Population, Scenario, batch, during, exec_, group, pace, pause, repeat, scenario
+from .chains import (
+    Chain,
+    Population,
+    Scenario,
+    as_long_as,
+    batch,
+    do_if,
+    do_if_equals,
+    do_if_equals_or_else,
+    do_if_or_else,
+    do_switch,
+    do_while,
+    during,
+    eventually,
+    exec_,
+    exit_block_on_fail,
+    exit_here,
+    exit_here_if,
+    exit_here_if_failed,
+    feed,
+    foreach,
+    group,
+    pace,
+    pause,
+    random_switch,
+    repeat,
+    round_robin_switch,
+    scenario,
+    set_,
+    stop_load_generator,
+    try_max,
+    uniform_random_switch,
+    unset,
+)
+from .feeders import Feeder, csv, inline, json_file, jsonl, ssv, tsv
+from .session import Session, after, before
 from .checks import Check, css, header, jsonpath, regex, status, substring
 from .couchdb import couchdb_bulk_insert, couchdb_crud
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
@@ -51,6 +86,11 @@ __all__ = [
     "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
     "hold_for", "document_from_schema", "bulk_documents_from_schema",
     "couchdb_bulk_insert", "couchdb_crud", "batch", "ws", "sse",
+    "Feeder", "csv", "tsv", "ssv", "json_file", "jsonl", "inline", "feed", "set_", "unset",
+    "do_if", "do_if_or_else", "do_if_equals", "do_if_equals_or_else", "do_switch", "random_switch",
+    "uniform_random_switch", "round_robin_switch", "foreach", "as_long_as", "do_while", "try_max",
+    "eventually", "exit_here_if_failed", "exit_here", "exit_here_if", "exit_block_on_fail",
+    "stop_load_generator", "Session", "before", "after",
 ]
 
 

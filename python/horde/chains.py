@@ -7,27 +7,37 @@ seed 000's ``jsfGet``/``jsfPost`` are ordinary functions returning requests or c
     ['request', 'pause', 'repeat']
 """
 
+import functools
+import inspect
 from dataclasses import dataclass, replace
 
 from ._durations import to_ms
 from .errors import DslError
+from .feeders import Feeder
 from .http import HttpRequest
+from .session import describe, register
 from .sockets import SocketStep
 
 
+def _is_session_function(item):
+    return inspect.isfunction(item) or inspect.ismethod(item) or isinstance(item, functools.partial)
+
+
 def _steps_of(items, where):
-    """Plan steps from requests, chains and (nested) lists of them."""
+    """Plan steps from requests, chains, session functions and (nested) lists of them."""
     steps = []
     for item in items:
         if isinstance(item, (HttpRequest, SocketStep)):
             steps.append(item.to_step())
+        elif _is_session_function(item):
+            steps.append({"type": "session_function", "name": describe(item), "function": register(item, where)})
         elif isinstance(item, Chain):
             steps.extend(item.to_steps())
         elif isinstance(item, (list, tuple)):
             steps.extend(_steps_of(item, where))
         else:
-            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)) or a chain, "
-                           f"got {item!r}")
+            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a chain "
+                           f"or a function of the session, got {item!r}")
     return steps
 
 
@@ -83,8 +93,216 @@ class Chain:
         checks and saved values (saved in the order given)."""
         return self._then(_batch_step(requests))
 
+    def feed(self, feeder, count=1):
+        """Take the feeder's next record: its columns become session variables. With
+        ``count`` above 1, each variable holds a list of that many records' values."""
+        if not isinstance(feeder, Feeder):
+            raise DslError(f"feed() takes a feeder (csv(...), json_file(...), inline([...])), got {feeder!r}")
+        step = {"type": "feed", "feeder": feeder.name, "_feeder": feeder}
+        if count != 1:
+            step["count"] = _whole(count, "feed() count", minimum=1)
+        return self._then(step)
+
+    def set(self, values=None, **named):
+        """Set session variables: ``.set(token="none")``, or a dict for names that are no
+        Python identifiers. Values are templates: ``.set(next="${page.next}")``."""
+        merged = dict(values or {})
+        merged.update(named)
+        if not merged:
+            raise DslError("set() needs at least one variable")
+        return self._then({"type": "set", "values": [{"name": _name(n, "set()"), "value": _text(v)} for n, v in merged.items()]})
+
+    def unset(self, *names):
+        """Remove session variables."""
+        return self._then({"type": "unset", "names": [_name(n, "unset()") for n in names]})
+
+    def do_if(self, condition, *items):
+        """Run ``items`` when the condition holds: ``"${role} == 'admin'"``,
+        ``"${n} > 3 and exists(token)"``."""
+        return self._then({"type": "do_if", "condition": _condition(condition, "do_if()"),
+                           "steps": _steps_of(items, "do_if()")})
+
+    def do_if_or_else(self, condition, then, otherwise):
+        """Run ``then`` when the condition holds, else ``otherwise`` (each a chain, a
+        request or a list of them)."""
+        return self._then({"type": "do_if", "condition": _condition(condition, "do_if_or_else()"),
+                           "steps": _steps_of([then], "do_if_or_else()"),
+                           "else_steps": _steps_of([otherwise], "do_if_or_else()")})
+
+    def do_if_equals(self, actual, expected, *items):
+        """Run ``items`` when the two templates render the same text."""
+        return self.do_if(_equals(actual, expected), *items)
+
+    def do_if_equals_or_else(self, actual, expected, then, otherwise):
+        return self.do_if_or_else(_equals(actual, expected), then, otherwise)
+
+    def do_switch(self, value, *cases, otherwise=None):
+        """Run the chain of the first case whose value equals ``value`` (a template):
+        ``.do_switch("${kind}", ("book", chain_a), ("film", chain_b), otherwise=chain_c)``."""
+        step = {"type": "do_switch", "value": _text(value),
+                "cases": [{"value": _text(v), "steps": _steps_of([c], "do_switch()")} for v, c in _pairs(cases, "do_switch()")]}
+        if otherwise is not None:
+            step["else_steps"] = _steps_of([otherwise], "do_switch()")
+        return self._then(step)
+
+    def random_switch(self, *cases, otherwise=None):
+        """Run one chain drawn by weight (percent; the weights add up to at most 100, the rest
+        of the draws run ``otherwise`` or nothing): ``.random_switch((60, browse), (40, buy))``."""
+        step = {"type": "random_switch",
+                "cases": [{"weight": _weight(w), "steps": _steps_of([c], "random_switch()")} for w, c in _pairs(cases, "random_switch()")]}
+        if otherwise is not None:
+            step["else_steps"] = _steps_of([otherwise], "random_switch()")
+        return self._then(step)
+
+    def uniform_random_switch(self, *chains):
+        """Run one of the chains, each as likely."""
+        return self._then({"type": "uniform_random_switch", "cases": _cases(chains, "uniform_random_switch()")})
+
+    def round_robin_switch(self, *chains):
+        """Run the chains in turn, across all users of the run."""
+        return self._then({"type": "round_robin_switch", "cases": _cases(chains, "round_robin_switch()")})
+
+    def foreach(self, items_expression, element, *items, counter=None):
+        """Run ``items`` once per element of a list: ``.foreach("${ids}", "id", http(...))``."""
+        step = {"type": "foreach", "list": _text(items_expression), "element": _name(element, "foreach()"),
+                "steps": _steps_of(items, "foreach()")}
+        if counter is not None:
+            step["counter"] = _name(counter, "foreach() counter")
+        return self._then(step)
+
+    def as_long_as(self, condition, *items, counter=None, exit_on_fail=False):
+        """Run ``items`` while the condition holds (tested before each pass). With
+        ``exit_on_fail``, a failed request ends the loop."""
+        step = {"type": "as_long_as", "condition": _condition(condition, "as_long_as()"),
+                "steps": _steps_of(items, "as_long_as()")}
+        if counter is not None:
+            step["counter"] = _name(counter, "as_long_as() counter")
+        if exit_on_fail:
+            step["exit_on_fail"] = True
+        return self._then(step)
+
+    def do_while(self, condition, *items, counter=None):
+        """Run ``items``, then again while the condition holds (tested after each pass)."""
+        step = {"type": "do_while", "condition": _condition(condition, "do_while()"), "steps": _steps_of(items, "do_while()")}
+        if counter is not None:
+            step["counter"] = _name(counter, "do_while() counter")
+        return self._then(step)
+
+    def try_max(self, times, *items, counter=None, name="try_max"):
+        """Run ``items`` until a pass has no failed request, at most ``times`` passes. The
+        block is one outcome in its row ``name``; failures of passes tried again count as
+        ``retried`` in their rows, not as KOs."""
+        step = {"type": "try_max", "name": _name_text(name, "try_max()"), "times": _whole(times, "try_max() times", minimum=1),
+                "steps": _steps_of(items, "try_max()")}
+        if counter is not None:
+            step["counter"] = _name(counter, "try_max() counter")
+        return self._then(step)
+
+    def eventually(self, *items, times=None, pause=0.1, timeout=None, name="eventually", counter=None):
+        """Seed 002's RetriableCondition: run ``items`` until every request and check in them
+        passes, ``pause`` seconds apart, at most ``times`` attempts and within ``timeout``
+        seconds of the first. One outcome in its row ``name``, whose duration is the time to
+        consistency."""
+        if times is None and timeout is None:
+            raise DslError("eventually() needs times=, timeout= or both: it must end")
+        step = {"type": "eventually", "name": _name_text(name, "eventually()"), "pause_ms": to_ms(pause, "eventually() pause"),
+                "steps": _steps_of(items, "eventually()")}
+        if times is not None:
+            step["times"] = _whole(times, "eventually() times", minimum=1)
+        if timeout is not None:
+            step["timeout_ms"] = to_ms(timeout, "eventually() timeout")
+        if counter is not None:
+            step["counter"] = _name(counter, "eventually() counter")
+        return self._then(step)
+
+    def exit_here_if_failed(self):
+        """End the virtual user here when one of its requests failed."""
+        return self._then({"type": "exit_here_if_failed"})
+
+    def exit_here(self):
+        """End the virtual user here."""
+        return self._then({"type": "exit_here"})
+
+    def exit_here_if(self, condition):
+        """End the virtual user here when the condition holds."""
+        return self._then({"type": "exit_here", "condition": _condition(condition, "exit_here_if()")})
+
+    def exit_block_on_fail(self, *items):
+        """Run ``items``; a failed request leaves them at once and the chain goes on after."""
+        return self._then({"type": "exit_block_on_fail", "steps": _steps_of(items, "exit_block_on_fail()")})
+
+    def stop_load_generator(self, message, condition=None):
+        """Stop the whole run gracefully (when ``condition`` holds, if given); the summary
+        says ``message``."""
+        step = {"type": "stop_load_generator", "message": _name_text(message, "stop_load_generator()")}
+        if condition is not None:
+            step["condition"] = _condition(condition, "stop_load_generator()")
+        return self._then(step)
+
     def to_steps(self):
         return [dict(s) for s in self.steps]
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise DslError(f"expected text or a number, got {value!r}")
+
+
+def _name(name, where):
+    if not isinstance(name, str) or not name:
+        raise DslError(f"{where} needs a variable name, got {name!r}")
+    return name
+
+
+def _name_text(text, where):
+    if not isinstance(text, str) or not text.strip():
+        raise DslError(f"{where} needs a name, got {text!r}")
+    return text
+
+
+def _whole(value, where, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DslError(f"{where} needs a whole number, {minimum} or more, got {value!r}")
+    return value
+
+
+def _weight(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise DslError(f"random_switch() weights are percentages, got {value!r}")
+    return float(value)
+
+
+def _condition(condition, where):
+    if not isinstance(condition, str) or not condition.strip():
+        raise DslError(f"{where} needs a condition such as \"${{role}} == 'admin'\", got {condition!r}")
+    return condition
+
+
+def _quoted(text):
+    """A template as a quoted operand of a condition."""
+    return "'" + _text(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _equals(actual, expected):
+    return f"{_quoted(actual)} == {_quoted(expected)}"
+
+
+def _pairs(cases, where):
+    if not cases:
+        raise DslError(f"{where} needs at least one case")
+    for case in cases:
+        if not isinstance(case, tuple) or len(case) != 2:
+            raise DslError(f"{where}: each case is a pair (value, chain), got {case!r}")
+    return cases
+
+
+def _cases(chains, where):
+    if not chains:
+        raise DslError(f"{where} needs at least one chain")
+    return [{"steps": _steps_of([c], where)} for c in chains]
 
 
 def _batch_step(requests):
@@ -106,6 +324,39 @@ def _pause_step(duration, max_duration, exponential):
     if max_duration is not None:
         return {"type": "pause_uniform", "min_ms": to_ms(duration, "pause()"), "max_ms": to_ms(max_duration, "pause()")}
     return {"type": "pause", "duration_ms": to_ms(duration, "pause()")}
+
+
+def _starts_with(method):
+    """A module-level function that starts a chain with ``Chain.method``."""
+    def start(*args, **kwargs):
+        return getattr(Chain(), method)(*args, **kwargs)
+
+    start.__name__ = method
+    start.__doc__ = getattr(Chain, method).__doc__
+    return start
+
+
+feed = _starts_with("feed")
+set_ = _starts_with("set")
+unset = _starts_with("unset")
+do_if = _starts_with("do_if")
+do_if_or_else = _starts_with("do_if_or_else")
+do_if_equals = _starts_with("do_if_equals")
+do_if_equals_or_else = _starts_with("do_if_equals_or_else")
+do_switch = _starts_with("do_switch")
+random_switch = _starts_with("random_switch")
+uniform_random_switch = _starts_with("uniform_random_switch")
+round_robin_switch = _starts_with("round_robin_switch")
+foreach = _starts_with("foreach")
+as_long_as = _starts_with("as_long_as")
+do_while = _starts_with("do_while")
+try_max = _starts_with("try_max")
+eventually = _starts_with("eventually")
+exit_here_if_failed = _starts_with("exit_here_if_failed")
+exit_here = _starts_with("exit_here")
+exit_here_if = _starts_with("exit_here_if")
+exit_block_on_fail = _starts_with("exit_block_on_fail")
+stop_load_generator = _starts_with("stop_load_generator")
 
 
 def exec_(*items):

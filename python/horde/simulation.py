@@ -16,6 +16,7 @@ default, as seed 004 passes URL, users and ramp time::
     10
 """
 
+import copy
 import json
 import os
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from typing import Optional
 from ._durations import to_ms
 from .chains import Population
 from .errors import DslError, ParameterError
+from .feeders import collect_feeders
 from .http import HttpProtocol
 
 PLAN_VERSION = 1
@@ -96,13 +98,18 @@ class Simulation:
 
     def to_plan(self):
         options = dict(self.options)
+        # Copied whole: the feeders are taken out of the steps, and chains are shared.
+        scenarios = copy.deepcopy([plan for p in self.populations for plan in p.to_plans()])
+        feeders = collect_feeders(scenarios)
         plan = {
             "version": PLAN_VERSION,
             "name": self.name or (self.populations[0].scenario.name if self.populations else "simulation"),
             "protocol": self.protocol.to_plan(),
-            "scenarios": [plan for p in self.populations for plan in p.to_plans()],
+            "scenarios": scenarios,
             "options": options,
         }
+        if feeders:
+            plan["feeders"] = feeders
         if _loading.base_dir is not None:
             plan["base_dir"] = _loading.base_dir
         return plan

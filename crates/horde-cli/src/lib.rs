@@ -244,7 +244,20 @@ pub(crate) fn load_program(file: &Path, params: &[String], loader: &dyn Simulati
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         plan.base_dir = Some(dir.to_string_lossy().into_owned());
     }
-    lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))
+    let is_simulation = matches!(input_kind(file)?, InputKind::Simulation);
+    let mut program = lower(&plan).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
+    if let Some(functions) = loader.session_functions().filter(|_| is_simulation) {
+        program.attach_functions(functions);
+    }
+    if !program.session_function_keys.is_empty() && program.session_functions.is_none() {
+        return Err(Failure::Invalid(format!(
+            "{}: the plan calls session functions ({}), which live only in the Python simulation that defined \
+             them: run that simulation (.py) with the horde Python package",
+            file.display(),
+            program.session_function_keys.join(", ")
+        )));
+    }
+    Ok(program)
 }
 
 fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
@@ -301,6 +314,10 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
 fn execute(program: Program, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
     check_capacity(&program)?;
     let dir = create_results_dir(&output.results, &program.plan.name)?;
+    let hooks = program.session_functions.clone();
+    if let Some(hooks) = &hooks {
+        hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
+    }
     status!("horde: running; results in {}", dir.display());
     let finished = run_into(program, &dir, !output.quiet, front_end)?;
     if !output.quiet {
@@ -308,6 +325,10 @@ fn execute(program: Program, output: &args::OutputArgs, front_end: &str) -> Resu
     }
     finished.results_written()?;
     status!("horde: results written to {}", dir.join("summary.json").display());
+    if let Some(hooks) = &hooks {
+        let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");
+        hooks.after_run(&summary).map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
+    }
     Ok(match finished.status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ => exit::OK,

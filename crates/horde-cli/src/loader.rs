@@ -33,6 +33,11 @@ pub trait SimulationLoader {
     fn demo_simulation(&self) -> Result<PathBuf, LoadError>;
     /// What made the plan, for the environment block of the results.
     fn front_end(&self) -> String;
+    /// The session functions and run hooks of the simulation just loaded, when it has any
+    /// and this loader can run them (in-process Python can; a child process cannot).
+    fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
+        None
+    }
 }
 
 /// Loads simulations with `$HORDE_PYTHON` (default `python3`) in a child process.

@@ -243,6 +243,33 @@ impl VirtualUser {
         }
     }
 
+    /// Calls a front end's function with the session. It blocks this worker while it runs
+    /// (and while it waits for Python's lock): its cost is in the summary.
+    pub(crate) fn session_function(&mut self, key: &str, row_id: usize) -> Flow {
+        let ctx = self.ctx.clone();
+        let program = &ctx.program;
+        let Some(functions) = program.session_functions.as_deref() else {
+            let failure = Failure::unsent("session_function_missing", format!("no front end supplied the function {key:?}"));
+            self.record_unsent(row_id, &failure, 0);
+            return self.after_failure();
+        };
+        let result = crate::session::functions::call(
+            functions,
+            &program.function_cost,
+            key,
+            &mut self.session,
+            &program.variables,
+            &program.variable_slots,
+        );
+        match result {
+            Ok(()) => Flow::Next,
+            Err(message) => {
+                self.record_unsent(row_id, &Failure::unsent("session_function_error", message), 0);
+                self.after_failure()
+            }
+        }
+    }
+
     pub(crate) fn stop_load_generator(&mut self, message: &Arc<str>, condition: Option<&ConditionProgram>) -> Flow {
         if let Some(condition) = condition {
             match self.holds(condition) {

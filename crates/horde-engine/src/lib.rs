@@ -37,3 +37,4 @@ pub use descriptors::{connection_capacity, connections_needed_at_once};
 pub use protocol::couchdb::couchdb_request;
 pub use lower::{lower, Program};
 pub use run::{run, worker_count, RunControl, RunResult};
+pub use session::functions::SessionFunctions;

@@ -21,6 +21,7 @@ use crate::protocol::http::tls::TlsSetup;
 use crate::session::expression::{CompiledCondition, Names};
 pub use crate::session::expression::Template;
 use crate::session::feeder::FeederRuntime;
+use crate::session::functions::{FunctionCost, SessionFunctions};
 
 /// A host as an authority spells it: an IPv6 address in brackets.
 fn bracketed(host: &str) -> String {
@@ -51,6 +52,21 @@ pub struct Program {
     pub sockets: Vec<String>,
     /// The plan's feeders, loaded, in the plan's order.
     pub feeders: Vec<Arc<FeederRuntime>>,
+    /// Variable name -> slot: what a session function's changes are applied by.
+    pub variable_slots: HashMap<String, usize>,
+    /// The keys of the session functions the plan calls; empty when it calls none.
+    pub session_function_keys: Vec<String>,
+    /// What runs them: given by the front end that defined them ([`Program::attach_functions`]).
+    pub session_functions: Option<Arc<dyn SessionFunctions>>,
+    /// Their calls and time, across every worker.
+    pub function_cost: Arc<FunctionCost>,
+}
+
+impl Program {
+    /// Gives the program the functions its `session_function` steps call.
+    pub fn attach_functions(&mut self, functions: Arc<dyn SessionFunctions>) {
+        self.session_functions = Some(functions);
+    }
 }
 
 /// What both CouchDB steps need.
@@ -191,6 +207,8 @@ pub enum StepProgram {
     /// A failed request leaves `body` at once; the chain goes on after it.
     ExitBlockOnFail(Vec<StepProgram>),
     StopLoadGenerator { message: Arc<str>, condition: Option<Box<ConditionProgram>> },
+    /// A front end's function with the session; `row_id` counts what it raises.
+    SessionFunction { key: Arc<str>, row_id: usize },
     /// A step on one of the user's WebSockets or event streams.
     Socket(Box<SocketStepProgram>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
@@ -399,6 +417,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         counters: HashMap::new(),
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
+        session_function_keys: Vec::new(),
     };
     lowering.load_feeders(plan);
     for scenario in &plan.scenarios {
@@ -429,7 +448,10 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
-    lowering.never_set_variables();
+    // A session function may set any variable: then what it sets cannot be known here.
+    if lowering.session_function_keys.is_empty() {
+        lowering.never_set_variables();
+    }
     // ALPN: what HTTP versions https connections offer, most wanted first.
     let alpn: &[&[u8]] = match plan.protocol.http2 {
         horde_plan::Http2Mode::Off => &[b"http/1.1"],
@@ -462,6 +484,10 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         schemas: lowering.schemas,
         sockets: lowering.sockets,
         feeders: lowering.feeders,
+        variable_slots: lowering.variables,
+        session_function_keys: lowering.session_function_keys,
+        session_functions: None,
+        function_cost: Arc::default(),
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -505,6 +531,7 @@ struct Lowering {
     feeders: Vec<Arc<FeederRuntime>>,
     /// Each feeder's source, as errors name it (the file, or the plan's inline records).
     feeder_sources: Vec<String>,
+    session_function_keys: Vec<String>,
 }
 
 impl Names for Lowering {
@@ -513,6 +540,11 @@ impl Names for Lowering {
         let slot = self.slot(&path[..used].join("."));
         self.first_reads.entry(slot).or_insert_with(|| self.current_path.clone());
         (slot, used)
+    }
+
+    fn probe(&mut self, path: &[String]) -> (usize, usize) {
+        let used = (1..=path.len()).rev().find(|&used| self.defined.contains(&path[..used].join("."))).unwrap_or(1);
+        (self.slot(&path[..used].join(".")), used)
     }
 
     fn counter(&mut self, name: &str) -> Arc<AtomicU64> {
@@ -917,6 +949,13 @@ impl Lowering {
                     }
                     Step::ExitBlockOnFail { steps } => {
                         StepProgram::ExitBlockOnFail(self.steps(&format!("{path}.steps"), steps, group_prefix))
+                    }
+                    Step::SessionFunction { name, function } => {
+                        if !self.session_function_keys.contains(function) {
+                            self.session_function_keys.push(function.clone());
+                        }
+                        let row_id = self.row(format!("{group_prefix}{name}").into());
+                        StepProgram::SessionFunction { key: function.as_str().into(), row_id }
                     }
                     Step::StopLoadGenerator { message, condition } => {
                         let condition = condition.as_ref().map(|c| {
@@ -1440,6 +1479,7 @@ mod tests {
             rng: rand::SeedableRng::seed_from_u64(1),
             user_id: 0,
             scenario: "s".into(),
+            extra: None,
         };
         assert_eq!(template.render(&mut session), Err(crate::session::expression::EvalError::Undefined(1)));
         session.variables[1] = Some("y".into());

@@ -3,6 +3,7 @@
 
 use crate::lower::Program;
 use crate::run_limits::RunLedger;
+use crate::session::functions::FunctionCost;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
 use horde_metrics::{Recorder, RunStatus, Sink, Snapshot, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,7 +106,9 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
             .name("horde-collector".into())
             .spawn_scoped(scope, move || {
                 give_way_to_workers();
-                collect(&options, workers, started_at, start, control, &ledger, received, &give_back, sink)
+                let function_cost = (!program.session_function_keys.is_empty()).then_some(&*program.function_cost);
+                let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost };
+                collect(&options, &run, control, received, &give_back, sink)
             })
             .expect("spawning the collector thread")
             .join()
@@ -129,18 +132,26 @@ fn give_way_to_workers() {
 
 /// The collector: merges the workers' snapshots, feeds the sink once per interval and at the
 /// end, and stops the run at its deadline or interruption.
-#[allow(clippy::too_many_arguments)]
-fn collect(
-    options: &horde_plan::RunOptions,
+/// What the collector knows of the run besides its options.
+struct CollectorRun<'a> {
     workers: usize,
     started_at: SystemTime,
     start: Instant,
+    /// Where a scenario asks the run to stop.
+    ledger: &'a RunLedger,
+    /// The session functions' cost, when the plan calls any.
+    function_cost: Option<&'a FunctionCost>,
+}
+
+fn collect(
+    options: &horde_plan::RunOptions,
+    run: &CollectorRun<'_>,
     control: &RunControl,
-    ledger: &RunLedger,
     received: mpsc::Receiver<Snapshot>,
     give_back: &[mpsc::Sender<Vec<Recorder>>],
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
+    let CollectorRun { workers, started_at, start, ledger, function_cost } = *run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
@@ -200,11 +211,13 @@ fn collect(
             // Never backwards, even after a write for a worker that fell behind.
             totals.elapsed = totals.elapsed.max(interval * complete as u32);
             totals.generator_cpu = cpu_since_start();
+            totals.session_functions = function_cost.map(FunctionCost::read);
             sink.interval(&mut totals);
         } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
             totals.elapsed = start.elapsed();
             totals.generator_cpu = cpu_since_start();
             intervals.written += 1;
+            totals.session_functions = function_cost.map(FunctionCost::read);
             sink.interval(&mut totals);
         }
         if disconnected {
@@ -216,6 +229,17 @@ fn collect(
     if control.is_interrupted() {
         status = RunStatus::Interrupted;
     }
+    // The users that asked for the stop may have been the last ones, ending the run before the
+    // collector looked.
+    if let (RunStatus::Completed, Some(reason)) = (status, ledger.stop_reason()) {
+        status = RunStatus::Stopped;
+        totals.stop_reason = Some(reason.to_string());
+    }
+    // Users whose loops end with the run's duration can finish before a busy collector
+    // looked at the clock: the run still ended at its limit.
+    if status == RunStatus::Completed && deadline.is_some_and(|d| Instant::now() >= d) {
+        status = RunStatus::LimitReached;
+    }
     if status == RunStatus::Completed {
         let (ok, ko) = totals.request_counts();
         if options.max_requests.is_some_and(|max| ok + ko >= max) {
@@ -224,6 +248,7 @@ fn collect(
     }
     totals.elapsed = start.elapsed();
     totals.generator_cpu = cpu_since_start();
+    totals.session_functions = function_cost.map(FunctionCost::read);
     sink.finish(&mut totals, status);
     (totals, status)
 }

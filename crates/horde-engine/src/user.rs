@@ -111,6 +111,7 @@ impl VirtualUser {
                 rng: SmallRng::seed_from_u64(seed),
                 user_id: number,
                 scenario: ctx.program.scenarios[scenario].name.clone(),
+                extra: None,
             },
             ctx,
             next_intended: intended_start,
@@ -238,6 +239,7 @@ impl VirtualUser {
                 StepProgram::StopLoadGenerator { message, condition } => {
                     self.stop_load_generator(message, condition.as_deref())
                 }
+                StepProgram::SessionFunction { key, row_id } => self.session_function(key, *row_id),
                 StepProgram::Socket(step) => Box::pin(self.socket_step(step)).await,
                 StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
                 StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,

@@ -26,7 +26,7 @@ pub use recorder::{
     new_histogram, record_value, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
 };
 pub use summary::{
-    AttemptStats,
+    AttemptStats, SessionFunctionStats,
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
     ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };

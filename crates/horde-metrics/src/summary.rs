@@ -221,6 +221,18 @@ pub struct GeneratorStats {
     /// That CPU time over the run's duration times its worker threads (at most the cores):
     /// near 1, the workers had no time to spare.
     pub busy: f64,
+    /// Session functions (Python code the plan calls), when it calls any: they run under
+    /// Python's global lock, blocking the worker that calls them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_functions: Option<SessionFunctionStats>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct SessionFunctionStats {
+    pub calls: u64,
+    /// Time in the calls, waiting for Python's lock included.
+    pub total_ms: f64,
+    pub mean_us: f64,
 }
 
 /// How faithfully the intended schedule (arrivals, throttle slots) was kept.

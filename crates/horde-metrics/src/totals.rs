@@ -67,6 +67,9 @@ pub struct Totals {
     pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
     /// Why a scenario stopped the run, when one did.
     pub stop_reason: Option<String>,
+    /// Session functions (Python code the plan calls): calls and seconds spent in them, when
+    /// the plan has any.
+    pub session_functions: Option<(u64, f64)>,
 }
 
 impl Totals {
@@ -92,6 +95,7 @@ impl Totals {
             complete_intervals: 0,
             couchdb_steps: Vec::new(),
             stop_reason: None,
+            session_functions: None,
         }
     }
 

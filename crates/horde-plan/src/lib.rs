@@ -634,6 +634,16 @@ pub enum Step {
     ExitBlockOnFail {
         steps: Vec<Step>,
     },
+    /// Call a Python function with the user's session (Gatling's `exec(session => ...)`): it
+    /// reads and sets variables. Only a simulation run from Python has its functions; a plan
+    /// file naming one is refused. Python runs under its global lock: these calls are counted
+    /// and timed in the summary.
+    SessionFunction {
+        /// Its row: errors the function raises are counted there.
+        name: String,
+        /// The function's key in the simulation that defined it.
+        function: String,
+    },
     /// Stop the whole run gracefully (when the condition holds if there is one): no new
     /// users, running ones interrupted, results kept; the summary says why.
     StopLoadGenerator {

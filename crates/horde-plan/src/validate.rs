@@ -454,6 +454,14 @@ impl Validator {
                     }
                     self.loop_body(&path, steps, has_base_url);
                 }
+                Step::SessionFunction { name, function } => {
+                    if name.trim().is_empty() {
+                        self.error(format!("{path}.name"), "a session function needs a name (its row)");
+                    }
+                    if function.trim().is_empty() {
+                        self.error(format!("{path}.function"), "names no function");
+                    }
+                }
                 Step::ExitHereIfFailed => {}
                 Step::ExitHere { condition } => {
                     if let Some(condition) = condition {

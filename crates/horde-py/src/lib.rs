@@ -47,6 +47,15 @@ impl horde_cli::SimulationLoader for InProcessLoader {
         self.call("demo_simulation_path", |py| Ok(pyo3::types::PyTuple::empty(py))).map(PathBuf::from)
     }
 
+    fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
+        let any = Python::attach(|py| {
+            py.import("horde.session")
+                .and_then(|module| module.getattr("_has_any")?.call0()?.extract::<bool>())
+                .unwrap_or(false)
+        });
+        any.then(|| std::sync::Arc::new(PythonFunctions) as std::sync::Arc<dyn horde_engine::SessionFunctions>)
+    }
+
     fn front_end(&self) -> String {
         Python::attach(|py| {
             let version = py
@@ -56,6 +65,54 @@ impl horde_cli::SimulationLoader for InProcessLoader {
                 .unwrap_or_default();
             format!("python {version}")
         })
+    }
+}
+
+/// Runs the simulation's session functions and hooks (`horde.session`) in this interpreter,
+/// taking Python's lock for each call.
+struct PythonFunctions;
+
+impl PythonFunctions {
+    fn invoke(function: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>) -> Result<Option<String>, String> {
+        Python::attach(|py| {
+            let result = (|| {
+                let module = py.import("horde.session")?;
+                let value = module.getattr(function)?.call1(args(py)?)?;
+                if value.is_none() {
+                    Ok(None)
+                } else {
+                    value.extract::<String>().map(Some)
+                }
+            })();
+            result.map_err(|err| err.value(py).to_string())
+        })
+    }
+}
+
+impl horde_engine::SessionFunctions for PythonFunctions {
+    fn call(&self, key: &str, user_id: u64, scenario: &str, variables: &str) -> Result<String, String> {
+        let (key, scenario, variables) = (key.to_string(), scenario.to_string(), variables.to_string());
+        Self::invoke("_call", move |py| {
+            pyo3::types::PyTuple::new(
+                py,
+                [
+                    key.into_pyobject(py)?.into_any(),
+                    user_id.into_pyobject(py)?.into_any(),
+                    scenario.into_pyobject(py)?.into_any(),
+                    variables.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })
+        .map(Option::unwrap_or_default)
+    }
+
+    fn before_run(&self) -> Result<(), String> {
+        Self::invoke("_before", |py| Ok(pyo3::types::PyTuple::empty(py))).map(drop)
+    }
+
+    fn after_run(&self, summary: &str) -> Result<(), String> {
+        let summary = summary.to_string();
+        Self::invoke("_after", move |py| pyo3::types::PyTuple::new(py, [summary.into_pyobject(py)?.into_any()])).map(drop)
     }
 }
 

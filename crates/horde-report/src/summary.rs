@@ -2,7 +2,7 @@
 //! Its JSON Schema is committed as docs/summary.schema.json.
 
 use horde_metrics::{
-    ConnectionStats, CouchdbStepReport, GeneratorStats, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
+    ConnectionStats, CouchdbStepReport, GeneratorStats, SessionFunctionStats, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
     SummaryOptions, Totals, UserStats,
 };
 use horde_plan::Plan;
@@ -177,6 +177,11 @@ impl Summary {
                 GeneratorStats {
                     cpu_ms: cpu.as_millis() as u64,
                     busy: if capacity > 0.0 { cpu.as_secs_f64() / capacity } else { 0.0 },
+                    session_functions: totals.session_functions.map(|(calls, seconds)| SessionFunctionStats {
+                        calls,
+                        total_ms: seconds * 1e3,
+                        mean_us: if calls > 0 { seconds * 1e6 / calls as f64 } else { 0.0 },
+                    }),
                 }
             },
             couchdb: totals.couchdb_reports(),

@@ -24,6 +24,11 @@ pub trait Names {
     /// The slot of the variable a dotted path starts with, and how many of the path's parts
     /// name it (`a.b.c` is the variable `a.b` when the plan sets one, then field `c`).
     fn variable(&mut self, path: &[String]) -> (usize, usize);
+    /// The same, for `exists()`: testing whether a variable is set is no use of it, and a
+    /// name no step sets is no mistake there.
+    fn probe(&mut self, path: &[String]) -> (usize, usize) {
+        self.variable(path)
+    }
     /// The run-wide counter of this name, shared by every worker.
     fn counter(&mut self, name: &str) -> Arc<AtomicU64>;
 }
@@ -421,7 +426,13 @@ impl CompiledCondition {
             Condition::Compare { left, op, right } => {
                 CompiledCondition::Compare(Template::compile(left, names)?, op, Template::compile(right, names)?)
             }
-            Condition::Exists(path) => CompiledCondition::Exists(Compiled::compile(Expr::Variable(path), names)?),
+            Condition::Exists(path) => {
+                let (slot, used) = names.probe(&path);
+                let compiled = path[used..]
+                    .iter()
+                    .fold(Compiled::Variable(slot), |target, key| Compiled::Field(Box::new(target), key.clone()));
+                CompiledCondition::Exists(compiled)
+            }
             Condition::Truthy(value) => CompiledCondition::Truthy(Template::compile(value, names)?),
         })
     }
@@ -508,7 +519,7 @@ mod tests {
             }
             variables[slot] = Some(value.clone());
         }
-        Session { variables, rng: rand::rngs::SmallRng::seed_from_u64(1), user_id: 7, scenario: "shop".into() }
+        Session { variables, rng: rand::rngs::SmallRng::seed_from_u64(1), user_id: 7, scenario: "shop".into(), extra: None }
     }
 
     fn render(text: &str, values: &[(&str, Value)]) -> Result<String, EvalError> {

@@ -4,6 +4,7 @@
 
 pub(crate) mod expression;
 pub(crate) mod feeder;
+pub mod functions;
 pub(crate) mod value;
 
 use rand::rngs::SmallRng;
@@ -20,4 +21,7 @@ pub struct Session {
     pub user_id: u64,
     /// `${__scenario}`.
     pub scenario: Arc<str>,
+    /// Variables session functions set that no step of the plan reads (so they have no
+    /// slot), kept for the next function; None until one is set.
+    pub extra: Option<Box<std::collections::HashMap<String, Value>>>,
 }

@@ -145,6 +145,7 @@ mod tests {
             rng: rand::SeedableRng::seed_from_u64(1),
             user_id: 0,
             scenario: "s".into(),
+            extra: None,
         }
     }
 
