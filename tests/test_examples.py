@@ -146,7 +146,7 @@ def test_every_example_is_covered():
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
-               "page_resources.py", "live_updates.py", "csv_login.py", "users.csv"}
+               "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -254,3 +254,26 @@ def test_csv_login_with_a_wrong_password_and_too_few_rows(django_login, tmp_path
     assert kinds == {"check_failed": 1, "feeder_exhausted": 1}, summary["errors"]
     stats = django_login.stats()
     assert stats["logins"] == {second["username"]: 1} and stats["failed_logins"] == 1
+
+
+# The target's orders API: four orders per user, the first and third open.
+ORDERS_PER_USER, OPEN_ORDERS_PER_USER = 4, 2
+
+
+def test_orders_api(target, tmp_path):
+    users = 6
+    run_example(["horde", "run", EXAMPLES / "orders_api.py", "-D", f"base_url={target.url}", "-D", f"users={users}"],
+                tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert counts == {"login": users, "list orders": users, "read order": users * ORDERS_PER_USER,
+                      "cancel order": users * OPEN_ORDERS_PER_USER}
+    # The server's side: each order of the list it returned read once, only the open ones
+    # cancelled, and every request after the login carried a token it knew.
+    stats = target.stats()
+    assert stats["api_logins"] == stats["orders_listed"] == users
+    assert stats["orders_read"] == users * ORDERS_PER_USER
+    assert stats["orders_cancelled"] == users * OPEN_ORDERS_PER_USER
+    assert stats["unauthorized"] == 0
+    assert stats["total"] == summary["global"]["count"]
