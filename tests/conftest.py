@@ -3,11 +3,14 @@
 - ``target``: the built-in target (``horde target``), which counts what it serves (/stats);
   ``tls_target`` the same over HTTPS (``horde target --tls``), with the certificate it made.
 - ``nginx``: nginx with one worker; ``stub_status`` gives the server-side request count.
+- ``django_login``: a real Django site (tests/apps/django_login) whose users come from
+  examples/users.csv; its /stats/ counts logins per username.
 - ``horde``: runs the installed ``horde`` command and reads the summary it wrote.
 
 Servers are polled for readiness, never waited for with sleeps.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -270,6 +273,51 @@ class CouchDb:
 @pytest.fixture(scope="session")
 def couchdb(tmp_path_factory):
     server = CouchDb(tmp_path_factory.mktemp("couchdb"))
+    yield server
+    server.stop()
+
+
+DJANGO_LOGIN_APP = ROOT / "tests" / "apps" / "django_login" / "app.py"
+
+
+class DjangoLogin:
+    """The Django login site of examples/csv_login.py in its own process (Django's threaded
+    ``runserver``), with the users of ``users_csv`` in a fresh SQLite database under
+    ``directory``; its log is ``directory / "server.log"``."""
+
+    def __init__(self, directory, users_csv):
+        if importlib.util.find_spec("django") is None:
+            raise RuntimeError("Django is missing: run scripts/test.sh, which installs it")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = directory / "server.log"
+        env = {**os.environ, "DJANGO_LOGIN_DATA_DIR": str(directory), "DJANGO_LOGIN_USERS": str(users_csv)}
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen([sys.executable, str(DJANGO_LOGIN_APP), "--port", str(self.port)],
+                                            env=env, stdout=log, stderr=subprocess.STDOUT)
+
+        def ready():
+            if self.process.poll() is not None:
+                return True
+            try:
+                return "logins" in self.stats()
+            except OSError:
+                return False
+
+        wait_until(ready, timeout=30, what="the Django login site")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"the Django login site did not start: {self.log.read_text()}")
+
+    def stats(self):
+        return get_json(self.url + "/stats/")
+
+    def stop(self):
+        stop_process(self.process)
+
+
+@pytest.fixture
+def django_login(tmp_path_factory):
+    server = DjangoLogin(tmp_path_factory.mktemp("django-login"), EXAMPLES / "users.csv")
     yield server
     server.stop()
 

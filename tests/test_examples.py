@@ -1,5 +1,6 @@
 """Every example under examples/ runs, against the server it is written for."""
 
+import csv
 import json
 import os
 import subprocess
@@ -145,7 +146,7 @@ def test_every_example_is_covered():
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
-               "page_resources.py", "live_updates.py"}
+               "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -214,3 +215,65 @@ def test_live_updates(target, tmp_path):
     assert (rows["echo"]["ok"], rows["first tick"]["ok"], rows["last tick"]["ok"]) == (9, 3, 3)
     stats = target.stats()
     assert (stats["ws_messages_echoed"], stats["sse_events"]) == (9, 15)
+
+
+def csv_rows(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_csv_login(django_login, tmp_path):
+    rows = csv_rows(EXAMPLES / "users.csv")
+    run_example(["horde", "run", EXAMPLES / "csv_login.py", "-D", f"base_url={django_login.url}",
+                 "-D", f"users={len(rows)}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert counts == {name: len(rows) for name in ("login page", "login", "login Redirect 1", "logout", "logout Redirect 1")}
+    # Django's own signals: every row of the file logged in once and out once, none failed,
+    # no CSRF token was refused.
+    stats = django_login.stats()
+    everyone_once = {row["username"]: 1 for row in rows}
+    assert (stats["logins"], stats["logouts"]) == (everyone_once, everyone_once)
+    assert (stats["failed_logins"], stats["csrf_failures"]) == (0, 0)
+
+
+def test_csv_login_with_a_wrong_password_and_too_few_rows(django_login, tmp_path):
+    # The checks can fail: a wrong password is a KO (no welcome) and ends that user; a user
+    # beyond the rows finds the queue empty.
+    first, second = csv_rows(EXAMPLES / "users.csv")[:2]
+    users_csv = tmp_path / "some_users.csv"
+    users_csv.write_text(f"username,password\n{first['username']},wrong\n{second['username']},{second['password']}\n")
+    run_example(["horde", "run", EXAMPLES / "csv_login.py", "-D", f"base_url={django_login.url}", "-D", "users=3",
+                 "-D", f"users_csv={users_csv}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    rows = {r["name"]: (r["ok"], r["ko"]) for r in summary["requests"]}
+    assert rows["login"] == (1, 1) and rows["logout"] == (1, 0)
+    assert "welcomed someone else" not in rows
+    kinds = {e["kind"]: e["count"] for e in summary["errors"]}
+    assert kinds == {"check_failed": 1, "feeder_exhausted": 1}, summary["errors"]
+    stats = django_login.stats()
+    assert stats["logins"] == {second["username"]: 1} and stats["failed_logins"] == 1
+
+
+# The target's orders API: four orders per user, the first and third open.
+ORDERS_PER_USER, OPEN_ORDERS_PER_USER = 4, 2
+
+
+def test_orders_api(target, tmp_path):
+    users = 6
+    run_example(["horde", "run", EXAMPLES / "orders_api.py", "-D", f"base_url={target.url}", "-D", f"users={users}"],
+                tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert counts == {"login": users, "list orders": users, "read order": users * ORDERS_PER_USER,
+                      "cancel order": users * OPEN_ORDERS_PER_USER}
+    # The server's side: each order of the list it returned read once, only the open ones
+    # cancelled, and every request after the login carried a token it knew.
+    stats = target.stats()
+    assert stats["api_logins"] == stats["orders_listed"] == users
+    assert stats["orders_read"] == users * ORDERS_PER_USER
+    assert stats["orders_cancelled"] == users * OPEN_ORDERS_PER_USER
+    assert stats["unauthorized"] == 0
+    assert stats["total"] == summary["global"]["count"]

@@ -42,16 +42,24 @@
 //! | `PUT /eventual/{key}?delay_ms=N` (or `POST`) | an eventually consistent store: keeps the body (at most 1 MiB) and answers 202 `{"key": ..., "visible_after_ms": N}`; reads see it only N ms later (default [`TargetOptions::eventual_delay`], 500 ms) |
 //! | `GET /eventual/{key}` | the last visible body, with the content type it was written with (default `application/json`), or 404 `{"error": "not_found", ...}` while none is visible |
 //! | `DELETE /eventual/{key}` | removes the key at once (204; 404 if it held nothing) |
+//! | `POST /api/login` | JSON `{"user": "ann"}`: answers `{"token": "...", "user": "ann"}`, a random bearer token the server remembers (400 without a user) |
+//! | `GET /api/orders` | with `Authorization: Bearer <token>` (401 otherwise): `{"count": 4, "orders": [{"id": .., "status": "open" \| "shipped" \| "cancelled", "total_cents": ..}, ...]}`, the same [`ORDERS_PER_USER`] orders for a user name at each login, odd ones open |
+//! | `GET /api/orders/{id}` | bearer required: one of the login's orders (404 if it is not one) |
+//! | `POST /api/orders/{id}/cancel` | bearer required: cancels an open order (200, the order now `cancelled`); 409 `{"error": "not_open", ...}` for any other |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
 //!
 //! For the tickers and the events, N defaults to 10 and M to 1000; larger values than 10000
 //! and 60000 are taken as those bounds. Besides requests, `/stats` counts WebSocket
 //! connections and messages, event streams and events, TLS connections and HTTP/2
-//! connections, and the eventual store's writes and reads that found a body or not (see
-//! [`Stats`]). The store holds at most 100,000 keys and 256 MiB; beyond, writes get 507.
+//! connections, the eventual store's writes and reads that found a body or not, and the
+//! orders API's logins, lists, reads, cancellations and 401s (see [`Stats`]). Each login
+//! holds its own copy of its orders: cancelling in one does not show in another. The eventual
+//! store holds at most 100,000 keys and 256 MiB; beyond, writes get 507. At most 100,000
+//! logins are remembered; beyond, the oldest is forgotten (its token then gets 401).
 
 mod compressed;
 mod eventual;
+mod orders;
 mod pages;
 mod server;
 mod stats;
@@ -59,5 +67,6 @@ mod streams;
 mod tls;
 
 pub use compressed::PHRASE as COMPRESSED_PAGE_PHRASE;
+pub use orders::ORDERS_PER_USER;
 pub use server::{TargetOptions, TargetServer};
 pub use stats::Stats;

@@ -3,7 +3,7 @@
 
 use crate::stats::Stats;
 use crate::streams::{sse, websocket, Cadence};
-use crate::{compressed, eventual, pages, tls};
+use crate::{compressed, eventual, orders, pages, tls};
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
@@ -58,6 +58,8 @@ pub(crate) struct Server {
     work_slots: tokio::sync::Semaphore,
     /// `/eventual/{key}`'s bodies, apart from the sessions: its requests never wait for a page's.
     pub(crate) eventual: Mutex<eventual::Store>,
+    /// `/api/orders`' logins and their orders, apart from the sessions too.
+    pub(crate) orders: Mutex<orders::Sessions>,
 }
 
 pub(crate) type Shared = Arc<Server>;
@@ -117,6 +119,7 @@ impl TargetServer {
             state: Mutex::new(State::default()),
             work_slots: tokio::sync::Semaphore::new(options.work_slots.max(1)),
             eventual: Mutex::new(eventual::Store::new(options.eventual_delay)),
+            orders: Mutex::new(orders::Sessions::default()),
         });
         let (shutdown, stopped) = oneshot::channel();
         let serving = state.clone();
@@ -313,6 +316,9 @@ async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body
     }
     if let Some(key) = path.strip_prefix("/eventual/") {
         return eventual::respond(request, key, state).await;
+    }
+    if orders::serves(&path) {
+        return orders::respond(request, &path, state).await;
     }
     if let Some(ms) = path.strip_prefix("/delay/") {
         // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).

@@ -39,6 +39,16 @@ pub struct Stats {
     pub eventual_reads_found: u64,
     /// ... and those that found none yet (404).
     pub eventual_reads_not_found: u64,
+    /// Tokens given by `POST /api/login`.
+    pub api_logins: u64,
+    /// Lists of orders served by `GET /api/orders` ...
+    pub orders_listed: u64,
+    /// ... orders served by `GET /api/orders/{id}` ...
+    pub orders_read: u64,
+    /// ... and orders cancelled by `POST /api/orders/{id}/cancel` (200; not the 409s).
+    pub orders_cancelled: u64,
+    /// `/api/orders` requests refused for a missing, malformed or unknown bearer token (401).
+    pub unauthorized: u64,
 }
 
 impl Stats {
@@ -62,6 +72,11 @@ impl Stats {
             "eventual_writes": self.eventual_writes,
             "eventual_reads_found": self.eventual_reads_found,
             "eventual_reads_not_found": self.eventual_reads_not_found,
+            "api_logins": self.api_logins,
+            "orders_listed": self.orders_listed,
+            "orders_read": self.orders_read,
+            "orders_cancelled": self.orders_cancelled,
+            "unauthorized": self.unauthorized,
         })
     }
 }
