@@ -65,6 +65,7 @@ from local_nginx import pinned, start_nginx, stop_nginx
 from peer_table import medians, print_table
 
 TOOLS = ("horde", "wrk", "k6")
+ONE_CORE = {"horde": "horde workers 1", "wrk": "wrk -t1", "k6": "k6 GOMAXPROCS=1"}
 ROWS = 10_000
 ADMIN_SHARE = 0.10
 SEED = 10
@@ -313,7 +314,7 @@ def main():
     print(f"Command: `python3 bench/scenario_vs_peers.py --tools {','.join(tools)} --connections {args.connections} "
           f"--duration {args.duration} --repetitions {args.repetitions}`  ")
     print(f"Machine: {os.cpu_count()} cores, {version(['uname', '-sr'])}; nginx 1 worker on core {server_core}, "
-          f"clients on core {client_core} (horde workers 1, wrk -t1, k6 GOMAXPROCS=1)  ")
+          f"clients on core {client_core} ({', '.join(ONE_CORE[tool] for tool in tools)})  ")
     print(f"Versions: {'; '.join(version(versions[tool]) for tool in tools)}; {version([nginx_bin, '-v'])}\n")
     print_table(runs, [peer for peer in ("wrk", "k6") if peer in runs])
     if "horde" in runs and "wrk" in runs:
