@@ -39,14 +39,18 @@ def ensure_tools():
 
 
 
-def measure(argv):
-    """Runs argv; returns (stdout, cpu seconds, peak RSS in KiB) of that child alone."""
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    stdout = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{argv} exited with {process.returncode}")
+def measure(argv, env=None):
+    """Runs argv; returns (stdout, cpu seconds, peak RSS in KiB) of that child alone. On failure
+    the error carries the end of its stderr (kept in a file, so a chatty tool cannot block)."""
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        stdout = process.stdout.read()
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            stderr.seek(0)
+            tail = "".join(stderr.readlines()[-20:]).rstrip()
+            raise RuntimeError(f"{' '.join(argv)} exited with {process.returncode}" + (f":\n{tail}" if tail else ""))
     return stdout, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 

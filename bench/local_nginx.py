@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -25,11 +26,17 @@ def pinned(core, argv):
     return ["taskset", "-c", str(core), *argv]
 
 
-def start_nginx(work, core=None, configure=None):
+def start_nginx(work, core=None, configure=None, locations=""):
     """Starts nginx with its files in `work`; returns (process, base URL without a slash).
-    `configure`, if given, rewrites the configuration text first."""
+    `locations`, nginx `location` blocks, are added to the template's server (its catch-all
+    `location /` still serves the rest); `configure`, if given, then rewrites the text."""
     port = free_port()
+    listen = f"listen 127.0.0.1:{port};"
     conf = TEMPLATE.read_text().replace("{dir}", str(work)).replace("{port}", str(port))
+    if locations:
+        if listen not in conf:
+            sys.exit(f"{TEMPLATE}: no `{listen}` line to add the locations after")
+        conf = conf.replace(listen, listen + "\n" + textwrap.indent(textwrap.dedent(locations).strip(), "    "), 1)
     (work / "nginx.conf").write_text(configure(conf) if configure else conf)
     binary = shutil.which("nginx") or "/usr/sbin/nginx"
     process = subprocess.Popen(pinned(core, [binary, "-c", str(work / "nginx.conf"), "-p", str(work)]))

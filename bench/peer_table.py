@@ -11,14 +11,14 @@ def medians(runs):
 
 
 def print_table(runs_by_tool, peers, unit="req/s"):
-    """A Markdown table of every tool's medians and horde's ratios to `peers`."""
+    """A Markdown table of every tool's medians and horde's ratios to `peers` (when horde ran)."""
     figures = {tool: medians(runs) for tool, runs in runs_by_tool.items()}
     print(f"| tool | {unit} | CPU ms per 1,000 | peak RSS (MiB) |")
     print("|---|---|---|---|")
     for tool, (rate, cpu, rss) in figures.items():
         print(f"| {tool} | {rate:,.0f} | {cpu:.2f} | {rss:.1f} |")
-    horde = figures["horde"]
-    for peer in peers:
+    horde = figures.get("horde")
+    for peer in peers if horde else ():
         p = figures[peer]
         print(f"| horde / {peer} | {horde[0] / p[0]:.2f} | {horde[1] / p[1]:.2f} | {horde[2] / p[2]:.2f} |")
     print()
