@@ -146,7 +146,8 @@ def test_every_example_is_covered():
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
-               "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py"}
+               "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
+               "read_your_writes.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -277,3 +278,27 @@ def test_orders_api(target, tmp_path):
     assert stats["orders_cancelled"] == users * OPEN_ORDERS_PER_USER
     assert stats["unauthorized"] == 0
     assert stats["total"] == summary["global"]["count"]
+
+
+def test_read_your_writes(tmp_path):
+    from conftest import Target
+
+    target = Target(args=["--eventual-delay-ms", "300"])
+    try:
+        completed = run_example(["horde", "run", EXAMPLES / "read_your_writes.py", "-D", f"base_url={target.url}",
+                                 "-D", "users=8"], tmp_path)
+        [summary] = summaries(tmp_path)
+        stats = target.stats()
+    finally:
+        target.stop()
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    [visible] = [g for g in summary["groups"] if g["name"] == "visible"]
+    assert (visible["ok"], visible["ko"]) == (8, 0)
+    # Each record became visible 300 ms after its write was accepted: more than one read each.
+    assert visible["attempts"]["retried_passes"] == 8 and visible["duration"]["min_us"] >= 250_000
+    read = next(r for r in summary["requests"] if r["name"] == "read")
+    assert read["ok"] == 8 and read["retried"] == visible["attempts"]["total"] - 8
+    assert (stats["eventual_writes"], stats["eventual_reads_found"]) == (8, 8)
+    assert stats["eventual_reads_not_found"] == read["retried"]
+    assert summary["generator"]["session_functions"]["calls"] == 8
+    assert "time to consistency p99:" in completed.stdout

@@ -198,9 +198,11 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         1 => Step::Request(request),
         _ => Step::Batch { requests: vec![request; streams as usize] },
     };
-    // A loop per connection that runs until the duration is over (or the request budget is
-    // spent); a year stands in for "no duration", and -n then bounds the run.
-    let loop_ms = duration_ms.unwrap_or(MAX_DURATION_MS);
+    // A loop per connection that the run's deadline cuts, as wrk's -d does (requests then in
+    // flight are counted as interrupted): the loop itself lasts a little longer, or users
+    // whose loops end with the deadline could finish first and the run would end unlimited.
+    // A year stands in for "no duration", and -n then bounds the run.
+    let loop_ms = duration_ms.map_or(MAX_DURATION_MS, |ms| ms.saturating_add(1000).min(MAX_DURATION_MS));
     let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![exchange] }];
     let plan = Plan {
         version: PLAN_VERSION,
