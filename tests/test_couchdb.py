@@ -233,3 +233,37 @@ setup(bulk.inject(at_once_users(2)).and_then(crud.inject(at_once_users(2))),
     assert kinds["connect_refused"] == 8 + counts["create"] and kinds["no_document"] == counts["update"]
     assert counts["create"] + counts["update"] == 10 and result.row("bulk")["ko"] == 8
     assert [s["connections"] for s in result.summary["couchdb"]] == [2, 2]
+
+
+def test_eventually_waits_for_a_view_that_indexes_after_it_answers(horde, couchdb, tmp_path):
+    """A second, real eventually consistent store for seed 002's retry: a CouchDB view read with
+    `stale=update_after` answers from its index as it was, then brings it up to date, so a
+    document just written is missing from the first read and present in a later one."""
+    database = fresh_name()
+    request = urllib.request.Request(f"{couchdb.url}/{database}", method="PUT")
+    urllib.request.urlopen(request).read()
+    design = json.dumps({"views": {"kind": {"map": "function (doc) { emit(doc.kind, 1); }"}}}).encode()
+    request = urllib.request.Request(f"{couchdb.url}/{database}/_design/by", data=design, method="PUT",
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request).read()
+    get_json(f"{couchdb.url}/{database}/_design/by/_view/kind")  # builds the index
+    sim = write_simulation(tmp_path, f"""
+view = http("view").get("/{database}/_design/by/_view/kind?stale=update_after&key=%22k-${{i}}%22") \\
+    .check(jsonpath("$.rows[0].id").save_as("found"))
+scn = (scenario("writes then reads")
+       .repeat(5, exec_(
+           http("write").put("/{database}/doc-${{i}}").body(json_body({{"kind": "k-${{i}}"}})).check(status().is_(201)),
+           eventually(view, pause=0.05, timeout=10, name="indexed")), counter="i"))
+setup(scn.inject(at_once_users(1)), protocol=http.base_url({couchdb.url!r}))
+""")
+    result = horde("run", sim, "-q")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    [indexed] = [g for g in result.summary["groups"] if g["name"] == "indexed"]
+    assert (indexed["ok"], indexed["ko"]) == (5, 0)
+    # Every first read answered from the index as it was before the write.
+    assert indexed["attempts"]["retried_passes"] == 5
+    view = next(r for r in result.summary["requests"] if r["name"] == "view")
+    assert view["retried"] == indexed["attempts"]["total"] - 5 >= 5
+    rows = get_json(f"{couchdb.url}/{database}/_design/by/_view/kind")["rows"]
+    assert sorted(r["id"] for r in rows) == [f"doc-{i}" for i in range(5)]
