@@ -480,3 +480,113 @@ impl BatchReader {
         record.ok_or(FeedError::Exhausted)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn feeder(source: FeederSource, strategy: FeederStrategy, batch: Option<u32>) -> Feeder {
+        Feeder { name: "f".into(), source, strategy, on_exhausted: OnFeederExhausted::Ko, batch }
+    }
+
+    fn ids(runtime: &FeederRuntime, takes: usize) -> Vec<Option<String>> {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        (0..takes)
+            .map(|_| runtime.take(&mut rng).ok().map(|record| record[0].as_ref().unwrap().as_text().into_owned()))
+            .collect()
+    }
+
+    fn csv_file(dir: &Path, rows: usize) -> PathBuf {
+        let path = dir.join("rows.csv");
+        let mut text = String::from("id,name\n");
+        for i in 0..rows {
+            text.push_str(&format!("{i},\"name, {i}\"\n"));
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("horde-feeder-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_queue_gives_each_record_once_whole_or_in_batches() {
+        let dir = temp_dir("queue");
+        let path = csv_file(&dir, 25).display().to_string();
+        for batch in [None, Some(7)] {
+            let runtime =
+                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Queue, batch), None, 0, 1)
+                    .unwrap();
+            assert_eq!(runtime.columns, ["id", "name"]);
+            let taken = ids(&runtime, 26);
+            let expected: Vec<Option<String>> = (0..25).map(|i| Some(i.to_string())).chain([None]).collect();
+            assert_eq!(taken, expected, "batch {batch:?}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn circular_starts_over_and_shuffle_takes_each_once() {
+        let dir = temp_dir("circular");
+        let path = csv_file(&dir, 10).display().to_string();
+        for batch in [None, Some(4)] {
+            let circular =
+                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Circular, batch), None, 0, 1)
+                    .unwrap();
+            let taken: Vec<String> = ids(&circular, 25).into_iter().map(Option::unwrap).collect();
+            let expected: Vec<String> = (0..25).map(|i| (i % 10).to_string()).collect();
+            assert_eq!(taken, expected, "batch {batch:?}");
+            let shuffle =
+                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Shuffle, batch), None, 0, 1)
+                    .unwrap();
+            let mut taken: Vec<String> = ids(&shuffle, 10).into_iter().map(Option::unwrap).collect();
+            assert_ne!(taken, (0..10).map(|i| i.to_string()).collect::<Vec<_>>(), "shuffled");
+            taken.sort_by_key(|id| id.parse::<u32>().unwrap());
+            assert_eq!(taken, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
+            assert!(ids(&shuffle, 1)[0].is_none(), "a shuffle runs out");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_sources_name_the_file_and_line() {
+        let dir = temp_dir("bad");
+        let ragged = dir.join("ragged.tsv");
+        std::fs::write(&ragged, "a\tb\n1\t2\n3\n").unwrap();
+        let jsonl = dir.join("bad.jsonl");
+        std::fs::write(&jsonl, "{\"a\": 1}\n\n[1]\n").unwrap();
+        let broken = dir.join("broken.jsonl");
+        std::fs::write(&broken, "{\"a\": 1}\n{\"a\": \n").unwrap();
+        let cases = [
+            (FeederSource::Tsv { path: ragged.display().to_string() }, "ragged.tsv:3: a record of 1 fields where the header names 2 columns"),
+            (FeederSource::Jsonl { path: jsonl.display().to_string() }, "bad.jsonl:3: a line of a jsonl feeder is an object"),
+            (FeederSource::Jsonl { path: broken.display().to_string() }, "broken.jsonl:2: not valid JSON"),
+            (FeederSource::Csv { path: dir.join("none.csv").display().to_string() }, "cannot read feeder file"),
+        ];
+        for (source, expected) in cases {
+            for batch in [None, Some(2)] {
+                let error = FeederRuntime::load(&feeder(source.clone(), FeederStrategy::Queue, batch), None, 0, 1).err().unwrap();
+                assert!(error.contains(expected), "{error}");
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn json_records_keep_their_types_and_null_is_no_value() {
+        let records = serde_json::json!([{"id": 1, "tags": ["a", "b"], "gone": null}, {"id": 2, "extra": "x"}]);
+        let records = records.as_array().unwrap().iter().map(|r| r.as_object().unwrap().clone()).collect();
+        let runtime = FeederRuntime::load(&feeder(FeederSource::Inline { records }, FeederStrategy::Queue, None), None, 0, 1).unwrap();
+        let column = |name: &str| runtime.columns.iter().position(|c| c == name).unwrap();
+        assert_eq!(runtime.columns.len(), 4);
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+        let first = runtime.take(&mut rng).unwrap();
+        assert_eq!(first[column("tags")].as_ref().unwrap().as_text(), r#"["a","b"]"#);
+        assert!(first[column("gone")].is_none() && first[column("extra")].is_none());
+        assert!(runtime.take(&mut rng).unwrap()[column("extra")].is_some());
+    }
+}
