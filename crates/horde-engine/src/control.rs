@@ -3,6 +3,7 @@
 
 use crate::failure::Failure;
 use crate::lower::{ChoiceProgram, ConditionProgram, LoopProgram, RetryKind, RetryProgram, StepProgram, Template};
+use crate::session::expression::{abridged, EvalError};
 use crate::session::feeder::{FeedError, FeederRuntime};
 use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
@@ -124,14 +125,12 @@ impl VirtualUser {
                     Some(serde_json::Value::Array(items)) => items,
                     _ => {
                         let message = format!("foreach needs a list, and {} is not one", abridged(&list.as_text()));
-                        return self.step_failed(*row_id, crate::session::expression::EvalError::Invalid(message));
+                        return self.step_failed(*row_id, EvalError::Invalid(message));
                     }
                 };
                 for (i, item) in items.into_iter().enumerate() {
                     self.session.variables[*element] = (!item.is_null()).then(|| Value::from_json(item));
-                    if let Some(slot) = counter {
-                        self.session.variables[*slot] = Some(i.to_string().into());
-                    }
+                    self.set_counter(*counter, i as u64);
                     let flow = self.chain(body).await;
                     if flow != Flow::Next {
                         return flow;
@@ -149,9 +148,7 @@ impl VirtualUser {
                             Err(flow) => return flow,
                         }
                     }
-                    if let Some(slot) = counter {
-                        self.session.variables[*slot] = Some(i.to_string().into());
-                    }
+                    self.set_counter(*counter, i);
                     if *exit_on_fail {
                         self.exiting_on_failure += 1;
                     }
@@ -183,9 +180,7 @@ impl VirtualUser {
         self.exiting_on_failure += 1;
         let mut attempts = 0u32;
         let outcome = loop {
-            if let Some(slot) = retry.counter {
-                self.session.variables[slot] = Some(attempts.to_string().into());
-            }
+            self.set_counter(retry.counter, u64::from(attempts));
             attempts += 1;
             // The last attempt's failures are real; those of an attempt that will be tried
             // again are `retried` (unless an enclosing retry forgives them anyway).
@@ -283,10 +278,3 @@ impl VirtualUser {
     }
 }
 
-fn abridged(text: &str) -> String {
-    if text.chars().count() > 60 {
-        format!("{:?}...", text.chars().take(60).collect::<String>())
-    } else {
-        format!("{text:?}")
-    }
-}

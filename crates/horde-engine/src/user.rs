@@ -175,9 +175,7 @@ impl VirtualUser {
             match step {
                 StepProgram::Repeat { times, counter, body } => {
                     for i in 0..*times {
-                        if let Some(slot) = counter {
-                            self.session.variables[*slot] = Some(i.to_string().into());
-                        }
+                        self.set_counter(*counter, i);
                         let flow = self.chain(body).await;
                         if flow != Flow::Next {
                             return flow;
@@ -189,9 +187,7 @@ impl VirtualUser {
                     let until = Instant::now() + *duration;
                     let mut i = 0u64;
                     while Instant::now() < until {
-                        if let Some(slot) = counter {
-                            self.session.variables[*slot] = Some(i.to_string().into());
-                        }
+                        self.set_counter(*counter, i);
                         let flow = self.chain(body).await;
                         if flow != Flow::Next {
                             return flow;
@@ -248,6 +244,13 @@ impl VirtualUser {
                 }
             }
         })
+    }
+
+    /// A loop's counter, when it has one, holds the 0-based number of the pass.
+    pub(crate) fn set_counter(&mut self, counter: Option<usize>, pass: u64) {
+        if let Some(slot) = counter {
+            self.session.variables[slot] = Some(pass.to_string().into());
+        }
     }
 
     /// Waits for the run's next throttle slot, when there is a throttle; the slot is then when

@@ -265,7 +265,8 @@ fn integer(value: &Value) -> Result<i64, EvalError> {
     text.trim().parse::<i64>().map_err(|_| EvalError::Invalid(format!("{text:?} is not a whole number")))
 }
 
-fn abridged(text: &str) -> String {
+/// Text for a message: quoted, and cut after 60 characters.
+pub(crate) fn abridged(text: &str) -> String {
     if text.chars().count() > 60 {
         format!("{:?}...", text.chars().take(60).collect::<String>())
     } else {
@@ -342,6 +343,16 @@ fn apply(method: Method, value: Value, args: &[Value], session: &mut Session) ->
 
 /// The expression as written, for messages.
 fn describe(expression: &Expr) -> String {
+    fn arguments(args: &[Expr], out: &mut String) {
+        out.push('(');
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            inner(arg, out);
+        }
+        out.push(')');
+    }
     fn inner(e: &Expr, out: &mut String) {
         match e {
             Expr::Variable(path) => out.push_str(&path.join(".")),
@@ -351,28 +362,14 @@ fn describe(expression: &Expr) -> String {
                 out.push_str("__");
                 out.push_str(&to_snake(&name));
                 if !matches!(function, Function::UserId | Function::Scenario) {
-                    out.push('(');
-                    for (i, arg) in args.iter().enumerate() {
-                        if i > 0 {
-                            out.push_str(", ");
-                        }
-                        inner(arg, out);
-                    }
-                    out.push(')');
+                    arguments(args, out);
                 }
             }
             Expr::Method { target, method, args } => {
                 inner(target, out);
                 out.push('.');
                 out.push_str(method.name());
-                out.push('(');
-                for (i, arg) in args.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    inner(arg, out);
-                }
-                out.push(')');
+                arguments(args, out);
             }
             Expr::Index { target, index } => {
                 inner(target, out);
