@@ -10,7 +10,26 @@ Run it with ``horde run sim.py``; ``horde plan sim.py`` prints the Plan it makes
 """
 
 from .chains import Chain, Population, Scenario, batch, during, exec_, group, pace, pause, repeat, scenario
-from .checks import Check, css, header, jsonpath, regex, status, substring
+from .checks import (
+    Check,
+    body_bytes,
+    body_length,
+    body_string,
+    css,
+    current_location,
+    header,
+    jmespath,
+    jsonpath,
+    md5,
+    regex,
+    response_time_in_millis,
+    sha1,
+    sha256,
+    status,
+    substring,
+    xpath,
+)
+from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .couchdb import couchdb_bulk_insert, couchdb_crud
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
 from .http import (
@@ -51,6 +70,8 @@ __all__ = [
     "ramp_concurrent_users", "increment_concurrent_users", "throttle", "reach_rps", "jump_to_rps",
     "hold_for", "document_from_schema", "bulk_documents_from_schema",
     "couchdb_bulk_insert", "couchdb_crud", "batch", "ws", "sse",
+    "jmespath", "xpath", "body_string", "body_bytes", "body_length", "md5", "sha1", "sha256", "current_location",
+    "response_time_in_millis", "add_cookie", "get_cookie_value", "flush_cookie_jar", "flush_session_cookies",
 ]
 
 

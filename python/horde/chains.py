@@ -10,6 +10,7 @@ seed 000's ``jsfGet``/``jsfPost`` are ordinary functions returning requests or c
 from dataclasses import dataclass, replace
 
 from ._durations import to_ms
+from .cookies import CookieStep
 from .errors import DslError
 from .http import HttpRequest
 from .sockets import SocketStep
@@ -19,14 +20,15 @@ def _steps_of(items, where):
     """Plan steps from requests, chains and (nested) lists of them."""
     steps = []
     for item in items:
-        if isinstance(item, (HttpRequest, SocketStep)):
+        if isinstance(item, (HttpRequest, SocketStep, CookieStep)):
             steps.append(item.to_step())
         elif isinstance(item, Chain):
             steps.extend(item.to_steps())
         elif isinstance(item, (list, tuple)):
             steps.extend(_steps_of(item, where))
         else:
-            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)) or a chain, "
+            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a cookie step "
+                           f"(add_cookie(...), ...) or a chain, "
                            f"got {item!r}")
     return steps
 
