@@ -199,3 +199,73 @@ def test_and_then_chains_scenarios():
     horde.validate(sim)
     with pytest.raises(DslError, match="and_then"):
         first.and_then(scenario("x"))
+
+
+def checks_and_cookies_simulation():
+    from horde import (add_cookie, body_bytes, current_location, flush_cookie_jar, flush_session_cookies,
+                       get_cookie_value, jmespath, md5, response_time_in_millis, sha256, xpath)
+
+    scn = (
+        scenario("checks")
+        .exec(add_cookie("lang", "${lang}", path="/app", secure=True), add_cookie("t", "1", domain="example.com"))
+        .exec(http("items").get("/api/items").check(
+            jsonpath("$.items[*].id").find_all().save_as("ids"),
+            jsonpath("$.items[*]").count().is_(3),
+            regex(r"id=(\d+)").find(2).transform("trim", "to_int").gt(100).optional(),
+            css("h1").with_default("${fallback}").not_("oops"),
+            jmespath("items[?price < `20`].name").in_("oak plank", "${me}"),
+            xpath("count(//item)").lte("${limit}"),
+            header("Set-Cookie").find_all().is_(["a=1", "b=2"]),
+            body_bytes().is_(b"\x00\xff"),
+            md5().exists(), sha256().not_exists(),
+            current_location().is_("${base}/api/items"),
+            response_time_in_millis().lt(500),
+        ))
+        .exec(get_cookie_value("JSESSIONID").save_as("sid"), get_cookie_value("lang", domain="example.com"))
+        .exec(flush_session_cookies(), flush_cookie_jar())
+    )
+    return setup(scn.inject(at_once_users(1)), protocol=http.base_url("http://127.0.0.1:9"))
+
+
+def test_checks_and_cookie_steps_make_plan_data_the_schema_accepts(plan_schema):
+    plan = checks_and_cookies_simulation().to_plan()
+    jsonschema.validate(plan, plan_schema)
+    steps = plan["scenarios"][0]["steps"]
+    assert [s["type"] for s in steps] == [
+        "add_cookie", "add_cookie", "request", "get_cookie", "get_cookie", "flush_session_cookies", "flush_cookie_jar",
+    ]
+    assert steps[0] == {"type": "add_cookie", "name": "lang", "value": "${lang}", "path": "/app", "secure": True}
+    assert steps[3] == {"type": "get_cookie", "name": "JSESSIONID", "save_as": "sid"}
+    assert steps[4] == {"type": "get_cookie", "name": "lang", "domain": "example.com", "save_as": "lang"}
+    checks = steps[2]["checks"]
+    assert checks[0]["select"] == {"type": "all"}
+    assert checks[1]["select"] == {"type": "count"} and checks[1]["validate"] == {"type": "is", "value": "3"}
+    assert checks[2] == {"source": {"type": "regex", "pattern": r"id=(\d+)"}, "select": {"type": "nth", "index": 2},
+                         "transform": ["trim", "to_int"], "validate": {"type": "gt", "value": "100"}, "optional": True}
+    assert checks[3]["default"] == "${fallback}" and checks[3]["validate"] == {"type": "not", "value": "oops"}
+    assert checks[6]["validate"] == {"type": "is", "value": '["a=1", "b=2"]'}
+    assert checks[7]["validate"] == {"type": "is", "value": "AP8="}
+
+
+def test_the_engine_accepts_checks_and_cookie_steps():
+    horde.validate(checks_and_cookies_simulation())
+
+
+def test_check_and_cookie_misuse_is_refused_early():
+    from horde import add_cookie, get_cookie_value, jmespath
+
+    for build, message in [
+        (lambda: regex("a").find(-1), "find() counts from 0"),
+        (lambda: status().find(1), "a status check has one value"),
+        (lambda: status().find_all(), "a status check has one value"),
+        (lambda: substring("x").find_all(), "a substring check has one value"),
+        (lambda: css("p").transform("reverse"), "transform() takes"),
+        (lambda: jmespath(""), "jmespath() needs a non-empty string"),
+        (lambda: add_cookie("", "v"), "add_cookie() needs a cookie name"),
+        (lambda: get_cookie_value("a").save_as(""), "save_as() needs a variable name"),
+    ]:
+        with pytest.raises(DslError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            build()
+    assert substring("x").count().to_plan()["select"] == {"type": "count"}
+    # find(0) is the first: the default, left out of the plan.
+    assert "select" not in regex("a").find(2).find(0).to_plan()

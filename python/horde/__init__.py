@@ -45,7 +45,26 @@ from .chains import (
 )
 from .feeders import Feeder, csv, inline, json_file, jsonl, ssv, tsv
 from .session import Session, after, before
-from .checks import Check, css, header, jsonpath, regex, status, substring
+from .checks import (
+    Check,
+    body_bytes,
+    body_length,
+    body_string,
+    css,
+    current_location,
+    header,
+    jmespath,
+    jsonpath,
+    md5,
+    regex,
+    response_time_in_millis,
+    sha1,
+    sha256,
+    status,
+    substring,
+    xpath,
+)
+from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .couchdb import couchdb_bulk_insert, couchdb_crud
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
 from .http import (
@@ -91,6 +110,8 @@ __all__ = [
     "uniform_random_switch", "round_robin_switch", "foreach", "as_long_as", "do_while", "try_max",
     "eventually", "exit_here_if_failed", "exit_here", "exit_here_if", "exit_block_on_fail",
     "stop_load_generator", "Session", "before", "after",
+    "jmespath", "xpath", "body_string", "body_bytes", "body_length", "md5", "sha1", "sha256", "current_location",
+    "response_time_in_millis", "add_cookie", "get_cookie_value", "flush_cookie_jar", "flush_session_cookies",
 ]
 
 

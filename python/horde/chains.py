@@ -12,6 +12,7 @@ import inspect
 from dataclasses import dataclass, replace
 
 from ._durations import to_ms
+from .cookies import CookieStep
 from .errors import DslError
 from .feeders import Feeder
 from .http import HttpRequest
@@ -27,7 +28,7 @@ def _steps_of(items, where):
     """Plan steps from requests, chains, session functions and (nested) lists of them."""
     steps = []
     for item in items:
-        if isinstance(item, (HttpRequest, SocketStep)):
+        if isinstance(item, (HttpRequest, SocketStep, CookieStep)):
             steps.append(item.to_step())
         elif _is_session_function(item):
             steps.append({"type": "session_function", "name": describe(item), "function": register(item, where)})
@@ -36,8 +37,8 @@ def _steps_of(items, where):
         elif isinstance(item, (list, tuple)):
             steps.extend(_steps_of(item, where))
         else:
-            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a chain "
-                           f"or a function of the session, got {item!r}")
+            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a cookie step "
+                           f"(add_cookie(...), ...), a chain or a function of the session, got {item!r}")
     return steps
 
 

@@ -5,7 +5,8 @@
 
 use bytes::Bytes;
 use horde_plan::{
-    parse_condition, parse_template, Body, BodyPart, CheckSource, Injection, Plan, PlanError, Request, Step, Validation,
+    parse_condition, parse_template, Body, BodyPart, CheckSource, CompareOp, Injection, Plan, PlanError, Request, Select,
+    Step, Transform, Validation,
 };
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
+use crate::protocol::http::cookies::{self, CookieStep};
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
 use crate::session::expression::{CompiledCondition, Names};
@@ -211,6 +213,8 @@ pub enum StepProgram {
     SessionFunction { key: Arc<str>, row_id: usize },
     /// A step on one of the user's WebSockets or event streams.
     Socket(Box<SocketStepProgram>),
+    /// A step on the user's cookie jar.
+    Cookie(Box<CookieStep>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
 }
@@ -370,10 +374,33 @@ pub enum PartProgram {
 
 pub struct CheckProgram {
     pub extractor: Extractor,
-    pub validation: Validation,
+    pub select: Select,
+    pub transforms: Vec<Transform>,
+    /// When nothing is found (`with_default`).
+    pub default: Option<Expected>,
+    pub validation: ValidationProgram,
+    pub optional: bool,
     pub save_as: Option<usize>,
     /// How the check reads in an error message: `regex("value=\"([^\"]*)\"")`.
     pub description: String,
+}
+
+/// A check's validation, its expected values compiled: they are templates, rendered from the
+/// session when the check runs.
+pub enum ValidationProgram {
+    Exists,
+    NotExists,
+    Is(Expected),
+    Not(Expected),
+    In(Vec<Expected>),
+    /// `lt`, `lte`, `gt`, `gte`.
+    Compare(CompareOp, Expected),
+}
+
+/// An expected value (or a default): its template, and its text in the plan for messages.
+pub struct Expected {
+    pub template: Template,
+    pub source: String,
 }
 
 pub enum Extractor {
@@ -383,11 +410,24 @@ pub enum Extractor {
     Regex { regex: regex::Regex, group: usize },
     Css { selector: scraper::Selector, attribute: Option<String> },
     JsonPath(serde_json_path::JsonPath),
+    JmesPath(jmespath::Expression<'static>),
+    XPath(crate::protocol::http::xpath::XPath),
+    BodyString,
+    BodyBytes,
+    BodyLength,
+    Md5,
+    Sha1,
+    Sha256,
+    CurrentLocation,
+    ResponseTimeInMillis,
 }
 
 impl Extractor {
     pub fn reads_body(&self) -> bool {
-        !matches!(self, Extractor::Status | Extractor::Header(_))
+        !matches!(
+            self,
+            Extractor::Status | Extractor::Header(_) | Extractor::CurrentLocation | Extractor::ResponseTimeInMillis
+        )
     }
 }
 
@@ -666,6 +706,9 @@ impl Lowering {
                 | Step::Eventually { counter, steps, .. } => {
                     define(self, counter);
                     self.collect_defined(steps);
+                }
+                Step::GetCookie(get) => {
+                    self.defined.insert(get.save_as.clone());
                 }
                 Step::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
                 | Step::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
@@ -967,6 +1010,9 @@ impl Lowering {
                         });
                         StepProgram::StopLoadGenerator { message: message.as_str().into(), condition }
                     }
+                    Step::AddCookie(_) | Step::GetCookie(_) | Step::FlushCookieJar | Step::FlushSessionCookies => {
+                        self.cookie_step(&path, step, group_prefix)
+                    }
                     Step::CouchdbBulkInsert(step) => {
                         let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
                         let bulk_docs = self.database_url(&format!("{path}.database"), &step.database, "_bulk_docs");
@@ -1106,6 +1152,43 @@ impl Lowering {
                 .collect(),
         });
         StepProgram::Socket(Box::new(SocketStepProgram { kind, socket, row_id, action, await_messages }))
+    }
+
+    fn cookie_step(&mut self, path: &str, step: &Step, group_prefix: &str) -> StepProgram {
+        let base_host = self.base_url.as_ref().and_then(|u| u.host_str().map(str::to_string));
+        let cookie = match step {
+            Step::AddCookie(add) => {
+                let row_id = self.row(format!("{group_prefix}add_cookie {}", add.name).into());
+                let cookie_path = add.path.clone().unwrap_or_else(|| "/".to_string());
+                // Validation named a missing domain; a stand-in goes on lowering.
+                let host = add.domain.clone().or(base_host).unwrap_or_else(|| "invalid.invalid".to_string());
+                let origin = cookies::origin(&host, &cookie_path, add.secure).unwrap_or_else(|message| {
+                    self.errors.push(PlanError::new(format!("{path}.domain"), message));
+                    Url::parse("http://invalid.invalid/").expect("a valid URL")
+                });
+                CookieStep::Add(cookies::AddCookie {
+                    name: add.name.clone(),
+                    value: self.template(&add.value),
+                    domain: add.domain.clone(),
+                    path: cookie_path,
+                    secure: add.secure,
+                    origin,
+                    row_id,
+                })
+            }
+            Step::GetCookie(get) => {
+                let row_id = self.row(format!("{group_prefix}get_cookie {}", get.name).into());
+                let domain = get.domain.clone().or(base_host).and_then(|host| {
+                    cookies::origin(&host, "/", false)
+                        .map_err(|message| self.errors.push(PlanError::new(format!("{path}.domain"), message)))
+                        .ok()
+                });
+                CookieStep::Get(cookies::GetCookie { name: get.name.clone(), domain, slot: self.slot(&get.save_as), row_id })
+            }
+            Step::FlushCookieJar => CookieStep::FlushJar,
+            _ => CookieStep::FlushSession,
+        };
+        StepProgram::Cookie(Box::new(cookie))
     }
 
     /// The index of a group's statistics; groups with the same name share them.
@@ -1326,10 +1409,58 @@ impl Lowering {
                     return None;
                 }
             },
+            CheckSource::Jmespath { expression } => match jmespath::compile(expression) {
+                Ok(compiled) => (Extractor::JmesPath(compiled), format!("jmespath({expression:?})")),
+                Err(err) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.expression"), format!("invalid JMESPath: {err}")));
+                    return None;
+                }
+            },
+            CheckSource::Xpath { expression } => match crate::protocol::http::xpath::XPath::compile(expression) {
+                Ok(compiled) => (Extractor::XPath(compiled), format!("xpath({expression:?})")),
+                Err(err) => {
+                    self.errors.push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
+                    return None;
+                }
+            },
+            CheckSource::BodyString => (Extractor::BodyString, "body_string".to_string()),
+            CheckSource::BodyBytes => (Extractor::BodyBytes, "body_bytes".to_string()),
+            CheckSource::BodyLength => (Extractor::BodyLength, "body_length".to_string()),
+            CheckSource::Md5 => (Extractor::Md5, "md5".to_string()),
+            CheckSource::Sha1 => (Extractor::Sha1, "sha1".to_string()),
+            CheckSource::Sha256 => (Extractor::Sha256, "sha256".to_string()),
+            CheckSource::CurrentLocation => (Extractor::CurrentLocation, "current_location".to_string()),
+            CheckSource::ResponseTimeInMillis => (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string()),
         };
+        let description = match check.select {
+            Select::First => description,
+            Select::Nth { index } => format!("{description}.find({index})"),
+            Select::All => format!("{description}.find_all"),
+            Select::Count => format!("{description}.count"),
+        };
+        // Expected values and the default are templates: errors in them are the check's.
+        let step_path = std::mem::replace(&mut self.current_path, path.to_string());
+        let expected = |lowering: &mut Lowering, text: &str| Expected { template: lowering.template(text), source: text.to_string() };
+        let validation = match &check.validate {
+            Validation::Exists => ValidationProgram::Exists,
+            Validation::NotExists => ValidationProgram::NotExists,
+            Validation::Is { value } => ValidationProgram::Is(expected(self, value)),
+            Validation::Not { value } => ValidationProgram::Not(expected(self, value)),
+            Validation::In { values } => ValidationProgram::In(values.iter().map(|v| expected(self, v)).collect()),
+            Validation::Lt { value } => ValidationProgram::Compare(CompareOp::Lt, expected(self, value)),
+            Validation::Lte { value } => ValidationProgram::Compare(CompareOp::Le, expected(self, value)),
+            Validation::Gt { value } => ValidationProgram::Compare(CompareOp::Gt, expected(self, value)),
+            Validation::Gte { value } => ValidationProgram::Compare(CompareOp::Ge, expected(self, value)),
+        };
+        let default = check.default.as_deref().map(|text| expected(self, text));
+        self.current_path = step_path;
         Some(CheckProgram {
             extractor,
-            validation: check.validate.clone(),
+            select: check.select,
+            transforms: check.transform.clone(),
+            default,
+            validation,
+            optional: check.optional,
             save_as: check.save_as.as_deref().map(|name| self.slot(name)),
             description,
         })

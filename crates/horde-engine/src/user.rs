@@ -237,6 +237,7 @@ impl VirtualUser {
                 }
                 StepProgram::SessionFunction { key, row_id } => self.session_function(key, *row_id),
                 StepProgram::Socket(step) => Box::pin(self.socket_step(step)).await,
+                StepProgram::Cookie(step) => self.cookie_step(step),
                 StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
                 StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
@@ -401,13 +402,17 @@ impl VirtualUser {
     /// has no value): counted in the errors under `row_id`, and a failure of the user.
     pub(crate) fn step_failed(&mut self, row_id: usize, error: EvalError) -> Flow {
         let (failure, detail) = self.expression_failure(error);
-        if !self.count_failure(&failure) && self.ctx.measures(Instant::now()) {
+        self.step_error(row_id, &failure, detail)
+    }
+
+    /// A step that is no request failed (a cookie it needs is missing): counted in the
+    /// errors under `row_id`, and a failure of the user.
+    pub(crate) fn step_error(&mut self, row_id: usize, failure: &Failure, detail: u32) -> Flow {
+        if !self.count_failure(failure) && self.ctx.measures(Instant::now()) {
             self.ctx.metrics.borrow_mut().error(failure.kind, row_id, detail, || failure.message.clone());
         }
         self.after_failure()
     }
-
-
 }
 
 #[cfg(test)]

@@ -651,10 +651,50 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         condition: Option<String>,
     },
+    /// Put a cookie in the user's jar (Gatling's `addCookie`).
+    AddCookie(AddCookie),
+    /// Save the value of a cookie in the user's jar (Gatling's `getCookieValue`); no such
+    /// cookie fails the user as a failed check does, counted in the row `get_cookie {name}`.
+    GetCookie(GetCookie),
+    /// Empty the user's cookie jar (Gatling's `flushCookieJar`).
+    FlushCookieJar,
+    /// Drop the user's cookies that have no expiry, as a browser does when it closes
+    /// (Gatling's `flushSessionCookies`).
+    FlushSessionCookies,
     /// Iron Cushion's bulk insert step against a CouchDB database.
     CouchdbBulkInsert(CouchdbBulkInsert),
     /// Iron Cushion's CRUD step against a CouchDB database.
     CouchdbCrud(CouchdbCrud),
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AddCookie {
+    pub name: String,
+    /// A template.
+    pub value: String,
+    /// The cookie is sent to this domain and its subdomains; by default, to the protocol's
+    /// `base_url` host alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// Sent for URLs under this path; by default `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Sent only over https (and to loopback addresses, which browsers trust as well).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secure: bool,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GetCookie {
+    pub name: String,
+    /// The cookie a request to this domain would carry; by default the protocol's `base_url`
+    /// host, or any domain when there is no `base_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The session variable that receives the value.
+    pub save_as: String,
 }
 
 fn default_one() -> u32 {
@@ -839,16 +879,47 @@ pub enum BodyPart {
     },
 }
 
-/// Extract something from the response, validate it, and optionally save it.
+/// Extract something from the response, validate it, and optionally save it, in Gatling's
+/// order: the source's values, the one(s) `select` picks, each `transform`ed, `default` when
+/// nothing was found, then `validate`, then `save_as`.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     pub source: CheckSource,
+    /// Which of the source's values (Gatling's `find`, `find(n)`, `findAll`, `count`); only
+    /// regex, css, jsonpath, jmespath, xpath and header have more than one (substring: `count`).
+    #[serde(default, skip_serializing_if = "Select::is_first")]
+    pub select: Select,
+    /// Applied in order to the value found (to each element of a `find_all` list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transform: Vec<Transform>,
+    /// When nothing is found, this value instead (a template; Gatling's `withDefault`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
     #[serde(default)]
     pub validate: Validation,
+    /// Finding nothing passes, and saves nothing: the variable keeps what it held
+    /// (Gatling's `optional`). A value that is found must still pass `validate`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
     /// Session variable that receives the extracted value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub save_as: Option<String>,
+}
+
+impl Check {
+    /// A check of `source` with every option at its default: the first value, which must exist.
+    pub fn new(source: CheckSource) -> Check {
+        Check {
+            source,
+            select: Select::First,
+            transform: Vec::new(),
+            default: None,
+            validate: Validation::Exists,
+            optional: false,
+            save_as: None,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -856,25 +927,114 @@ pub struct Check {
 pub enum CheckSource {
     /// The status code, as a decimal string.
     Status,
-    /// A response header's value (the first one, when repeated).
+    /// A response header's values (each line of a repeated header is one).
     Header { name: String },
-    /// The substring itself, when the body contains it.
+    /// The substring itself, when the body contains it (`count`: how many times).
     Substring { value: String },
-    /// The capture group (default 1, or the whole match when the pattern has no group) of the
-    /// first match in the body.
+    /// The capture group (default 1, or the whole match when the pattern has no group) of
+    /// each match in the body.
     Regex {
         pattern: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<u32>,
     },
-    /// The first element matching the selector: its attribute, or its text when no attribute.
+    /// The elements matching the selector: each one's attribute, or its text when no attribute.
     Css {
         selector: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attribute: Option<String>,
     },
-    /// The first value the JSONPath query selects; strings as they are, others as JSON.
+    /// The values the JSONPath query (RFC 9535) selects, JSON nulls left out; strings as they
+    /// are, others as JSON.
     Jsonpath { path: String },
+    /// The result of the JMESPath expression on the JSON body: an array's elements are its
+    /// values (nulls left out), any other result is one value, null is none.
+    Jmespath { expression: String },
+    /// The XPath (3.1) expression on the body parsed as XML: each node's string value, or the
+    /// atomic values it computes.
+    Xpath { expression: String },
+    /// The whole body as text (UTF-8, invalid bytes replaced).
+    BodyString,
+    /// The whole body's bytes, as base64 (standard alphabet, padded).
+    BodyBytes,
+    /// The body's length in bytes (after decoding a Content-Encoding), as text.
+    BodyLength,
+    /// The MD5 digest of the body's bytes, lowercase hex.
+    Md5,
+    /// The SHA-1 digest of the body's bytes, lowercase hex.
+    Sha1,
+    /// The SHA-256 digest of the body's bytes, lowercase hex.
+    Sha256,
+    /// The URL of the request that got this response: after redirects, the last one's.
+    CurrentLocation,
+    /// The exchange's response time, whole milliseconds, measured as the report's (from the
+    /// intended start; for a redirect's target, from its own start).
+    ResponseTimeInMillis,
+}
+
+impl CheckSource {
+    /// Whether the source can find more than one value, so `select` applies.
+    pub fn is_multivalued(&self) -> bool {
+        matches!(
+            self,
+            CheckSource::Header { .. }
+                | CheckSource::Regex { .. }
+                | CheckSource::Css { .. }
+                | CheckSource::Jsonpath { .. }
+                | CheckSource::Jmespath { .. }
+                | CheckSource::Xpath { .. }
+        )
+    }
+
+    /// Whether the source reads something only a response has (not a socket's message).
+    pub fn needs_response(&self) -> bool {
+        matches!(
+            self,
+            CheckSource::Status
+                | CheckSource::Header { .. }
+                | CheckSource::CurrentLocation
+                | CheckSource::ResponseTimeInMillis
+        )
+    }
+}
+
+/// Which of a source's values a check takes.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Select {
+    /// The first (Gatling's `find`).
+    #[default]
+    First,
+    /// The `index`-th, counting from 0 (`find(n)`).
+    Nth { index: u32 },
+    /// All of them, as a list (a JSON array) that `foreach` can walk; none found is nothing
+    /// (`findAll`).
+    All,
+    /// How many there are, as text; always found, "0" included (`count`).
+    Count,
+}
+
+impl Select {
+    pub fn is_first(&self) -> bool {
+        *self == Select::First
+    }
+}
+
+/// A native transformation of an extracted value.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Transform {
+    Lowercase,
+    Uppercase,
+    /// Without leading and trailing white space.
+    Trim,
+    /// An integer (64 bits, after trimming); anything else fails the check.
+    ToInt,
+    /// A number (after trimming); anything else fails the check.
+    ToNumber,
+    /// The number of characters of a text, of elements of a JSON array, of members of a
+    /// JSON object.
+    Length,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
@@ -885,10 +1045,54 @@ pub enum Validation {
     Exists,
     /// Nothing was extracted.
     NotExists,
-    /// The extracted value equals this one.
+    /// The extracted value equals this one (a template), as text; a `find_all` list equals a
+    /// JSON array.
     Is { value: String },
-    /// The extracted value is one of these.
+    /// The extracted value differs from this one (a template).
+    Not { value: String },
+    /// The extracted value is one of these (templates), as text.
     In { values: Vec<String> },
+    /// Less than this (a template): as numbers when both read as numbers, else as text.
+    Lt { value: String },
+    /// Less than or equal.
+    Lte { value: String },
+    /// Greater than.
+    Gt { value: String },
+    /// Greater than or equal.
+    Gte { value: String },
+}
+
+impl Validation {
+    /// The expected values' templates, with the field each is in.
+    pub fn expected(&self) -> Vec<(String, &str)> {
+        match self {
+            Validation::Exists | Validation::NotExists => Vec::new(),
+            Validation::Is { value }
+            | Validation::Not { value }
+            | Validation::Lt { value }
+            | Validation::Lte { value }
+            | Validation::Gt { value }
+            | Validation::Gte { value } => vec![("value".to_string(), value.as_str())],
+            Validation::In { values } => {
+                values.iter().enumerate().map(|(i, v)| (format!("values[{i}]"), v.as_str())).collect()
+            }
+        }
+    }
+
+    /// The validation's name as the DSL spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Validation::Exists => "exists",
+            Validation::NotExists => "not_exists",
+            Validation::Is { .. } => "is",
+            Validation::Not { .. } => "not",
+            Validation::In { .. } => "in",
+            Validation::Lt { .. } => "lt",
+            Validation::Lte { .. } => "lte",
+            Validation::Gt { .. } => "gt",
+            Validation::Gte { .. } => "gte",
+        }
+    }
 }
 
 /// How users arrive. Open-model steps (arrivals) and closed-model steps (concurrency) cannot be

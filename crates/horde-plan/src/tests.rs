@@ -59,9 +59,8 @@ fn validation_collects_every_problem_with_its_path() {
         body: None,
         resources: vec![],
         checks: vec![Check {
-            source: CheckSource::Regex { pattern: "".into(), group: None },
-            validate: Validation::Exists,
             save_as: Some("bad name".into()),
+            ..Check::new(CheckSource::Regex { pattern: "".into(), group: None })
         }],
     }));
     plan.scenarios[0].injection.push(Injection::ConstantConcurrentUsers { users: 0, duration_ms: 5 });
@@ -106,4 +105,119 @@ fn durations_are_bounded_but_request_bodies_are_data() {
     let errors = plan.validate();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].path, "options.warmup_ms");
+}
+
+/// The problems of a plan whose first scenario has these steps (JSON), as `path: message`.
+fn step_problems(steps: &str, base_url: bool) -> Vec<String> {
+    let protocol = if base_url { r#""protocol": {"base_url": "http://127.0.0.1:1"},"# } else { "" };
+    let plan = Plan::from_json(&format!(
+        r#"{{"version": 1, {protocol} "scenarios": [{{"name": "s", "steps": {steps},
+            "injection": [{{"type": "at_once_users", "users": 1}}]}}]}}"#
+    ));
+    let errors = match plan {
+        Ok(plan) => plan.validate(),
+        Err(errors) => errors,
+    };
+    errors.into_iter().map(|e| format!("{}: {}", e.path, e.message)).collect()
+}
+
+#[test]
+fn check_options_are_validated_with_their_paths() {
+    let found = step_problems(
+        r#"[{"type": "request", "name": "r", "method": "GET", "url": "/", "checks": [
+            {"source": {"type": "status"}, "select": {"type": "nth", "index": 2}},
+            {"source": {"type": "regex", "pattern": "a"}, "select": {"type": "all"}, "validate": {"type": "lt", "value": "3"}},
+            {"source": {"type": "regex", "pattern": "a"}, "default": "x", "validate": {"type": "not_exists"}},
+            {"source": {"type": "regex", "pattern": "a"}, "optional": true, "validate": {"type": "not_exists"}},
+            {"source": {"type": "regex", "pattern": "a"}, "validate": {"type": "is", "value": "${unclosed"}},
+            {"source": {"type": "jmespath", "expression": " "}},
+            {"source": {"type": "substring", "value": "a"}, "select": {"type": "count"}},
+            {"source": {"type": "regex", "pattern": "a"}, "select": {"type": "all"}, "validate": {"type": "is", "value": "[\"a\"]"}},
+            {"source": {"type": "regex", "pattern": "a"}, "default": "x", "optional": true}]}]"#,
+        true,
+    );
+    let paths: Vec<&str> = found.iter().map(|p| p.split_once(": ").unwrap().0).collect();
+    assert_eq!(
+        paths,
+        [
+            "scenarios[0].steps[0].checks[0].select",
+            "scenarios[0].steps[0].checks[1].validate",
+            "scenarios[0].steps[0].checks[2].default",
+            "scenarios[0].steps[0].checks[3].optional",
+            "scenarios[0].steps[0].checks[4].validate.value",
+            "scenarios[0].steps[0].checks[5].source.expression",
+            "scenarios[0].steps[0].checks[8].optional",
+        ],
+        "{found:#?}"
+    );
+    assert!(found[1].ends_with("not lt"), "{}", found[1]);
+    // find(-1): the index is a count from 0, refused by the schema with its path.
+    let found = step_problems(
+        r#"[{"type": "request", "name": "r", "method": "GET", "url": "/",
+             "checks": [{"source": {"type": "regex", "pattern": "a"}, "select": {"type": "nth", "index": -1}}]}]"#,
+        true,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("scenarios[0].steps[0].checks[0].select.index: "), "{found:?}");
+    // A socket's message has no location nor response time.
+    let found = step_problems(
+        r#"[{"type": "ws_await", "name": "w", "await": {"timeout_ms": 10, "messages": [{"name": "m",
+             "checks": [{"source": {"type": "response_time_in_millis"}, "validate": {"type": "lt", "value": "5"}}]}]}}]"#,
+        true,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("scenarios[0].steps[0].await.messages[0].checks[0].source: "), "{found:?}");
+}
+
+#[test]
+fn cookie_steps_are_validated_with_their_paths() {
+    let steps = r#"[{"type": "add_cookie", "name": "bad name", "value": "${x"},
+                    {"type": "add_cookie", "name": "ok", "value": "v", "domain": "not a domain", "path": "relative"},
+                    {"type": "get_cookie", "name": "ok", "save_as": "bad name"},
+                    {"type": "get_cookie", "name": "ok", "save_as": "v"},
+                    {"type": "flush_cookie_jar"}, {"type": "flush_session_cookies"}]"#;
+    let found = step_problems(steps, false);
+    let paths: Vec<&str> = found.iter().map(|p| p.split_once(": ").unwrap().0).collect();
+    assert_eq!(
+        paths,
+        [
+            "scenarios[0].steps[0].name",
+            "scenarios[0].steps[0].value",
+            "scenarios[0].steps[0].domain",
+            "scenarios[0].steps[1].domain",
+            "scenarios[0].steps[1].path",
+            "scenarios[0].steps[2].save_as",
+        ],
+        "{found:#?}"
+    );
+    // With a base URL, the domain defaults to its host.
+    let found = step_problems(r#"[{"type": "add_cookie", "name": "a", "value": "1", "secure": true}]"#, true);
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[test]
+fn checks_and_cookie_steps_survive_a_json_round_trip() {
+    let mut plan = minimal();
+    let Step::Request(request) = &mut plan.scenarios[0].steps[0] else { panic!() };
+    request.checks.push(Check {
+        select: Select::Nth { index: 2 },
+        transform: vec![Transform::Trim, Transform::ToInt],
+        default: Some("${x}".into()),
+        validate: Validation::Gte { value: "3".into() },
+        save_as: Some("n".into()),
+        ..Check::new(CheckSource::Jmespath { expression: "items[*].n".into() })
+    });
+    plan.scenarios[0].steps.push(Step::AddCookie(AddCookie {
+        name: "a".into(),
+        value: "${x}".into(),
+        domain: Some("example.com".into()),
+        path: None,
+        secure: true,
+    }));
+    plan.scenarios[0].steps.push(Step::GetCookie(GetCookie { name: "a".into(), domain: None, save_as: "x".into() }));
+    plan.scenarios[0].steps.push(Step::FlushSessionCookies);
+    let json = plan.to_json_pretty();
+    assert_eq!(Plan::from_json(&json).unwrap(), plan);
+    // Defaults are left out: a plain check reads as before.
+    assert!(!serde_json::to_string(&Check::new(CheckSource::Status)).unwrap().contains("select"));
 }

@@ -1,7 +1,7 @@
 //! Semantic validation: every problem, each with its JSON path, in one pass.
 
 use crate::template::{is_variable_name, parse_condition, parse_template};
-use crate::{crud_rule_violations, ThrottleStep, Validation, PLAN_VERSION};
+use crate::{crud_rule_violations, Select, ThrottleStep, Validation, PLAN_VERSION};
 use crate::{AwaitMessages, Body, FeederSource, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
 
 const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
@@ -477,6 +477,27 @@ impl Validator {
                         self.condition(&format!("{path}.condition"), condition);
                     }
                 }
+                Step::AddCookie(step) => {
+                    self.cookie_name(&path, &step.name);
+                    self.template(&format!("{path}.value"), &step.value);
+                    if step.value.contains(';') {
+                        self.error(format!("{path}.value"), "a cookie value cannot hold a semicolon");
+                    }
+                    self.cookie_domain(&path, step.domain.as_deref(), has_base_url);
+                    if let Some(cookie_path) = &step.path {
+                        if !cookie_path.starts_with('/') || cookie_path.contains(';') {
+                            self.error(format!("{path}.path"), format!("{cookie_path:?} is not a path (it starts with /)"));
+                        }
+                    }
+                }
+                Step::GetCookie(step) => {
+                    self.cookie_name(&path, &step.name);
+                    if step.domain.is_some() {
+                        self.cookie_domain(&path, step.domain.as_deref(), has_base_url);
+                    }
+                    self.variable_name(&format!("{path}.save_as"), &step.save_as);
+                }
+                Step::FlushCookieJar | Step::FlushSessionCookies => {}
                 Step::CouchdbBulkInsert(step) => {
                     self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
                     if step.documents_per_insert == 0 {
@@ -489,6 +510,32 @@ impl Validator {
                     for rule in crud_rule_violations(&step.weights, step.operations, step.bulk_documents_per_user) {
                         self.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
                     }
+                }
+            }
+        }
+    }
+
+    fn cookie_name(&mut self, path: &str, name: &str) {
+        // RFC 6265's cookie-name: a token, no separators.
+        let separator = |c: char| "()<>@,;:\\\"/[]?={} \t".contains(c) || c.is_control() || !c.is_ascii();
+        if name.is_empty() || name.contains(separator) {
+            self.error(format!("{path}.name"), format!("{name:?} is not a cookie name"));
+        }
+    }
+
+    fn cookie_domain(&mut self, path: &str, domain: Option<&str>, has_base_url: bool) {
+        match domain {
+            None if !has_base_url => {
+                self.error(format!("{path}.domain"), "needs a domain: the protocol has no base_url to take it from");
+            }
+            None => {}
+            Some(domain) => {
+                let bare = domain.strip_prefix('.').unwrap_or(domain);
+                let is_name = bare.split('.').all(|label| {
+                    !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                });
+                if !is_name && bare.parse::<std::net::IpAddr>().is_err() {
+                    self.error(format!("{path}.domain"), format!("{domain:?} is not a domain name"));
                 }
             }
         }
@@ -544,8 +591,11 @@ impl Validator {
             for (kind, checks) in [("matching", &message.matching), ("checks", &message.checks)] {
                 for (j, check) in checks.iter().enumerate() {
                     let path = format!("{path}.{kind}[{j}]");
-                    if matches!(check.source, CheckSource::Status | CheckSource::Header { .. }) {
-                        self.error(format!("{path}.source"), "a message has no status or headers: check its text");
+                    if check.source.needs_response() {
+                        self.error(
+                            format!("{path}.source"),
+                            "a message has no status, headers, location or response time: check its text",
+                        );
                     }
                     if kind == "matching" && check.save_as.is_some() {
                         // Skipped messages would save values too.
@@ -677,6 +727,7 @@ impl Validator {
     }
 
     fn check(&mut self, path: &str, check: &Check) {
+        let empty = |what: &str| format!("a {what} check needs one");
         match &check.source {
             CheckSource::Header { name } if name.is_empty() => {
                 self.error(format!("{path}.source.name"), "a header check needs a header name");
@@ -693,16 +744,57 @@ impl Validator {
             CheckSource::Jsonpath { path: query } if query.trim().is_empty() => {
                 self.error(format!("{path}.source.path"), "a jsonpath check needs a path");
             }
+            CheckSource::Jmespath { expression } if expression.trim().is_empty() => {
+                self.error(format!("{path}.source.expression"), empty("jmespath"));
+            }
+            CheckSource::Xpath { expression } if expression.trim().is_empty() => {
+                self.error(format!("{path}.source.expression"), empty("xpath"));
+            }
             _ => {}
         }
-        if let Validation::In { values } = &check.validate {
+        let counts_substrings = matches!(check.source, CheckSource::Substring { .. }) && check.select == Select::Count;
+        if !check.select.is_first() && !check.source.is_multivalued() && !counts_substrings {
+            self.error(
+                format!("{path}.select"),
+                "find(n), find_all and count apply to regex, css, jsonpath, jmespath, xpath and header \
+                 (and count to substring): this source has one value",
+            );
+        }
+        let validation = &check.validate;
+        if check.select == Select::All
+            && !matches!(validation, Validation::Exists | Validation::NotExists | Validation::Is { .. } | Validation::Not { .. })
+        {
+            self.error(
+                format!("{path}.validate"),
+                format!(
+                    "a find_all list is checked with exists, not_exists, is or not (equal to a JSON array), not {}",
+                    validation.name()
+                ),
+            );
+        }
+        if let Validation::In { values } = validation {
             if values.is_empty() {
                 self.error(format!("{path}.validate.values"), "`in` needs at least one value");
             }
         }
+        for (field, text) in validation.expected() {
+            self.template(&format!("{path}.validate.{field}"), text);
+        }
+        if let Some(default) = &check.default {
+            self.template(&format!("{path}.default"), default);
+            if *validation == Validation::NotExists {
+                self.error(format!("{path}.default"), "a not_exists check has no use for a default: with one, something is always found");
+            }
+            if check.optional {
+                self.error(format!("{path}.optional"), "a check with a default always finds something: optional has no effect");
+            }
+        }
+        if check.optional && *validation == Validation::NotExists {
+            self.error(format!("{path}.optional"), "a not_exists check passes when nothing is found already");
+        }
         if let Some(name) = &check.save_as {
             self.variable_name(&format!("{path}.save_as"), name);
-            if check.validate == Validation::NotExists {
+            if *validation == Validation::NotExists {
                 self.error(format!("{path}.save_as"), "nothing to save from a not_exists check");
             }
         }

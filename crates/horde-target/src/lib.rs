@@ -36,6 +36,8 @@
 //! | `GET /delay/{ms}` | answers after that many milliseconds (at most 60 s) |
 //! | `GET /work/{ms}` | takes one of `work_slots` slots (default 4) for that many milliseconds: capacity = slots / service time |
 //! | `GET /compressed` | a 5 KiB HTML page containing [`COMPRESSED_PAGE_PHRASE`], gzip-encoded when Accept-Encoding allows gzip, plain otherwise; `Vary: Accept-Encoding` |
+//! | `GET /cookies/echo` | the request's cookies as JSON: `{"cookies": {name: value}, "header": "a=1; b=2"}` (`header` null without a Cookie header) |
+//! | `GET /cookies/set?name=value&...&max_age=N` | one `Set-Cookie: name=value; Path=/` per parameter, with `Max-Age=N` when given (persistent cookies), else session cookies; the lines as JSON `{"set": [...]}` |
 //! | `GET /ws/echo` | WebSocket (HTTP/1.1 upgrade): text and binary messages sent back unchanged; pings get pongs; a Close is answered; 5 minutes of silence close it |
 //! | `GET /ws/ticker?count=N&interval_ms=M` | WebSocket: N text messages `{"n": i}` (i from 1), the first at once, M ms apart, then a normal Close |
 //! | `GET /sse/events?count=N&interval_ms=M` | server-sent events (`text/event-stream`, `Cache-Control: no-cache`): N events `id: i`, `event: tick`, `data: {"n": i}`, the first at once, M ms apart, then the body ends |

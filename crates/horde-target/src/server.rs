@@ -251,6 +251,46 @@ fn session_id(request: &Request<Incoming>) -> Option<String> {
     })
 }
 
+/// The cookies the request carried, as `{"cookies": {name: value}, "header": "..."}` (the
+/// Cookie header as sent, null when there was none; HTTP/2's several joined with "; ").
+fn cookies_echo(request: &Request<Incoming>) -> Response<Body> {
+    let lines: Vec<&str> = request.headers().get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).collect();
+    let header = lines.join("; ");
+    let cookies: serde_json::Map<String, serde_json::Value> = header
+        .split(';')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .map(|(name, value)| (name.to_string(), serde_json::Value::from(value)))
+        .collect();
+    let header = if lines.is_empty() { serde_json::Value::Null } else { serde_json::Value::from(header) };
+    json(StatusCode::OK, serde_json::json!({"cookies": cookies, "header": header}))
+}
+
+/// Sets a cookie (Path=/) for each query parameter, `name=value`; with `max_age` (seconds)
+/// they are persistent, else session cookies. Answers with the Set-Cookie lines as JSON.
+fn cookies_set(request: &Request<Incoming>) -> Response<Body> {
+    let query = request.uri().query().unwrap_or_default();
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let max_age = pairs.iter().find(|(name, _)| name == "max_age").and_then(|(_, v)| v.parse::<u64>().ok());
+    let lines: Vec<String> = pairs
+        .iter()
+        .filter(|(name, _)| name != "max_age")
+        .map(|(name, value)| match max_age {
+            Some(seconds) => format!("{name}={value}; Path=/; Max-Age={seconds}"),
+            None => format!("{name}={value}; Path=/"),
+        })
+        .collect();
+    let mut response = json(StatusCode::OK, serde_json::json!({"set": lines}));
+    for line in &lines {
+        match HeaderValue::from_str(line) {
+            Ok(value) => {
+                response.headers_mut().append(SET_COOKIE, value);
+            }
+            Err(_) => return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": format!("{line:?} is no header value")})),
+        }
+    }
+    response
+}
+
 fn new_token(rng: &mut impl Rng) -> String {
     format!("{}:{}", rng.random::<i64>(), rng.random::<u32>())
 }
@@ -278,7 +318,7 @@ fn serve_protocol_route(
     path: &str,
     state: &Shared,
 ) -> Option<Response<Body>> {
-    if !matches!(path, "/compressed" | "/ws/echo" | "/ws/ticker" | "/sse/events") {
+    if !matches!(path, "/compressed" | "/ws/echo" | "/ws/ticker" | "/sse/events" | "/cookies/echo" | "/cookies/set") {
         return None;
     }
     state.count(|stats| {
@@ -293,6 +333,8 @@ fn serve_protocol_route(
     let cadence = || Cadence::from_query(request.uri().query());
     Some(match path {
         "/compressed" => compressed::response(request.headers()),
+        "/cookies/echo" => cookies_echo(request),
+        "/cookies/set" => cookies_set(request),
         "/ws/echo" => websocket::upgrade(request, websocket::Behaviour::Echo, state.clone()),
         "/ws/ticker" => match cadence() {
             Ok(cadence) => websocket::upgrade(request, websocket::Behaviour::Ticker(cadence), state.clone()),

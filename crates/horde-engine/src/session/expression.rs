@@ -281,7 +281,7 @@ fn list_of(value: &Value, method: &str) -> Result<Vec<serde_json::Value>, EvalEr
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
         let _ = write!(out, "{b:02x}");
@@ -399,6 +399,24 @@ fn to_snake(name: &str) -> String {
     out
 }
 
+/// `left op right`: as numbers when both sides read as numbers (`'10' > '9'`), else as texts.
+/// Conditions and checks' comparisons both compare this way.
+pub fn compare(left: &str, op: CompareOp, right: &str) -> bool {
+    let ordering = match (left.trim().parse::<f64>(), right.trim().parse::<f64>()) {
+        (Ok(l), Ok(r)) => l.partial_cmp(&r),
+        _ => Some(left.cmp(right)),
+    };
+    use std::cmp::Ordering::*;
+    match (op, ordering) {
+        (CompareOp::Eq, o) => o == Some(Equal),
+        (CompareOp::Ne, o) => o != Some(Equal),
+        (CompareOp::Lt, o) => o == Some(Less),
+        (CompareOp::Le, o) => matches!(o, Some(Less | Equal)),
+        (CompareOp::Gt, o) => o == Some(Greater),
+        (CompareOp::Ge, o) => matches!(o, Some(Greater | Equal)),
+    }
+}
+
 /// A condition ready to evaluate.
 #[derive(Debug, Clone)]
 pub enum CompiledCondition {
@@ -460,19 +478,7 @@ impl CompiledCondition {
             CompiledCondition::Compare(left, op, right) => {
                 let left = left.render(session)?;
                 let right = right.render(session)?;
-                let ordering = match (left.trim().parse::<f64>(), right.trim().parse::<f64>()) {
-                    (Ok(l), Ok(r)) => l.partial_cmp(&r),
-                    _ => Some(left.cmp(&right)),
-                };
-                use std::cmp::Ordering::*;
-                match (op, ordering) {
-                    (CompareOp::Eq, o) => o == Some(Equal),
-                    (CompareOp::Ne, o) => o != Some(Equal),
-                    (CompareOp::Lt, o) => o == Some(Less),
-                    (CompareOp::Le, o) => matches!(o, Some(Less | Equal)),
-                    (CompareOp::Gt, o) => o == Some(Greater),
-                    (CompareOp::Ge, o) => matches!(o, Some(Greater | Equal)),
-                }
+                compare(&left, *op, &right)
             }
         })
     }

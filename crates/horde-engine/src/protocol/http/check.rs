@@ -1,11 +1,16 @@
-//! Checks: extract a value from a response, validate it, save it into the session.
+//! Checks: extract values from a response, select, transform, validate, save into the
+//! session.
 
-use crate::lower::{CheckProgram, Extractor};
+use crate::lower::{CheckProgram, Expected, Extractor, ValidationProgram};
+use crate::session::expression::{compare, hex, EvalError};
 use crate::session::{Session, Value};
+use base64::Engine as _;
 use bytes::Bytes;
-use horde_plan::Validation;
+use horde_plan::{CompareOp, Select, Transform};
 use http::{HeaderMap, StatusCode};
+use sha1::Digest as _;
 use std::borrow::Cow;
+use url::Url;
 
 /// The response as checks see it. The body is parsed as HTML or JSON at most once, and only
 /// when a check asks for it.
@@ -13,13 +18,26 @@ pub struct ResponseView<'a> {
     pub status: StatusCode,
     pub headers: &'a HeaderMap,
     pub body: &'a Bytes,
+    /// The URL that answered, after redirects; none for a socket's message.
+    url: Option<&'a Url>,
+    /// The exchange's response time in whole milliseconds; none for a socket's message.
+    response_time_ms: Option<u64>,
     html: Option<scraper::Html>,
     json: Option<Option<serde_json::Value>>,
+    jmespath: Option<Option<jmespath::Rcvar>>,
 }
 
 impl<'a> ResponseView<'a> {
     pub fn new(status: StatusCode, headers: &'a HeaderMap, body: &'a Bytes) -> Self {
-        ResponseView { status, headers, body, html: None, json: None }
+        ResponseView { status, headers, body, url: None, response_time_ms: None, html: None, json: None, jmespath: None }
+    }
+
+    /// What an HTTP exchange knows beside the response: the URL that answered and how long
+    /// it took.
+    pub fn with_exchange(mut self, url: &'a Url, response_time_ms: u64) -> Self {
+        self.url = Some(url);
+        self.response_time_ms = Some(response_time_ms);
+        self
     }
 
     /// The body parsed as HTML, once for the checks and the page's resources.
@@ -38,34 +56,144 @@ impl<'a> ResponseView<'a> {
         String::from_utf8_lossy(self.body)
     }
 
-    fn extract(&mut self, extractor: &Extractor) -> Option<Value> {
-        match extractor {
-            Extractor::Status => Some(Value::from(self.status.as_u16().to_string())),
-            Extractor::Header(name) => {
-                self.headers.get(name).map(|v| Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()))
+    /// The body parsed as JSON, once; a body that is not JSON has no values.
+    fn json(&mut self) -> Option<&serde_json::Value> {
+        let body = self.body;
+        self.json.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()
+    }
+
+    /// The JSON body as JMESPath reads it, converted once.
+    fn jmespath_data(&mut self) -> Option<jmespath::Rcvar> {
+        if self.jmespath.is_none() {
+            let data = self.json().and_then(|json| jmespath::Variable::try_from(json).ok()).map(jmespath::Rcvar::new);
+            self.jmespath = Some(data);
+        }
+        self.jmespath.clone().flatten()
+    }
+
+    /// The source's values, at most `limit` of them, in the response's order. JSON null is no
+    /// value. An error is an expression that failed on this response.
+    fn values(&mut self, extractor: &Extractor, limit: usize) -> Result<Vec<Value>, String> {
+        let one = |value: Value| vec![value];
+        Ok(match extractor {
+            Extractor::Status => one(Value::from(self.status.as_u16().to_string())),
+            Extractor::Header(name) => self
+                .headers
+                .get_all(name)
+                .iter()
+                .take(limit)
+                .map(|v| Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect(),
+            Extractor::Substring(needle) => {
+                let found = self.text().matches(needle.as_str()).take(limit).count();
+                vec![Value::from(needle.as_str()); found]
             }
-            Extractor::Substring(needle) => self.text().contains(needle.as_str()).then(|| Value::from(needle.as_str())),
             Extractor::Regex { regex, group } => {
                 let text = self.text();
-                regex.captures(&text).and_then(|c| c.get(*group)).map(|m| Value::from(m.as_str()))
+                regex.captures_iter(&text).filter_map(|c| c.get(*group)).take(limit).map(|m| Value::from(m.as_str())).collect()
             }
             Extractor::Css { selector, attribute } => {
                 let html = self.html();
-                let element = html.select(selector).next()?;
-                match attribute {
+                let found = html.select(selector).filter_map(|element| match attribute {
                     Some(attribute) => element.value().attr(attribute).map(Value::from),
                     None => Some(Value::from(element.text().collect::<String>().trim())),
+                });
+                found.take(limit).collect()
+            }
+            Extractor::JsonPath(path) => match self.json() {
+                None => Vec::new(),
+                Some(json) => path
+                    .query(json)
+                    .all()
+                    .into_iter()
+                    .filter(|v| !v.is_null())
+                    .take(limit)
+                    .map(|v| Value::from_json(v.clone()))
+                    .collect(),
+            },
+            Extractor::JmesPath(expression) => {
+                let Some(data) = self.jmespath_data() else { return Ok(Vec::new()) };
+                let result = expression.search(data).map_err(|err| err.to_string())?;
+                let json = |var: &jmespath::Variable| serde_json::to_value(var).unwrap_or(serde_json::Value::Null);
+                match result.as_array() {
+                    Some(items) => items.iter().filter(|v| !v.is_null()).take(limit).map(|v| Value::from_json(json(v))).collect(),
+                    None if result.is_null() => Vec::new(),
+                    None => one(Value::from_json(json(&result))),
                 }
             }
-            Extractor::JsonPath(path) => {
-                let body = self.body;
-                let json = self.json.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()?;
-                // JSON null is no value: `exists()` fails on it and nothing is saved.
-                let node = path.query(json).all().into_iter().find(|v| !v.is_null())?;
-                Some(Value::from_json(node.clone()))
+            Extractor::XPath(xpath) => xpath.evaluate(&self.text(), limit)?.into_iter().map(Value::from).collect(),
+            Extractor::BodyString => one(Value::from(self.text().into_owned())),
+            Extractor::BodyBytes => one(Value::from(base64::engine::general_purpose::STANDARD.encode(self.body))),
+            Extractor::BodyLength => one(Value::from(self.body.len().to_string())),
+            Extractor::Md5 => one(Value::from(hex(&md5::Md5::digest(self.body)))),
+            Extractor::Sha1 => one(Value::from(hex(&sha1::Sha1::digest(self.body)))),
+            Extractor::Sha256 => one(Value::from(hex(&sha2::Sha256::digest(self.body)))),
+            Extractor::CurrentLocation => self.url.map(|url| Value::from(url.as_str())).into_iter().collect(),
+            Extractor::ResponseTimeInMillis => {
+                self.response_time_ms.map(|ms| Value::from(ms.to_string())).into_iter().collect()
+            }
+        })
+    }
+
+    /// What the check found: the value `select` picks, transformed; `None` when nothing was.
+    fn find(&mut self, check: &CheckProgram) -> Result<Option<Value>, String> {
+        let limit = match check.select {
+            Select::First => 1,
+            Select::Nth { index } => index as usize + 1,
+            Select::All | Select::Count => usize::MAX,
+        };
+        let mut values = self.values(&check.extractor, limit)?;
+        let transform = |value: Value| check.transforms.iter().try_fold(value, |value, t| transform(value, *t));
+        Ok(match check.select {
+            Select::First | Select::Nth { .. } => match values.len() {
+                n if n == limit => Some(transform(values.pop().expect("limit is at least 1"))?),
+                _ => None,
+            },
+            Select::All if values.is_empty() => None,
+            Select::All => Some(Value::list(values.into_iter().map(transform).collect::<Result<Vec<_>, _>>()?)),
+            Select::Count => Some(transform(Value::from(values.len().to_string()))?),
+        })
+    }
+}
+
+/// One of the native transforms; a value it cannot take fails the check.
+fn transform(value: Value, transform: Transform) -> Result<Value, String> {
+    let number = |n: serde_json::Number| Value::Json(std::sync::Arc::new(serde_json::Value::Number(n)));
+    Ok(match transform {
+        Transform::Lowercase => Value::from(value.as_text().to_lowercase()),
+        Transform::Uppercase => Value::from(value.as_text().to_uppercase()),
+        Transform::Trim => match value.as_text() {
+            Cow::Borrowed(text) if text.trim().len() == text.len() => value,
+            text => Value::from(text.trim()),
+        },
+        Transform::ToInt => {
+            let text = value.as_text();
+            match text.trim().parse::<i64>() {
+                Ok(n) => number(n.into()),
+                Err(_) => return Err(format!("expected an integer, found {}", quoted(&text))),
             }
         }
-    }
+        Transform::ToNumber => {
+            let text = value.as_text();
+            let trimmed = text.trim();
+            match (trimmed.parse::<i64>(), trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64)) {
+                (Ok(n), _) => number(n.into()),
+                (_, Some(n)) => number(n),
+                _ => return Err(format!("expected a number, found {}", quoted(&text))),
+            }
+        }
+        Transform::Length => {
+            let length = match &value {
+                Value::Json(json) => match &**json {
+                    serde_json::Value::Array(items) => items.len(),
+                    serde_json::Value::Object(members) => members.len(),
+                    _ => value.as_text().chars().count(),
+                },
+                Value::Text(text) => text.chars().count(),
+            };
+            number((length as u64).into())
+        }
+    })
 }
 
 /// A failed check: which one, what it saw, and a small detail to count it under.
@@ -93,23 +221,22 @@ pub fn run_checks(
         }
     }
     for (index, check) in checks.iter().enumerate() {
-        let found = response.extract(&check.extractor);
-        let found_text = found.as_ref().map(Value::as_text);
-        let passed = match (&check.validation, &found_text) {
-            (Validation::Exists, found) => found.is_some(),
-            (Validation::NotExists, found) => found.is_none(),
-            (Validation::Is { value }, Some(found)) => found == value,
-            (Validation::In { values }, Some(found)) => values.iter().any(|v| v == found),
-            (_, None) => false,
+        let detail = match check.extractor {
+            Extractor::Status => response.status.as_u16() as u32,
+            _ => 1000 + index as u32,
         };
-        if !passed {
-            let detail = match check.extractor {
-                Extractor::Status => response.status.as_u16() as u32,
-                _ => 1000 + index as u32,
-            };
-            return Err(CheckFailure { message: failure_message(check, found_text.as_deref()), detail });
+        let fail = |message: String| CheckFailure { message: format!("{}: {message}", check.description), detail };
+        let mut found = response.find(check).map_err(fail)?;
+        if found.is_none() {
+            if check.optional {
+                continue;
+            }
+            if let Some(default) = &check.default {
+                let value = default.template.value(session);
+                found = Some(value.map_err(|e| fail(format!("the default {}", unrenderable_from(e, &default.source))))?);
+            }
         }
-        drop(found_text);
+        verdict(check, found.as_ref(), session).map_err(fail)?;
         if let (Some(slot), Some(value)) = (check.save_as, found) {
             session.variables[slot] = Some(value);
         }
@@ -117,21 +244,93 @@ pub fn run_checks(
     Ok(())
 }
 
-fn failure_message(check: &CheckProgram, found: Option<&str>) -> String {
-    let expected = match &check.validation {
-        Validation::Exists => "to exist".to_string(),
-        Validation::NotExists => "not to exist".to_string(),
-        Validation::Is { value } => format!("{value:?}"),
-        Validation::In { values } => format!("one of {values:?}"),
+/// Whether `found` passes the check's validation; if not, what was expected and found. The
+/// message is written only for a failure: checks that pass allocate nothing for it.
+fn verdict(check: &CheckProgram, found: Option<&Value>, session: &mut Session) -> Result<(), String> {
+    let text = || found.map(Value::as_text);
+    let render = |expected: &Expected, session: &mut Session| -> Result<String, String> {
+        expected.template.render(session).map_err(|e| format!("the expected value {}", unrenderable_from(e, &expected.source)))
     };
-    let found = match found {
-        None => "nothing".to_string(),
-        Some(value) if value.chars().count() > 100 => {
-            format!("{:?}...", value.chars().take(100).collect::<String>())
+    let wanted = match &check.validation {
+        ValidationProgram::Exists if found.is_some() => return Ok(()),
+        ValidationProgram::NotExists if found.is_none() => return Ok(()),
+        ValidationProgram::Exists => "to exist".to_string(),
+        ValidationProgram::NotExists => "not to exist".to_string(),
+        ValidationProgram::Is(expected) | ValidationProgram::Not(expected) => {
+            let is = matches!(check.validation, ValidationProgram::Is(_));
+            let value = expected
+                .template
+                .value(session)
+                .map_err(|e| format!("the expected value {}", unrenderable_from(e, &expected.source)))?;
+            let equal = found.is_some_and(|found| {
+                // A list equals a JSON array however it is spaced.
+                *found.as_text() == *value.as_text()
+                    || (check.select == Select::All && found.to_json().is_some_and(|f| value.to_json().is_some_and(|v| f == v)))
+            });
+            if found.is_some() && equal == is {
+                return Ok(());
+            }
+            let wanted = describe(&value.as_text(), expected);
+            if is { wanted } else { format!("not {wanted}") }
         }
-        Some(value) => format!("{value:?}"),
+        ValidationProgram::In(values) => {
+            let mut rendered = Vec::with_capacity(values.len());
+            for expected in values {
+                rendered.push(render(expected, session)?);
+            }
+            if text().is_some_and(|text| rendered.iter().any(|v| *v == *text)) {
+                return Ok(());
+            }
+            format!("one of {rendered:?}")
+        }
+        ValidationProgram::Compare(op, expected) => {
+            let value = render(expected, session)?;
+            if text().is_some_and(|text| compare(&text, *op, &value)) {
+                return Ok(());
+            }
+            let relation = match op {
+                CompareOp::Lt => "less than",
+                CompareOp::Le => "at most",
+                CompareOp::Gt => "more than",
+                CompareOp::Ge => "at least",
+                CompareOp::Eq | CompareOp::Ne => unreachable!("is and not are validations of their own"),
+            };
+            format!("{relation} {}", describe(&value, expected))
+        }
     };
-    format!("{}: expected {expected}, found {found}", check.description)
+    let found = match text() {
+        None => "nothing".to_string(),
+        Some(value) => quoted(&value),
+    };
+    Err(format!("expected {wanted}, found {found}"))
+}
+
+/// An expected value as a message shows it: its text, and the template it came from when
+/// that differs.
+fn describe(value: &str, expected: &Expected) -> String {
+    match expected.template.as_static() {
+        Some(_) => format!("{value:?}"),
+        None => format!("{value:?} (from {:?})", expected.source),
+    }
+}
+
+fn quoted(value: &str) -> String {
+    if value.chars().count() > 100 {
+        format!("{:?}...", value.chars().take(100).collect::<String>())
+    } else {
+        format!("{value:?}")
+    }
+}
+
+fn unrenderable(error: EvalError) -> String {
+    match error {
+        EvalError::Undefined(_) => "has a variable that is not set".to_string(),
+        EvalError::Invalid(message) => format!("cannot be computed: {message}"),
+    }
+}
+
+fn unrenderable_from(error: EvalError, source: &str) -> String {
+    format!("{source:?} {}", unrenderable(error))
 }
 
 #[cfg(test)]
@@ -225,5 +424,244 @@ mod tests {
         let mut vars = session(slots);
         assert!(run_checks(&checks, &mut view(404, &headers, &body), &mut vars).is_err());
         assert!(run_checks(&checks, &mut view(304, &headers, &body), &mut vars).is_ok());
+    }
+
+    /// Runs `checks` (JSON) on a response after a `set` step that defines `presets`; the
+    /// outcome and the variables by name.
+    fn checked(
+        checks: &str,
+        headers: &HeaderMap,
+        body: &str,
+        presets: &[(&str, &str)],
+    ) -> (Result<(), CheckFailure>, std::collections::HashMap<String, String>) {
+        let values: Vec<String> =
+            presets.iter().map(|(name, value)| format!(r#"{{"name": "{name}", "value": {}}}"#, serde_json::json!(value))).collect();
+        let set = if presets.is_empty() { String::new() } else { format!(r#"{{"type": "set", "values": [{}]}},"#, values.join(",")) };
+        let plan = Plan::from_json(&format!(
+            r#"{{"version": 1, "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 1}}],
+                "steps": [{set} {{"type": "request", "name": "r", "method": "GET", "url": "http://127.0.0.1:1/", "checks": {checks}}}]}}]}}"#
+        ))
+        .unwrap();
+        let program = crate::lower::lower(&plan).unwrap_or_else(|errors| panic!("{errors:?}"));
+        let names = program.variables.clone();
+        let steps = program.scenarios.into_iter().next().unwrap().steps;
+        let request = steps
+            .into_iter()
+            .find_map(|step| match step {
+                crate::lower::StepProgram::Request(request) => Some(request),
+                _ => None,
+            })
+            .unwrap();
+        let mut vars = session(names.len());
+        for (name, value) in presets {
+            vars.variables[names.iter().position(|n| n == name).unwrap()] = Some(Value::from(*value));
+        }
+        let body = Bytes::from(body.to_string());
+        let url = Url::parse("http://127.0.0.1:1/final?x=1").unwrap();
+        let mut view = view(200, headers, &body).with_exchange(&url, 42);
+        let result = run_checks(&request.checks, &mut view, &mut vars);
+        let saved = names
+            .into_iter()
+            .zip(vars.variables)
+            .filter_map(|(name, value)| Some((name, value?.as_text().into_owned())))
+            .collect();
+        (result, saved)
+    }
+
+    fn saved(checks: &str, body: &str) -> std::collections::HashMap<String, String> {
+        let (result, saved) = checked(checks, &HeaderMap::new(), body, &[]);
+        result.unwrap_or_else(|f| panic!("{}", f.message));
+        saved
+    }
+
+    fn failure(checks: &str, body: &str, presets: &[(&str, &str)]) -> String {
+        checked(checks, &HeaderMap::new(), body, presets).0.expect_err("the check should fail").message
+    }
+
+    const LINKS: &str = r#"<ul><li><a href="/a">A</a></li><li><a>no link</a></li><li><a href="/b">B</a></li></ul> id=1 id=22 id=333"#;
+
+    #[test]
+    fn find_picks_the_nth_find_all_a_list_and_count_how_many() {
+        let found = saved(
+            r#"[{"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "nth", "index": 1}, "save_as": "second"},
+                {"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "all"}, "save_as": "ids"},
+                {"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "count"}, "save_as": "n"},
+                {"source": {"type": "regex", "pattern": "nope"}, "select": {"type": "count"}, "validate": {"type": "is", "value": "0"}},
+                {"source": {"type": "css", "selector": "a", "attribute": "href"}, "select": {"type": "all"}, "save_as": "hrefs"},
+                {"source": {"type": "css", "selector": "a"}, "select": {"type": "nth", "index": 2}, "save_as": "third"},
+                {"source": {"type": "substring", "value": "id="}, "select": {"type": "count"}, "save_as": "ids_shown"}]"#,
+            LINKS,
+        );
+        assert_eq!(found["second"], "22");
+        assert_eq!(found["ids"], r#"["1","22","333"]"#);
+        assert_eq!(found["n"], "3");
+        assert_eq!(found["hrefs"], r#"["/a","/b"]"#);
+        assert_eq!(found["third"], "B");
+        assert_eq!(found["ids_shown"], "3");
+        // Past the last match is nothing, as is a find_all of no match.
+        let message = failure(r#"[{"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "nth", "index": 3}}]"#, LINKS, &[]);
+        assert_eq!(message, r#"regex("id=(\\d+)").find(3): expected to exist, found nothing"#);
+        let message = failure(r#"[{"source": {"type": "regex", "pattern": "x(y)z"}, "select": {"type": "all"}}]"#, LINKS, &[]);
+        assert!(message.ends_with("find_all: expected to exist, found nothing"), "{message}");
+    }
+
+    #[test]
+    fn a_repeated_header_has_one_value_per_line() {
+        let mut headers = HeaderMap::new();
+        headers.append("set-cookie", "a=1".parse().unwrap());
+        headers.append("set-cookie", "b=2".parse().unwrap());
+        let (result, saved) = checked(
+            r#"[{"source": {"type": "header", "name": "Set-Cookie"}, "select": {"type": "all"}, "save_as": "all"},
+                {"source": {"type": "header", "name": "Set-Cookie"}, "select": {"type": "count"}, "save_as": "n"},
+                {"source": {"type": "header", "name": "Set-Cookie"}, "save_as": "first"}]"#,
+            &headers,
+            "",
+            &[],
+        );
+        result.unwrap();
+        assert_eq!((saved["all"].as_str(), saved["n"].as_str(), saved["first"].as_str()), (r#"["a=1","b=2"]"#, "2", "a=1"));
+    }
+
+    #[test]
+    fn json_null_is_no_value_for_jsonpath_jmespath_and_lists() {
+        let body = r#"{"items": [{"id": 7, "tag": null}, {"id": null, "tag": "x"}, {"id": 9, "tag": "y"}], "none": null, "n": 3}"#;
+        let found = saved(
+            r#"[{"source": {"type": "jsonpath", "path": "$.items[*].id"}, "select": {"type": "all"}, "save_as": "ids"},
+                {"source": {"type": "jsonpath", "path": "$.items[*].id"}, "select": {"type": "count"}, "save_as": "id_count"},
+                {"source": {"type": "jmespath", "expression": "items[*].tag"}, "select": {"type": "all"}, "save_as": "tags"},
+                {"source": {"type": "jmespath", "expression": "items[].id"}, "select": {"type": "nth", "index": 1}, "save_as": "second_id"},
+                {"source": {"type": "jmespath", "expression": "length(items)"}, "save_as": "length"},
+                {"source": {"type": "jmespath", "expression": "items[0]"}, "save_as": "first"},
+                {"source": {"type": "jmespath", "expression": "none"}, "validate": {"type": "not_exists"}},
+                {"source": {"type": "jsonpath", "path": "$.none"}, "validate": {"type": "not_exists"}}]"#,
+            body,
+        );
+        assert_eq!(found["ids"], "[7,9]");
+        assert_eq!(found["id_count"], "2");
+        assert_eq!(found["tags"], r#"["x","y"]"#);
+        assert_eq!(found["second_id"], "9");
+        assert_eq!(found["length"], "3");
+        assert_eq!(found["first"], r#"{"id":7,"tag":null}"#);
+        let message = failure(r#"[{"source": {"type": "jmespath", "expression": "none"}}]"#, body, &[]);
+        assert!(message.ends_with("expected to exist, found nothing"), "{message}");
+        // A function applied to the wrong type fails the check with JMESPath's reason.
+        let message = failure(r#"[{"source": {"type": "jmespath", "expression": "length(n)"}}]"#, body, &[]);
+        assert!(message.starts_with(r#"jmespath("length(n)"): "#), "{message}");
+    }
+
+    #[test]
+    fn xpath_reads_the_body_as_xml() {
+        let body = r#"<catalog><book id="b1"><price>12.50</price></book><book id="b2"><price>7</price></book></catalog>"#;
+        let found = saved(
+            r#"[{"source": {"type": "xpath", "expression": "//book/@id"}, "select": {"type": "all"}, "save_as": "ids"},
+                {"source": {"type": "xpath", "expression": "//book[2]/price"}, "validate": {"type": "lt", "value": "10"}},
+                {"source": {"type": "xpath", "expression": "sum(//price)"}, "save_as": "total"}]"#,
+            body,
+        );
+        assert_eq!(found["ids"], r#"["b1","b2"]"#);
+        assert_eq!(found["total"], "19.5");
+        let message = failure(r#"[{"source": {"type": "xpath", "expression": "//book"}}]"#, "<p>not xml", &[]);
+        assert!(message.ends_with("expected to exist, found nothing"), "{message}");
+    }
+
+    #[test]
+    fn optional_passes_on_nothing_and_keeps_the_variable_and_default_stands_in() {
+        let (result, saved) = checked(
+            r#"[{"source": {"type": "regex", "pattern": "token=(\\w+)"}, "optional": true, "save_as": "me"},
+                {"source": {"type": "regex", "pattern": "token=(\\w+)"}, "default": "${me}-guest", "save_as": "who"},
+                {"source": {"type": "regex", "pattern": "id=(\\d+)"}, "optional": true, "validate": {"type": "is", "value": "1"}}]"#,
+            &HeaderMap::new(),
+            LINKS,
+            &[("me", "alice")],
+        );
+        result.unwrap();
+        assert_eq!((saved["me"].as_str(), saved["who"].as_str()), ("alice", "alice-guest"));
+        // Optional is about finding nothing: what is found must still pass.
+        let message = failure(
+            r#"[{"source": {"type": "regex", "pattern": "id=(\\d+)"}, "optional": true, "validate": {"type": "is", "value": "2"}}]"#,
+            LINKS,
+            &[],
+        );
+        assert!(message.ends_with(r#"expected "2", found "1""#), "{message}");
+    }
+
+    #[test]
+    fn transforms_apply_in_order_to_each_value() {
+        let page = saved(
+            r#"[{"source": {"type": "css", "selector": "h1"}, "transform": ["uppercase"], "save_as": "upper"},
+                {"source": {"type": "regex", "pattern": "<h1 class=\"title\">([^<]*)<"}, "transform": ["trim", "lowercase"], "save_as": "lower"},
+                {"source": {"type": "regex", "pattern": "<h1 class=\"title\">([^<]*)<"}, "transform": ["length"], "save_as": "length"},
+                {"source": {"type": "regex", "pattern": "value=\"(\\w+)\""}, "select": {"type": "all"}, "transform": ["uppercase"], "save_as": "values"},
+                {"source": {"type": "substring", "value": "Welcome"}, "select": {"type": "count"}, "transform": ["to_int"], "validate": {"type": "gte", "value": "1"}}]"#,
+            PAGE,
+        );
+        assert_eq!(page["upper"], "WELCOME");
+        assert_eq!(page["lower"], "welcome");
+        assert_eq!(page["length"], "9");
+        assert_eq!(page["values"], r#"["ABC123"]"#);
+        let json = saved(
+            r#"[{"source": {"type": "jsonpath", "path": "$.n"}, "transform": ["to_int"], "save_as": "n"},
+                {"source": {"type": "jsonpath", "path": "$.x"}, "transform": ["to_number"], "save_as": "x"},
+                {"source": {"type": "jsonpath", "path": "$.list"}, "transform": ["length"], "save_as": "items"}]"#,
+            r#"{"n": " 0042", "x": "2.5", "list": [1, 2, 3]}"#,
+        );
+        assert_eq!((json["n"].as_str(), json["x"].as_str(), json["items"].as_str()), ("42", "2.5", "3"));
+        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.x"}, "transform": ["to_int"]}]"#, r#"{"x": "2.5"}"#, &[]);
+        assert_eq!(message, r#"jsonpath("$.x"): expected an integer, found "2.5""#);
+    }
+
+    #[test]
+    fn expected_values_are_templates_rendered_from_the_session() {
+        let body = r#"{"user": "alice", "age": 9, "tags": ["a", "b"]}"#;
+        let presets = [("me", "alice"), ("adult", "18"), ("tags", r#"["a","b"]"#)];
+        let (result, _) = checked(
+            r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "is", "value": "${me}"}},
+                {"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "not", "value": "${me}x"}},
+                {"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "in", "values": ["bob", "${me}"]}},
+                {"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "lt", "value": "${adult}"}},
+                {"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "lte", "value": "9"}},
+                {"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "gt", "value": "8.5"}},
+                {"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "gte", "value": "alice"}},
+                {"source": {"type": "jsonpath", "path": "$.tags[*]"}, "select": {"type": "all"}, "validate": {"type": "is", "value": "[\"a\", \"b\"]"}},
+                {"source": {"type": "jsonpath", "path": "$.tags[*]"}, "select": {"type": "all"}, "validate": {"type": "is", "value": "${tags}"}}]"#,
+            &HeaderMap::new(),
+            body,
+            &presets,
+        );
+        result.unwrap_or_else(|f| panic!("{}", f.message));
+        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "is", "value": "${me}"}}]"#, body, &[("me", "bob")]);
+        assert_eq!(message, r#"jsonpath("$.user"): expected "bob" (from "${me}"), found "alice""#);
+        // 9 < 18 as numbers; as text "9" > "18".
+        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "gt", "value": "${adult}"}}]"#, body, &[("adult", "18")]);
+        assert_eq!(message, r#"jsonpath("$.age"): expected more than "18" (from "${adult}"), found "9""#);
+        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "lt", "value": "alex"}}]"#, body, &[]);
+        assert_eq!(message, r#"jsonpath("$.user"): expected less than "alex", found "alice""#);
+    }
+
+    #[test]
+    fn body_digests_location_and_response_time() {
+        let found = saved(
+            r#"[{"source": {"type": "body_string"}, "save_as": "text"},
+                {"source": {"type": "body_bytes"}, "save_as": "bytes"},
+                {"source": {"type": "body_length"}, "save_as": "length"},
+                {"source": {"type": "md5"}, "save_as": "md5"},
+                {"source": {"type": "sha1"}, "save_as": "sha1"},
+                {"source": {"type": "sha256"}, "save_as": "sha256"},
+                {"source": {"type": "current_location"}, "save_as": "url"},
+                {"source": {"type": "response_time_in_millis"}, "validate": {"type": "lt", "value": "100"}, "save_as": "ms"}]"#,
+            "abc",
+        );
+        assert_eq!(found["text"], "abc");
+        assert_eq!(found["bytes"], "YWJj");
+        assert_eq!(found["length"], "3");
+        assert_eq!(found["md5"], "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(found["sha1"], "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(found["sha256"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(found["url"], "http://127.0.0.1:1/final?x=1");
+        assert_eq!(found["ms"], "42");
+        // A socket's message has no location nor response time.
+        let (checks, slots) = lowered_checks(r#"[{"source": {"type": "current_location"}}]"#);
+        let (headers, body) = (HeaderMap::new(), Bytes::new());
+        assert!(run_checks(&checks, &mut view(200, &headers, &body), &mut session(slots)).is_err());
     }
 }

@@ -1,18 +1,21 @@
 //! HTTP: the lean HTTP/1.1 client (`client`, over TCP or TLS: `tls`; host names: `resolve`),
 //! HTTP/2 with the h2 crate (`http2`), the user's connection that is one or the other
 //! (`connection`), compressed bodies (`encoding`), requests as a virtual user sends them (`request`: rendering, redirects,
-//! cookies, retries), and the checks on responses (`check`).
+//! cookies, retries), the checks on responses (`check`, XPath's in `xpath`), and the cookie
+//! jar's own steps (`cookies`).
 
 pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod concurrent;
 pub(crate) mod connection;
+pub(crate) mod cookies;
 pub(crate) mod encoding;
 pub(crate) mod http2;
 pub(crate) mod page_resources;
 pub(crate) mod request;
 pub(crate) mod resolve;
 pub(crate) mod tls;
+pub(crate) mod xpath;
 
 use client::KeepHeaders;
 use connection::UserConnection;

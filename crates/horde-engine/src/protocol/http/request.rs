@@ -188,7 +188,9 @@ impl VirtualUser {
                 }
             }
         };
-        let mut view = ResponseView::new(response.status, &response.headers, &body);
+        let response_time_ms = timing.latency_us / 1000;
+        let mut view =
+            ResponseView::new(response.status, &response.headers, &body).with_exchange(&prepared.target.url, response_time_ms);
         match run_checks(checks, &mut view, &mut self.session) {
             Ok(()) => {
                 self.record_ok(row_id, started, timing);
