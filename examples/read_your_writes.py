@@ -17,6 +17,7 @@ generator.session_functions (the Python calls and their cost).
 
 from horde import (
     after,
+    body_string,
     at_once_users,
     before,
     http,
@@ -27,7 +28,6 @@ from horde import (
     setup,
     status,
     string_body,
-    substring,
 )
 
 base_url = param("base_url", "http://127.0.0.1:8080")
@@ -61,7 +61,7 @@ scn = (scenario("read your writes")
        .exec(http("write").put("/eventual/${key}").body(string_body("${expected}"))
              .check(status().is_(202), regex('"visible_after_ms":(\\d+)').save_as("promised_ms")))
        .eventually(
-           http("read").get("/eventual/${key}").check(substring("#")),
+           http("read").get("/eventual/${key}").check(body_string().is_("${expected}")),
            pause=0.05, timeout=5, name="visible")
        .exec(http("digest").post("/api/echo").header("Content-Type", "application/json")
              .body(string_body('{"sha256": "${expected.sha256()}"}'))))

@@ -106,7 +106,7 @@ def test_foreach_loops_over_a_list_the_server_returned(horde, target, tmp_path):
                .exec(http("list").get("/api/items").check(jsonpath("$.items").save_as("items"),
                                                           jsonpath("$.count").save_as("count")))
                .foreach("${items}", "item",
-                        http("item").get("/api/items/${item.id}").check(jsonpath("$.name").save_as("name")),
+                        http("item").get("/api/items/${item.id}").check(jsonpath("$.name").is_("${item.name}").save_as("name")),
                         counter="i")
                .do_if("${items.size()} == ${count} and ${i} >= 1 and '${name}' == '${items[-1].name}'",
                       http("all seen").get("/api/items/${items[-1].id}")))
