@@ -88,9 +88,22 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
                 ledger: ledger.clone(),
                 run_token: run_token.clone(),
             };
+            let functions = program.session_functions.clone();
             std::thread::Builder::new()
                 .name(format!("horde-worker-{worker}"))
-                .spawn(move || run_worker(setup))
+                .spawn(move || match functions {
+                    // The front end may prepare the thread for its calls (Python registers it
+                    // once, rather than at every call).
+                    Some(functions) => {
+                        let mut setup = Some(setup);
+                        functions.on_worker_thread(&mut || {
+                            if let Some(setup) = setup.take() {
+                                run_worker(setup);
+                            }
+                        })
+                    }
+                    None => run_worker(setup),
+                })
                 .expect("spawning a worker thread")
         })
         .collect();

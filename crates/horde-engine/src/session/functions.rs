@@ -14,6 +14,11 @@ pub trait SessionFunctions: Send + Sync {
     /// the changes (a JSON object: name -> new value, null to remove), or the error it raised,
     /// in words.
     fn call(&self, key: &str, user_id: u64, scenario: &str, variables: &str) -> Result<String, String>;
+    /// Runs a worker thread's whole life (`run`), so the front end can set the thread up once
+    /// for its calls.
+    fn on_worker_thread(&self, run: &mut (dyn FnMut() + Send)) {
+        run();
+    }
     /// Runs once before the run starts (Gatling's `before`).
     fn before_run(&self) -> Result<(), String> {
         Ok(())
