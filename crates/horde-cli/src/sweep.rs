@@ -117,6 +117,8 @@ impl Settings {
 
 struct Sweep<'a> {
     plan: Plan,
+    /// The simulation's session functions, given to every level's program.
+    functions: Option<std::sync::Arc<dyn horde_engine::SessionFunctions>>,
     model: Model,
     slos: Vec<Threshold>,
     level_ms: u64,
@@ -135,10 +137,12 @@ struct Sweep<'a> {
 pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     let settings = Settings::from_args(args).map_err(invalid_flags)?;
     let model = settings.model;
-    let mut plan = if args.target.contains("://") {
-        url_plan(&args.target, model)
+    // A simulation's session functions run at every level.
+    let (mut plan, functions) = if args.target.contains("://") {
+        (url_plan(&args.target, model), None)
     } else {
-        load_program(Path::new(&args.target), &args.params, loader)?.plan
+        let program = load_program(Path::new(&args.target), &args.params, loader)?;
+        (program.plan, program.session_functions)
     };
     if args.workers.is_some() {
         plan.options.workers = args.workers;
@@ -152,6 +156,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let front_end = loader.front_end();
     let mut sweep = Sweep {
         plan,
+        functions,
         model,
         slos: settings.slos,
         level_ms: settings.level_ms,
@@ -249,7 +254,12 @@ impl Sweep<'_> {
             return Ok(None);
         }
         let program = match prepare(&self.level_plan(level), Path::new("of this sweep level")) {
-            Ok(program) => program,
+            Ok(mut program) => {
+                if let Some(functions) = &self.functions {
+                    program.attach_functions(functions.clone());
+                }
+                program
+            }
             Err(Failure::Invalid(problem)) => {
                 let stopped = format!("level {} cannot run on this machine: {problem}", format_level(level));
                 status!("horde sweep: {stopped}");
