@@ -147,7 +147,7 @@ def test_every_example_is_covered():
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
-               "read_your_writes.py"}
+               "read_your_writes.py", "lists_and_cookies.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -302,3 +302,17 @@ def test_read_your_writes(tmp_path):
     assert stats["eventual_reads_not_found"] == read["retried"]
     assert summary["generator"]["session_functions"]["calls"] == 8
     assert "time to consistency p99:" in completed.stdout
+
+
+def test_lists_and_cookies(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "lists_and_cookies.py", "-D", f"base_url={target.url}", "-D", "users=4"],
+                tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    items = get_json(f"{target.url}/api/items")["count"]
+    by_route = target.stats()["by_route"]
+    # Every id the list named was fetched once per user, and each cookie check read what the
+    # server saw (both cookies, then only the persistent one after the session's were flushed).
+    assert by_route["GET /api/items/{id}"] == 4 * items
+    assert by_route["GET /cookies/echo"] == 8 and by_route["GET /cookies/set"] == 4
+    assert {r["name"]: r["ok"] for r in summary["requests"]}["persistent only"] == 4
