@@ -576,8 +576,7 @@ struct Lowering {
 
 impl Names for Lowering {
     fn variable(&mut self, path: &[String]) -> (usize, usize) {
-        let used = (1..=path.len()).rev().find(|&used| self.defined.contains(&path[..used].join("."))).unwrap_or(1);
-        let slot = self.slot(&path[..used].join("."));
+        let (slot, used) = self.probe(path);
         self.first_reads.entry(slot).or_insert_with(|| self.current_path.clone());
         (slot, used)
     }
@@ -639,7 +638,8 @@ impl Lowering {
         let seed = plan.options.seed.unwrap_or_else(rand::random);
         for (i, feeder) in plan.feeders.iter().enumerate() {
             let row_id = self.row(format!("feed {}", feeder.name).into());
-            match FeederRuntime::load(feeder, self.base_dir.as_deref(), row_id, seed ^ i as u64) {
+            let file = feeder.source.path().map(|p| self.resolve_file(p));
+            match FeederRuntime::load(feeder, file, row_id, seed ^ i as u64) {
                 Ok(runtime) => {
                     self.feeder_sources.push(runtime.origin.clone());
                     self.feeders.push(Arc::new(runtime));

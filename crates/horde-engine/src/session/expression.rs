@@ -265,10 +265,10 @@ fn integer(value: &Value) -> Result<i64, EvalError> {
     text.trim().parse::<i64>().map_err(|_| EvalError::Invalid(format!("{text:?} is not a whole number")))
 }
 
-/// Text for a message: quoted, and cut after 60 characters.
+/// Text for a message: quoted, and cut after 100 characters.
 pub(crate) fn abridged(text: &str) -> String {
-    if text.chars().count() > 60 {
-        format!("{:?}...", text.chars().take(60).collect::<String>())
+    if text.chars().count() > 100 {
+        format!("{:?}...", text.chars().take(100).collect::<String>())
     } else {
         format!("{text:?}")
     }

@@ -55,10 +55,9 @@ pub enum FeedError {
 }
 
 impl FeederRuntime {
-    /// Reads and checks the feeder's source; `path` is the plan path of the feeder, for errors.
-    /// `seed` orders a `shuffle`.
-    pub fn load(feeder: &Feeder, base_dir: Option<&Path>, row_id: usize, seed: u64) -> Result<FeederRuntime, String> {
-        let file = feeder.source.path().map(|p| resolve(base_dir, p));
+    /// Reads and checks the feeder's source: `file`, the source's path resolved by the plan's
+    /// rules, or the plan's inline records. `seed` orders a `shuffle`.
+    pub fn load(feeder: &Feeder, file: Option<PathBuf>, row_id: usize, seed: u64) -> Result<FeederRuntime, String> {
         let origin = match &file {
             Some(file) => file.display().to_string(),
             None => format!("feeder {:?}", feeder.name),
@@ -146,14 +145,6 @@ impl FeederRuntime {
             Records::InMemory { next, .. } => next.load(Ordering::Relaxed),
             Records::Batched(reader) => reader.lock().map(|r| r.taken).unwrap_or(0),
         }
-    }
-}
-
-fn resolve(base_dir: Option<&Path>, file: &str) -> PathBuf {
-    let path = Path::new(file);
-    match base_dir {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
     }
 }
 
@@ -490,6 +481,11 @@ mod tests {
         Feeder { name: "f".into(), source, strategy, on_exhausted: OnFeederExhausted::Ko, batch }
     }
 
+    fn load(feeder: Feeder) -> Result<FeederRuntime, String> {
+        let file = feeder.source.path().map(PathBuf::from);
+        FeederRuntime::load(&feeder, file, 0, 1)
+    }
+
     fn ids(runtime: &FeederRuntime, takes: usize) -> Vec<Option<String>> {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
         (0..takes)
@@ -519,7 +515,7 @@ mod tests {
         let path = csv_file(&dir, 25).display().to_string();
         for batch in [None, Some(7)] {
             let runtime =
-                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Queue, batch), None, 0, 1)
+                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Queue, batch))
                     .unwrap();
             assert_eq!(runtime.columns, ["id", "name"]);
             let taken = ids(&runtime, 26);
@@ -535,13 +531,13 @@ mod tests {
         let path = csv_file(&dir, 10).display().to_string();
         for batch in [None, Some(4)] {
             let circular =
-                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Circular, batch), None, 0, 1)
+                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Circular, batch))
                     .unwrap();
             let taken: Vec<String> = ids(&circular, 25).into_iter().map(Option::unwrap).collect();
             let expected: Vec<String> = (0..25).map(|i| (i % 10).to_string()).collect();
             assert_eq!(taken, expected, "batch {batch:?}");
             let shuffle =
-                FeederRuntime::load(&feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Shuffle, batch), None, 0, 1)
+                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Shuffle, batch))
                     .unwrap();
             let mut taken: Vec<String> = ids(&shuffle, 10).into_iter().map(Option::unwrap).collect();
             assert_ne!(taken, (0..10).map(|i| i.to_string()).collect::<Vec<_>>(), "shuffled");
@@ -569,7 +565,7 @@ mod tests {
         ];
         for (source, expected) in cases {
             for batch in [None, Some(2)] {
-                let error = FeederRuntime::load(&feeder(source.clone(), FeederStrategy::Queue, batch), None, 0, 1).err().unwrap();
+                let error = load(feeder(source.clone(), FeederStrategy::Queue, batch)).err().unwrap();
                 assert!(error.contains(expected), "{error}");
             }
         }
@@ -580,7 +576,7 @@ mod tests {
     fn json_records_keep_their_types_and_null_is_no_value() {
         let records = serde_json::json!([{"id": 1, "tags": ["a", "b"], "gone": null}, {"id": 2, "extra": "x"}]);
         let records = records.as_array().unwrap().iter().map(|r| r.as_object().unwrap().clone()).collect();
-        let runtime = FeederRuntime::load(&feeder(FeederSource::Inline { records }, FeederStrategy::Queue, None), None, 0, 1).unwrap();
+        let runtime = load(feeder(FeederSource::Inline { records }, FeederStrategy::Queue, None)).unwrap();
         let column = |name: &str| runtime.columns.iter().position(|c| c == name).unwrap();
         assert_eq!(runtime.columns.len(), 4);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);

@@ -2,7 +2,7 @@
 //! session.
 
 use crate::lower::{CheckProgram, Expected, Extractor, ValidationProgram};
-use crate::session::expression::{compare, hex, EvalError};
+use crate::session::expression::{abridged, compare, hex, EvalError};
 use crate::session::{Session, Value};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -170,7 +170,7 @@ fn transform(value: Value, transform: Transform) -> Result<Value, String> {
             let text = value.as_text();
             match text.trim().parse::<i64>() {
                 Ok(n) => number(n.into()),
-                Err(_) => return Err(format!("expected an integer, found {}", quoted(&text))),
+                Err(_) => return Err(format!("expected an integer, found {}", abridged(&text))),
             }
         }
         Transform::ToNumber => {
@@ -179,7 +179,7 @@ fn transform(value: Value, transform: Transform) -> Result<Value, String> {
             match (trimmed.parse::<i64>(), trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64)) {
                 (Ok(n), _) => number(n.into()),
                 (_, Some(n)) => number(n),
-                _ => return Err(format!("expected a number, found {}", quoted(&text))),
+                _ => return Err(format!("expected a number, found {}", abridged(&text))),
             }
         }
         Transform::Length => {
@@ -306,7 +306,7 @@ fn verdict(check: &CheckProgram, found: Option<&Value>, session: &mut Session) -
     };
     let found = match text() {
         None => "nothing".to_string(),
-        Some(value) => quoted(&value),
+        Some(value) => abridged(&value),
     };
     Err(format!("expected {wanted}, found {found}"))
 }
@@ -317,14 +317,6 @@ fn describe(value: &str, expected: &Expected) -> String {
     match expected.template.as_static() {
         Some(_) => format!("{value:?}"),
         None => format!("{value:?} (from {:?})", expected.source),
-    }
-}
-
-fn quoted(value: &str) -> String {
-    if value.chars().count() > 100 {
-        format!("{:?}...", value.chars().take(100).collect::<String>())
-    } else {
-        format!("{value:?}")
     }
 }
 
