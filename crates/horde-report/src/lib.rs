@@ -7,6 +7,7 @@
 //! print!("{}", horde_report::render_console(&summary));
 //! ```
 
+pub mod compare;
 mod console;
 mod iron_cushion;
 mod results;
