@@ -141,13 +141,22 @@ def test_couchdb_mixed_traffic(couchdb, tmp_path):
     assert get_json(f"{couchdb.url}/mixed_example")["doc_count"] == 300 + 60 - 30
 
 
+def test_compare(target, tmp_path):
+    completed = run_example(["bash", EXAMPLES / "compare.sh", target.url, tmp_path / "results"], tmp_path)
+    assert "horde compare exited 99" in completed.stdout, completed.stdout
+    report = json.loads((tmp_path / "results" / "compare.json").read_text())
+    [p50] = [c for c in report["comparisons"] if c["scope"] == "global" and c["metric"] == "p50"]
+    assert p50["verdict"] == "slower" and p50["change"]["n_a"] == p50["change"]["n_b"] == 5
+    assert report["plan_differences"], "the example compares two paths, with --force"
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
-               "read_your_writes.py", "lists_and_cookies.py"}
+               "read_your_writes.py", "lists_and_cookies.py", "compare.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

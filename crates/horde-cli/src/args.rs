@@ -22,7 +22,7 @@ pub(crate) fn workers(text: &str) -> Result<u32, String> {
     name = "horde",
     version,
     about = "Load testing and benchmarking for web applications and databases",
-    after_help = "Exit codes: 0 finished, 1 thresholds failed, 2 invalid input, 3 run failed, 130 interrupted."
+    after_help = "Exit codes: 0 finished, 1 thresholds failed, 2 invalid input, 3 run failed, 99 regression (compare), 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -57,6 +57,9 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Iron Cushion's CouchDB benchmark: bulk insert, then weighted CRUD (its flags, its report).
     Couchdb(CouchdbArgs),
+    /// Compare two sets of runs: per request and metric, the change B/A with its confidence
+    /// interval and a verdict (exit 99 on a regression beyond the tolerance).
+    Compare(CompareArgs),
     /// Print the console summary of a saved run.
     Report {
         /// A results directory or its summary.json.
@@ -66,13 +69,43 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// A Python simulation (sim.py) or a plan (plan.json).
-    pub file: PathBuf,
+    /// A Python simulation (sim.py) or a plan (plan.json); with --trials, a second one (B) is
+    /// run interleaved with the first (A) and compared against it.
+    #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Run the plan this many times, each into its own results directory (under a parent
+    /// named after the plan); with two plans, N runs of each in the order A B B A A B ...,
+    /// then `horde compare` of the two sets (compare.json beside them).
+    #[arg(long, value_name = "N", value_parser = at_least_one, allow_negative_numbers = true)]
+    pub trials: Option<u64>,
     /// A simulation parameter, read with horde.param(NAME); environment variables work too.
     #[arg(short = 'D', value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// A (the base), then B: a results directory, a directory of them (what `--results` or
+    /// `horde run --trials` filled), or a quoted pattern ('results/base-*'); several a side
+    /// are separated by `vs`: `horde compare a1 a2 a3 vs b1 b2 b3` (so an unquoted pattern
+    /// the shell expands works too).
+    #[arg(required = true, num_args = 2.., value_name = "A [vs] B")]
+    pub paths: Vec<String>,
+    /// How large a change must be to count (its whole confidence interval beyond it):
+    /// latency and throughput relative, errors in percentage points.
+    #[arg(long, value_name = "latency=5%,throughput=2%,errors=0%", default_value = "latency=5%,throughput=2%,errors=0%")]
+    pub tolerance: String,
+    /// Significance level after Benjamini-Hochberg; the intervals are at 1 - alpha.
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    pub alpha: f64,
+    /// Also write the comparison as JSON (schema: docs/compare.schema.json).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Compare even when the runs' plans differ (beyond base URLs and names).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]

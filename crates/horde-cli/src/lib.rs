@@ -10,6 +10,7 @@
 //! ```
 
 mod args;
+mod compare;
 mod couchdb;
 pub mod exit;
 mod loader;
@@ -18,6 +19,7 @@ mod quick;
 mod signals;
 mod sweep;
 mod target_certificate;
+mod trials;
 
 pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 
@@ -101,10 +103,17 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
-        Command::Run(args) => {
-            let program = load_program(&args.file, &args.params, loader)?;
-            execute(program, &args.output, &loader.front_end())
-        }
+        Command::Run(args) => match (args.trials, args.files.as_slice()) {
+            (Some(count), _) => trials::trials(&args, count, loader),
+            (None, [file]) => {
+                let program = load_program(file, &args.params, loader)?;
+                execute(program, &args.output, &loader.front_end())
+            }
+            (None, _) => Err(Failure::Invalid(
+                "two plans are run with --trials N (interleaved, then compared): horde run --trials 5 A.py B.py".into(),
+            )),
+        },
+        Command::Compare(args) => compare::compare(&args),
         Command::Plan { file, params } => {
             let program = load_program(&file, &params, loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));

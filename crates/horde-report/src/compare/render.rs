@@ -34,26 +34,15 @@ pub fn render(report: &CompareReport) -> String {
             let _ = writeln!(out, "  {}", printable(difference));
         }
     }
-    let name_width = report
-        .comparisons
-        .iter()
-        .map(|c| display_name(c).chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(12, 40);
+    let longest_name = report.comparisons.iter().map(|c| display_name(c).chars().count()).max().unwrap_or(0);
+    let name_width = longest_name.min(40).max(Metric::ALL.map(|m| title(m).len()).into_iter().max().unwrap_or(0));
     for metric in Metric::ALL {
         let rows: Vec<&Comparison> = report.comparisons.iter().filter(|c| c.metric == metric).collect();
         if rows.is_empty() {
             continue;
         }
         let _ = writeln!(out);
-        let title = match metric {
-            Metric::P50 => "p50 latency",
-            Metric::P99 => "p99 latency",
-            Metric::Mean => "mean latency",
-            Metric::Rps => "throughput (rps)",
-            Metric::Errors => "errors (% of requests)",
-        };
+        let title = title(metric);
         let _ = writeln!(out, "{:<name_width$}  {:>16}  {:>16}  vs base", title, "A", "B");
         for comparison in rows {
             let _ = writeln!(
@@ -85,6 +74,16 @@ pub fn render(report: &CompareReport) -> String {
         let _ = writeln!(out, "REGRESSION: {}", regressions.join(", "));
     }
     out
+}
+
+fn title(metric: Metric) -> &'static str {
+    match metric {
+        Metric::P50 => "p50 latency",
+        Metric::P99 => "p99 latency",
+        Metric::Mean => "mean latency",
+        Metric::Rps => "throughput (rps)",
+        Metric::Errors => "errors (% of requests)",
+    }
 }
 
 fn sources(runs: &[String]) -> String {

@@ -1,0 +1,115 @@
+//! `horde compare A B`: reads two sets of runs, checks that they ran the same plan, prints
+//! the comparison and exits 99 on a regression. The statistics are horde_report::compare's.
+
+use crate::args::CompareArgs;
+use crate::output::print_text;
+use crate::{exit, invalid_flags, Failure};
+use anyhow::Context;
+use horde_report::compare::{self, CompareOptions, CompareReport, LoadedSide, Tolerance};
+use std::path::Path;
+
+/// The word between the two sides when each has several paths.
+const SEPARATOR: &str = "vs";
+
+pub(crate) fn compare(args: &CompareArgs) -> Result<i32, Failure> {
+    let options = options(args)?;
+    let (a_specs, b_specs) = split_sides(&args.paths)?;
+    let a = compare::load_side("A", &a_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
+    let b = compare::load_side("B", &b_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
+    let mut differences_within = Vec::new();
+    for side in [&a, &b] {
+        differences_within.extend(plans_within(side));
+    }
+    let mut report = compare::compare_sides(&a, &b, &options).map_err(|e| Failure::Invalid(e.to_string()))?;
+    if !args.force && (!report.plan_differences.is_empty() || !differences_within.is_empty()) {
+        let mut message = String::from("the runs did not run the same plan (base URLs and names aside):");
+        for difference in differences_within.iter().chain(&report.plan_differences) {
+            message.push_str("\n  ");
+            message.push_str(difference);
+        }
+        message.push_str("\npass --force to compare them anyway");
+        return Err(Failure::Invalid(message));
+    }
+    report.warnings.extend(differences_within);
+    finish(&report, args.json.as_deref())
+}
+
+/// Prints the report, writes its JSON when asked, and gives the exit code.
+pub(crate) fn finish(report: &CompareReport, json: Option<&Path>) -> Result<i32, Failure> {
+    print_text(&compare::render(report));
+    if let Some(path) = json {
+        write_json(report, path)?;
+    }
+    Ok(if report.regression { exit::REGRESSION } else { exit::OK })
+}
+
+pub(crate) fn write_json(report: &CompareReport, path: &Path) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(report).expect("a comparison serializes") + "\n";
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn options(args: &CompareArgs) -> Result<CompareOptions, Failure> {
+    let mut problems = Vec::new();
+    let tolerance = Tolerance::parse(&args.tolerance).unwrap_or_else(|problem| {
+        problems.push(format!("--tolerance: {problem}"));
+        Tolerance::default()
+    });
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        problems.push(format!("--alpha: {} is not a probability between 0 and 1 (e.g. 0.05)", args.alpha));
+    }
+    if problems.is_empty() {
+        Ok(CompareOptions { alpha: args.alpha, tolerance })
+    } else {
+        Err(invalid_flags(problems))
+    }
+}
+
+/// `A B`, or `A1 A2 ... vs B1 B2 ...`.
+fn split_sides(paths: &[String]) -> Result<(Vec<String>, Vec<String>), Failure> {
+    let separators: Vec<usize> = paths.iter().enumerate().filter(|(_, p)| *p == SEPARATOR).map(|(i, _)| i).collect();
+    match separators.as_slice() {
+        [] if paths.len() == 2 => Ok((vec![paths[0].clone()], vec![paths[1].clone()])),
+        [] => Err(Failure::Invalid(format!(
+            "{} paths given: with more than one a side, separate A's from B's with `{SEPARATOR}` \
+             (horde compare a1 a2 {SEPARATOR} b1 b2), or give each side as one quoted pattern",
+            paths.len()
+        ))),
+        [at] if *at > 0 && *at + 1 < paths.len() => Ok((paths[..*at].to_vec(), paths[at + 1..].to_vec())),
+        [_] => Err(Failure::Invalid(format!("`{SEPARATOR}` needs runs on both sides"))),
+        _ => Err(Failure::Invalid(format!("`{SEPARATOR}` may separate the two sides only once"))),
+    }
+}
+
+/// The runs of one side must have run one plan too.
+fn plans_within(side: &LoadedSide) -> Vec<String> {
+    let first = &side.runs[0];
+    side.runs[1..]
+        .iter()
+        .flat_map(|run| {
+            compare::plan_differences(&first.summary.plan, &run.summary.plan).into_iter().map(move |difference| {
+                format!("{} vs {}: {difference}", first.dir.display(), run.dir.display())
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn sides_split_at_vs() {
+        let (a, b) = split_sides(&strings(&["x", "y"])).ok().unwrap();
+        assert_eq!((a, b), (strings(&["x"]), strings(&["y"])));
+        let (a, b) = split_sides(&strings(&["a1", "a2", "vs", "b1"])).ok().unwrap();
+        assert_eq!((a, b), (strings(&["a1", "a2"]), strings(&["b1"])));
+        for bad in [&["a", "b", "c"][..], &["vs", "b"], &["a", "vs"], &["a", "vs", "b", "vs", "c"]] {
+            assert!(split_sides(&strings(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
