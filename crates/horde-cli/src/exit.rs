@@ -3,12 +3,15 @@
 /// The run finished (KO requests are results, not a failure of horde), or the command did
 /// its job.
 pub const OK: i32 = 0;
-/// Reserved for thresholds (assertions on the results) that failed.
-pub const THRESHOLDS_FAILED: i32 = 1;
-/// Bad input: unknown flags, an invalid plan or simulation, a missing file.
+/// Bad input: unknown flags, an invalid plan or simulation, a missing file, a threshold that
+/// names no request of the plan.
 pub const INVALID_INPUT: i32 = 2;
-/// horde could not do its job: results could not be written, a port could not be bound.
+/// horde could not do its job: results could not be written, a port could not be bound, an
+/// internal error. Never 1, which a Python interpreter returns for any uncaught exception.
 pub const RUN_FAILED: i32 = 3;
+/// Thresholds failed (or had no data), a run was aborted by one, or no level of a sweep met
+/// its SLOs: 99, as k6, so CI scripts can tell "the system is too slow" from "horde failed".
+pub const THRESHOLDS_FAILED: i32 = 99;
 /// `horde compare` (and `horde run --trials` with two plans) found a regression beyond the
 /// tolerance: something slower or worse. 99, as k6 users script around for failed thresholds.
 pub const REGRESSION: i32 = 99;

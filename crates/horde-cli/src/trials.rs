@@ -28,10 +28,15 @@ struct Arm<'a> {
 }
 
 pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
+    if args.thresholds.junit.is_some() {
+        return Err(Failure::Invalid(
+            "--junit writes one run's threshold verdicts; with --trials each run's summary.json holds its own".into(),
+        ));
+    }
     let front_end = loader.front_end();
     let mut arms = Vec::new();
     for (file, label) in args.files.iter().zip(["A", "B"]) {
-        let program = load_program(file, &args.params, loader)?;
+        let program = load_program(file, &args.params, &args.thresholds.thresholds, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
         arms.push(Arm { label, file, plan: program.plan, functions: program.session_functions });
@@ -44,6 +49,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let parent = create_results_dir(&args.output.results, &parent_name)?;
     status!("horde: {count} trials of {}; results in {}", describe(&arms), parent.display());
     let order = interleaved(arms.len(), count);
+    let mut thresholds_failed = 0;
     for (index, &arm_index) in order.iter().enumerate() {
         if crate::signals::interrupted() {
             return Err(Failure::Interrupted("between trials"));
@@ -56,12 +62,20 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         if finished.status == RunStatus::Interrupted {
             return Ok(exit::INTERRUPTED);
         }
+        if finished.status == RunStatus::AbortedByThreshold || finished.summary.thresholds.iter().any(|t| !t.passed()) {
+            thresholds_failed += 1;
+        }
     }
+    if thresholds_failed > 0 {
+        status!("horde: thresholds failed in {thresholds_failed} of {} trials", order.len());
+    }
+    // Either verdict fails the command; both are 99.
+    let thresholds_code = if thresholds_failed > 0 { exit::THRESHOLDS_FAILED } else { exit::OK };
     if arms.len() == 1 {
         status!("horde: compare these runs with another set: horde compare {} OTHER", parent.display());
         // The last line on stdout is the directory, for scripts.
         print_text(&format!("{}\n", parent.display()));
-        return Ok(exit::OK);
+        return Ok(thresholds_code);
     }
     let side = |label: &str| load_side(label, &[parent.join(label).display().to_string()]);
     let (a, b) = (side("A"), side("B"));
@@ -71,7 +85,8 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let json = parent.join("compare.json");
     compare::write_json(&report, &json)?;
     status!("horde: comparison written to {}", json.display());
-    compare::finish(&report, None)
+    let code = compare::finish(&report, None)?;
+    Ok(if code == exit::OK { thresholds_code } else { code })
 }
 
 /// Which arm runs at each trial: A B B A A B ... (one arm: A A A ...).
