@@ -16,7 +16,7 @@ use horde_metrics::RunStatus;
 use horde_plan::Plan;
 use horde_report::compare::{compare_sides, load_side, CompareOptions};
 use horde_report::create_results_dir;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// One of the plans being tried.
@@ -108,7 +108,7 @@ fn describe(arms: &[Arm]) -> String {
 }
 
 /// A trial runs as `horde run` does: the simulation's hooks around it, results on disk.
-fn run_trial(arm: &Arm, dir: &PathBuf, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
+fn run_trial(arm: &Arm, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
     let mut program = prepare(&arm.plan, arm.file)?;
     if let Some(functions) = &arm.functions {
         program.attach_functions(functions.clone());
