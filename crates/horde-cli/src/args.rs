@@ -57,10 +57,13 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Iron Cushion's CouchDB benchmark: bulk insert, then weighted CRUD (its flags, its report).
     Couchdb(CouchdbArgs),
-    /// Print the console summary of a saved run.
+    /// Print the console summary of a saved run, or write its report.html (--html).
     Report {
-        /// A results directory or its summary.json.
+        /// A results directory or its summary.json (a sweep's directory with --html).
         results: PathBuf,
+        /// Write DIR/report.html (from the directory alone, killed runs too) and print its path.
+        #[arg(long)]
+        html: bool,
     },
 }
 

@@ -143,7 +143,22 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Target(args) => serve_target(args),
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
-        Command::Report { results } => {
+        Command::Report { results, html: true } => {
+            let dir = if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
+            if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
+                return Err(Failure::Invalid(format!(
+                    "{} is not a results directory: it has neither summary.json nor sweep.json",
+                    dir.display()
+                )));
+            }
+            let path = horde_report::write_html(&dir).map_err(|e| match e {
+                ResultsError::Write { .. } => Failure::Runtime(anyhow::Error::new(e)),
+                _ => Failure::Invalid(e.to_string()),
+            })?;
+            print_text(&format!("{}\n", path.display()));
+            Ok(exit::OK)
+        }
+        Command::Report { results, html: false } => {
             let summary = horde_report::read_summary(&results).map_err(|e| Failure::Invalid(e.to_string()))?;
             print_text(&render_console(&summary));
             Ok(exit::OK)

@@ -8,14 +8,17 @@
 //! ```
 
 mod console;
+mod html;
 mod iron_cushion;
 mod results;
 mod summary;
 mod sweep;
+mod sweep_chart;
 pub mod terminal;
 mod timeseries;
 
 pub use console::render as render_console;
+pub use html::{render_html, write_html};
 pub use iron_cushion::render_iron_cushion;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};

@@ -186,5 +186,9 @@ impl Sink for ResultsSink {
         self.write_intervals(totals, true);
         let summary = self.write(totals, status);
         self.final_summary = Some(summary);
+        // Rendered from the files just written, as `horde report DIR --html` would.
+        if let Err(err) = crate::html::write_html(&self.dir) {
+            self.write_failed(err);
+        }
     }
 }
