@@ -316,3 +316,14 @@ def test_lists_and_cookies(target, tmp_path):
     assert by_route["GET /api/items/{id}"] == 4 * items
     assert by_route["GET /cookies/echo"] == 8 and by_route["GET /cookies/set"] == 4
     assert {r["name"]: r["ok"] for r in summary["requests"]}["persistent only"] == 4
+
+
+def test_html_report(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "html_report.py", "-D", f"base_url={target.url}", "-D", "rate=10", "-D", "seconds=1"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["count"] == 50 and summary["global"]["ko"] == 10, summary["errors"]
+    [directory] = list((tmp_path / "results").iterdir())
+    html = (directory / "report.html").read_text()
+    assert "missing page" in html and "slow pages" in html
+    rewritten = run_example(["horde", "report", directory, "--html"], tmp_path)
+    assert rewritten.stdout.strip() == str(directory / "report.html")

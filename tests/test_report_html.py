@@ -289,7 +289,7 @@ def test_a_sweeps_report_has_the_capacity_chart_and_links_to_each_level(target, 
     try:
         report.show("capacity")
         svg = report.page.locator(".svg-chart svg")
-        assert svg.count() == 1 and "SLO p99<50ms" in svg.inner_text()
+        assert svg.count() == 1 and "SLO p99<50ms" in svg.text_content()
         links = report.page.eval_on_selector_all("#levels-table a", "links => links.map(a => a.getAttribute('href'))")
         assert links == [f"{level['results']}/report.html" for level in sweep["levels"]]
         for link in links:

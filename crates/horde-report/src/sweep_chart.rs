@@ -256,9 +256,10 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     }
     // The SLOs' limits: horizontal lines on their own axis, labelled at the right end.
     for (text, limit) in &limits {
+        // One colour for every limit (the legend's); the label names the metric, and so the axis.
         let (ly, colour) = match limit {
-            Limit::LatencyMs(v) => (y_ms(*v), P99),
-            Limit::Throughput(v) => (y_rps(*v), THROUGHPUT),
+            Limit::LatencyMs(v) => (y_ms(*v), SLO),
+            Limit::Throughput(v) => (y_rps(*v), SLO),
         };
         let label = format!("SLO {text}");
         let _ = write!(
