@@ -327,3 +327,21 @@ def test_html_report(target, tmp_path):
     assert "missing page" in html and "slow pages" in html
     rewritten = run_example(["horde", "report", directory, "--html"], tmp_path)
     assert rewritten.stdout.strip() == str(directory / "report.html")
+
+
+def test_ci_gate(target, tmp_path):
+    # Every assertion passes at the default pay time...
+    junit = tmp_path / "thresholds.xml"
+    run_example(["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "--junit", junit], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert [t["status"] for t in summary["thresholds"]] == ["pass"] * 6
+    assert summary["global"]["count"] == target.stats()["total"] == 120
+    assert junit.read_text().count("<testcase") == 6
+    # ...and a slow payment breaks the gate, with the thresholds' exit code.
+    slow = subprocess.run(
+        ["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "-D", "pay_ms=300", "-q"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert slow.returncode == 99, slow.stderr
+    failed = [t["text"] for t in summaries(tmp_path)[-1]["thresholds"] if t["status"] != "pass"]
+    assert failed == ['"checkout / pay": p95<=200ms']

@@ -92,7 +92,8 @@ def run(args, cwd, check=True):
 
 
 def test_the_report_of_a_run_draws_every_chart_and_shows_the_summarys_numbers(target, tmp_path, browser):
-    run(["run", EXAMPLES / "html_report.py", "-D", f"base_url={target.url}", "-D", "rate=30", "-D", "seconds=3", "-q"], tmp_path)
+    run(["run", EXAMPLES / "html_report.py", "-D", f"base_url={target.url}", "-D", "rate=30", "-D", "seconds=3", "-q",
+         "--threshold", "p99<10s", "--threshold", "each: errors<=100%"], tmp_path)
     directory = only_results_dir(tmp_path)
     summary = json.loads((directory / "summary.json").read_text())
     assert (directory / "report.html").exists(), "every run writes its report"
@@ -100,6 +101,9 @@ def test_the_report_of_a_run_draws_every_chart_and_shows_the_summarys_numbers(ta
     try:
         assert report.text("#figure-count .value") == str(summary["global"]["count"])
         assert report.text("#run-status") == summary["run"]["status"]
+        verdicts = report.page.locator("#thresholds tbody tr").all_inner_texts()
+        assert verdicts[0].split("\t")[0] == "p99<10s" and verdicts[0].endswith("pass")
+        assert len(verdicts) == 2 + len(summary["requests"]), "each: one line per request row"
         pages = report.page.eval_on_selector_all("#nav a", "links => links.map(a => a.dataset.page)")
         assert pages == ["overview", "requests", "over-time", "distribution", "errors", "environment"]
         detail_pages = report.page.eval_on_selector_all(".page[id^=request-], .page[id^=group-]", "s => s.map(p => p.id)")

@@ -29,6 +29,7 @@ mod precise_timer;
 mod protocol;
 mod run;
 mod run_limits;
+mod thresholds;
 pub mod session;
 mod user;
 mod worker;

@@ -10,6 +10,8 @@
 mod console;
 mod html;
 mod iron_cushion;
+mod job_summary;
+mod junit;
 mod results;
 mod summary;
 mod sweep;
@@ -20,6 +22,8 @@ mod timeseries;
 pub use console::render as render_console;
 pub use html::{render_html, write_html};
 pub use iron_cushion::render_iron_cushion;
+pub use job_summary::render_job_summary;
+pub use junit::{render_junit, verdict_message};
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};

@@ -5,7 +5,7 @@
 //! is logarithmic when the levels grow geometrically (1, 2, 4, 8 ...).
 
 use crate::sweep::{format_level, SweepLevel, SweepReport};
-use horde_metrics::{Metric, Threshold};
+use horde_plan::{LatencySource, ThresholdMetric, ThresholdScope, ThresholdSpec};
 use std::fmt::Write;
 
 const WIDTH: f64 = 760.0;
@@ -81,10 +81,14 @@ enum Limit {
     Throughput(f64),
 }
 
-fn limit(threshold: &Threshold) -> Option<Limit> {
+/// Only what the chart plots has a line: all requests' (corrected) latency and throughput.
+fn limit(threshold: &ThresholdSpec) -> Option<Limit> {
+    if !matches!(threshold.scope, ThresholdScope::Global) {
+        return None;
+    }
     match threshold.metric {
-        Metric::Percentile(_) | Metric::Mean | Metric::Max => Some(Limit::LatencyMs(threshold.bound / 1000.0)),
-        Metric::Throughput => Some(Limit::Throughput(threshold.bound)),
+        ThresholdMetric::Latency(LatencySource::Corrected, _) => Some(Limit::LatencyMs(threshold.bound / 1000.0)),
+        ThresholdMetric::Throughput => Some(Limit::Throughput(threshold.bound)),
         _ => None,
     }
 }
@@ -129,7 +133,7 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     let limits: Vec<(String, Limit)> = report
         .slos
         .iter()
-        .filter_map(|text| text.parse::<Threshold>().ok())
+        .filter_map(|text| text.parse::<ThresholdSpec>().ok())
         .filter_map(|t| limit(&t).map(|l| (t.text.clone(), l)))
         .collect();
     let offered = report.model == "rate";

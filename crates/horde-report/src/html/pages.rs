@@ -3,9 +3,9 @@
 //! Every text from the run (names, messages, plan values) goes through `escape::html`.
 
 use super::escape::html;
-use super::source::{RunResults, ThresholdVerdict};
+use super::source::RunResults;
 use crate::summary::Summary;
-use horde_metrics::{GroupStats, LatencyStats, RequestStats};
+use horde_metrics::{GroupStats, LatencyStats, RequestStats, ThresholdResult, ThresholdStatus};
 use std::fmt::Write;
 
 /// Microseconds as milliseconds with two decimals, as the console summary shows them.
@@ -101,8 +101,8 @@ pub fn overview(results: &RunResults) -> String {
         }
         out.push_str("</ul>");
     }
-    if !results.thresholds.is_empty() {
-        out.push_str(&thresholds_table(&results.thresholds));
+    if !s.thresholds.is_empty() {
+        out.push_str(&thresholds_table(&s.thresholds));
     }
     out.push_str(&chart("overview"));
     out
@@ -121,10 +121,10 @@ fn warnings(results: &RunResults) -> Vec<String> {
             s.users.interrupted, s.global.interrupted
         )),
         "aborted_by_threshold" => {
-            let aborting: Vec<String> = results
+            let aborting: Vec<String> = s
                 .thresholds
                 .iter()
-                .filter(|t| t.abort && t.status != "pass")
+                .filter(|t| t.abort && t.status != ThresholdStatus::Pass)
                 .map(|t| html(&t.text))
                 .collect();
             warnings.push(format!(
@@ -166,7 +166,7 @@ fn warnings(results: &RunResults) -> Vec<String> {
     warnings
 }
 
-fn thresholds_table(thresholds: &[ThresholdVerdict]) -> String {
+fn thresholds_table(thresholds: &[ThresholdResult]) -> String {
     let mut out = String::from(
         r#"<h3>Thresholds</h3><table class="thresholds" id="thresholds"><thead><tr><th>threshold</th><th>scope</th><th>observed</th><th>limit</th><th>verdict</th></tr></thead><tbody>"#,
     );
@@ -179,19 +179,19 @@ fn thresholds_table(thresholds: &[ThresholdVerdict]) -> String {
             if t.abort { " <small>(abort)</small>" } else { "" },
             html(&t.scope),
             html(t.observed_text.as_deref().unwrap_or("-")),
-            html(t.bound_text.as_deref().unwrap_or("")),
-            status_badge(&t.status)
+            html(&format!("{} {}", t.comparison, t.bound_text)),
+            status_badge(t.status.as_str())
         );
         // An `each` threshold: its failing rows first, at most some of them.
         let mut rows: Vec<_> = t.rows.iter().collect();
-        rows.sort_by_key(|r| r.status == "pass");
+        rows.sort_by_key(|r| r.status == ThresholdStatus::Pass);
         for row in rows.iter().take(ROWS_SHOWN) {
             let _ = write!(
                 out,
                 r#"<tr class="sub"><td></td><td>{}</td><td>{}</td><td></td><td>{}</td></tr>"#,
                 html(&row.name),
                 html(row.observed_text.as_deref().unwrap_or("-")),
-                status_badge(&row.status)
+                status_badge(row.status.as_str())
             );
         }
         if rows.len() > ROWS_SHOWN {

@@ -1,43 +1,17 @@
-//! What a results directory holds, read for the report: summary.json (with the thresholds'
-//! verdicts when the run had any), timeseries.jsonl gathered into the chart's points, and
+//! What a results directory holds, read for the report: summary.json (the thresholds'
+//! verdicts among it), timeseries.jsonl gathered into the chart's points, and
 //! histograms.hlog when it exists. A killed run's files end mid-way: what was written is used.
 
 use super::histograms::{bucket_ms, HistogramLog};
 use crate::results::{read_summary, ResultsError};
 use crate::summary::Summary;
 use horde_metrics::{IntervalSample, LatencyStats};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
 
 /// At most this many points on a chart over time: a longer run's intervals are merged.
 pub const MAX_POINTS: usize = 1000;
-
-/// A threshold's verdict as summary.json's `thresholds[]` gives it. Read leniently (every
-/// field optional) so that the report of any summary renders.
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(default)]
-pub struct ThresholdVerdict {
-    pub text: String,
-    pub scope: String,
-    pub metric: String,
-    pub observed: Option<f64>,
-    pub observed_text: Option<String>,
-    pub bound_text: Option<String>,
-    pub status: String,
-    pub abort: bool,
-    pub rows: Vec<ThresholdRow>,
-}
-
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(default)]
-pub struct ThresholdRow {
-    pub name: String,
-    pub observed: Option<f64>,
-    pub observed_text: Option<String>,
-    pub status: String,
-}
 
 /// One point of a chart over time: one interval, or adjacent intervals merged.
 #[derive(Debug, Clone, Default)]
@@ -80,7 +54,6 @@ impl TimePoint {
 
 pub struct RunResults {
     pub summary: Summary,
-    pub thresholds: Vec<ThresholdVerdict>,
     pub histograms: Option<HistogramLog>,
     /// The width of a chart's point: the snapshot interval, or several when the run is long
     /// and histograms.hlog lets intervals merge exactly.
@@ -95,7 +68,6 @@ impl RunResults {
     /// Reads `dir`, keeping the time series of the request rows `keep_row` accepts.
     pub fn read(dir: &Path, keep_row: &dyn Fn(&str) -> bool) -> Result<RunResults, ResultsError> {
         let summary = read_summary(dir)?;
-        let thresholds = read_thresholds(&dir.join("summary.json"));
         let interval_ms = summary.plan.options.snapshot_interval_ms.max(1);
         let histograms = std::fs::read(dir.join("histograms.hlog"))
             .ok()
@@ -108,7 +80,7 @@ impl RunResults {
             None => interval_ms,
         };
         let mut results =
-            RunResults { summary, thresholds, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
+            RunResults { summary, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
         results.read_timeseries(&dir.join("timeseries.jsonl"), keep_row);
         Ok(results)
     }
@@ -138,17 +110,4 @@ impl RunResults {
             }
         }
     }
-}
-
-fn read_thresholds(path: &Path) -> Vec<ThresholdVerdict> {
-    #[derive(Deserialize)]
-    struct WithThresholds {
-        #[serde(default)]
-        thresholds: Vec<ThresholdVerdict>,
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<WithThresholds>(&bytes).ok())
-        .map(|s| s.thresholds)
-        .unwrap_or_default()
 }
