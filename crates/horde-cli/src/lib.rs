@@ -354,6 +354,7 @@ fn execute(program: Program, output: &args::OutputArgs, gate: &args::ThresholdAr
     }
     finished.results_written()?;
     status!("horde: results written to {}", dir.join("summary.json").display());
+    status!("horde: report in {}", dir.join("report.html").display());
     ci_reports(&finished.summary, gate)?;
     if let Some(hooks) = &hooks {
         let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");

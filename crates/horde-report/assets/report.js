@@ -48,7 +48,7 @@
     // The spectrum's x is -log10(1 - q): 1 is p90, 2 is p99, 3 is p99.9.
     var q = 100 * (1 - Math.pow(10, -x));
     var text = q.toFixed(Math.max(0, Math.round(x) - 1));
-    return text.replace(/\.?0+$/, "") + "%";
+    return (text.indexOf(".") >= 0 ? text.replace(/\.?0+$/, "") : text) + "%";
   }
 
   // 0.5 s, 90 s, then m:ss and h:mm:ss.

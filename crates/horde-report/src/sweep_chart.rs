@@ -184,7 +184,12 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     if title.chars().count() > room {
         title = title.chars().take(room.saturating_sub(1)).collect::<String>() + "…";
     }
-    let _ = write!(svg, r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#, WIDTH / 2.0, escape(&title));
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
+        WIDTH / 2.0,
+        escape(&title)
+    );
     // Grid and tick labels: throughput on the left, latency on the right, each at its own
     // round numbers.
     for t in &rps_ticks {
@@ -276,7 +281,11 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     }
     let polyline = |svg: &mut String, points: Vec<(f64, f64)>, colour: &str, dash: &str| {
         let path: Vec<String> = points.iter().map(|(px, py)| format!("{px:.1},{py:.1}")).collect();
-        let _ = write!(svg, r#"<polyline fill="none" stroke="{colour}" stroke-width="2" {dash} points="{}"/>"#, path.join(" "));
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" {dash} points="{}"/>"#,
+            path.join(" ")
+        );
         for (px, py) in &points {
             let _ = write!(svg, r#"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="{colour}"/>"#);
         }
@@ -287,11 +296,20 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         let points = levels.iter().map(|l| (x(l.level), y_rps(l.level))).collect();
         let path: Vec<(f64, f64)> = points;
         let line: Vec<String> = path.iter().map(|(px, py)| format!("{px:.1},{py:.1}")).collect();
-        let _ = write!(svg, r#"<polyline fill="none" stroke="{OFFERED}" stroke-width="1.5" stroke-dasharray="3 3" points="{}"/>"#, line.join(" "));
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{OFFERED}" stroke-width="1.5" stroke-dasharray="3 3" points="{}"/>"#,
+            line.join(" ")
+        );
     }
     polyline(&mut svg, levels.iter().map(|l| (x(l.level), y_rps(l.throughput_rps))).collect(), THROUGHPUT, "");
     polyline(&mut svg, levels.iter().map(|l| (x(l.level), y_ms(l.p50_us as f64 / 1000.0))).collect(), P50, "");
-    polyline(&mut svg, levels.iter().map(|l| (x(l.level), y_ms(l.p99_us as f64 / 1000.0))).collect(), P99, r#"stroke-dasharray="6 3""#);
+    polyline(
+        &mut svg,
+        levels.iter().map(|l| (x(l.level), y_ms(l.p99_us as f64 / 1000.0))).collect(),
+        P99,
+        r#"stroke-dasharray="6 3""#,
+    );
     // Runs whose load was not delivered: a grey hollow marker at their throughput, and a word.
     for l in all_runs.iter().filter(|l| !l.delivered()) {
         let (mx, my) = (x(l.level), y_rps(l.throughput_rps));

@@ -138,16 +138,33 @@ pub fn over_time(results: &RunResults) -> Vec<(String, Chart)> {
     let users = starts.iter().map(|s| point_at.get(s).map(|p| p.users_active as f64)).collect();
     let errors_percent = starts
         .iter()
-        .map(|s| point_at.get(s).filter(|p| p.ok + p.ko > 0).map(|p| round3(100.0 * p.ko as f64 / (p.ok + p.ko) as f64)))
+        .map(|s| {
+            point_at.get(s).filter(|p| p.ok + p.ko > 0).map(|p| round3(100.0 * p.ko as f64 / (p.ok + p.ko) as f64))
+        })
         .collect();
     let rates = rate_series(&starts, &results.all);
-    let chart = |title: &str, series: Vec<Series>| Chart { title: title.into(), kind: "time", sync: Some("time"), x: x.clone(), series };
+    let chart = |title: &str, series: Vec<Series>| Chart {
+        title: title.into(),
+        kind: "time",
+        sync: Some("time"),
+        x: x.clone(),
+        series,
+    };
     vec![
-        ("time-users".into(), chart("Active users", vec![Series { label: "active users".into(), unit: "users", color: PALETTE[0], values: users }])),
+        (
+            "time-users".into(),
+            chart(
+                "Active users",
+                vec![Series { label: "active users".into(), unit: "users", color: PALETTE[0], values: users }],
+            ),
+        ),
         ("time-rps".into(), chart("Requests per second", rates.clone())),
         (
             "time-latency".into(),
-            chart("Latency percentiles (from the intended start)", percentile_series(&starts, &results.all, &merged, percentiles)),
+            chart(
+                "Latency percentiles (from the intended start)",
+                percentile_series(&starts, &results.all, &merged, percentiles),
+            ),
         ),
         (
             "time-errors".into(),
@@ -197,7 +214,8 @@ pub fn distribution(results: &RunResults) -> Vec<(String, Chart)> {
     if let Some(corrected) = &corrected {
         let quantiles = spectrum_quantiles();
         let at = |h: &Histogram<u64>| quantiles.iter().map(|q| ms(h.value_at_quantile(*q))).collect::<Vec<_>>();
-        let mut series = vec![Series { label: "corrected".into(), unit: "ms", color: PALETTE[0], values: at(corrected) }];
+        let mut series =
+            vec![Series { label: "corrected".into(), unit: "ms", color: PALETTE[0], values: at(corrected) }];
         if let Some(u) = &uncorrected {
             series.push(Series { label: "uncorrected".into(), unit: "ms", color: PALETTE[1], values: at(u) });
         }
@@ -218,13 +236,17 @@ pub fn distribution(results: &RunResults) -> Vec<(String, Chart)> {
             let mut quantiles: Vec<f64> = latency.all.percentiles.iter().map(|p| p.percentile / 100.0).collect();
             quantiles.insert(0, 0.0);
             let values = |stats: &LatencyStats| -> Vec<Option<f64>> {
-                std::iter::once(ms(stats.min_us))
-                    .chain(stats.percentiles.iter().map(|p| ms(p.value_us)))
-                    .collect()
+                std::iter::once(ms(stats.min_us)).chain(stats.percentiles.iter().map(|p| ms(p.value_us))).collect()
             };
-            let mut series = vec![Series { label: "corrected".into(), unit: "ms", color: PALETTE[0], values: values(&latency.all) }];
+            let mut series =
+                vec![Series { label: "corrected".into(), unit: "ms", color: PALETTE[0], values: values(&latency.all) }];
             if latency.uncorrected.percentiles.len() == latency.all.percentiles.len() {
-                series.push(Series { label: "uncorrected".into(), unit: "ms", color: PALETTE[1], values: values(&latency.uncorrected) });
+                series.push(Series {
+                    label: "uncorrected".into(),
+                    unit: "ms",
+                    color: PALETTE[1],
+                    values: values(&latency.uncorrected),
+                });
             }
             charts.push((
                 "dist-spectrum".to_string(),
@@ -259,7 +281,8 @@ fn histogram_chart(corrected: &Histogram<u64>, uncorrected: Option<&Histogram<u6
         let total = h.len().max(1) as f64;
         counts.iter().map(|c| Some(round3(100.0 * *c as f64 / total))).collect()
     };
-    let mut series = vec![Series { label: "corrected".into(), unit: "%", color: PALETTE[0], values: shares(corrected) }];
+    let mut series =
+        vec![Series { label: "corrected".into(), unit: "%", color: PALETTE[0], values: shares(corrected) }];
     if let Some(u) = uncorrected {
         series.push(Series { label: "uncorrected".into(), unit: "%", color: PALETTE[1], values: shares(u) });
     }
@@ -301,12 +324,30 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
     let mut charts = vec![
         (
             format!("{id}-latency"),
-            Chart { title: "Latency percentiles".into(), kind: "time", sync, x: x.clone(), series: percentile_series(&starts, points, &merged, percentiles) },
+            Chart {
+                title: "Latency percentiles".into(),
+                kind: "time",
+                sync,
+                x: x.clone(),
+                series: percentile_series(&starts, points, &merged, percentiles),
+            },
         ),
-        (format!("{id}-rps"), Chart { title: "Requests per second".into(), kind: "time", sync, x: x.clone(), series: rate_series(&starts, points) }),
+        (
+            format!("{id}-rps"),
+            Chart {
+                title: "Requests per second".into(),
+                kind: "time",
+                sync,
+                x: x.clone(),
+                series: rate_series(&starts, points),
+            },
+        ),
     ];
     if !phases.is_empty() {
-        charts.push((format!("{id}-phases"), Chart { title: "Phases (mean per interval)".into(), kind: "time", sync, x, series: phases }));
+        charts.push((
+            format!("{id}-phases"),
+            Chart { title: "Phases (mean per interval)".into(), kind: "time", sync, x, series: phases },
+        ));
     }
     charts
 }
@@ -323,6 +364,12 @@ pub fn group(results: &RunResults, name: &str, position: usize, id: &str) -> Vec
     let series = percentile_series(&starts, &[], &merged, &results.summary.plan.options.percentiles);
     vec![(
         format!("{id}-duration"),
-        Chart { title: "Duration percentiles".into(), kind: "time", sync: Some("request"), x: time_axis(&starts), series },
+        Chart {
+            title: "Duration percentiles".into(),
+            kind: "time",
+            sync: Some("request"),
+            x: time_axis(&starts),
+            series,
+        },
     )]
 }

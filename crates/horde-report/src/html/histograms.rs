@@ -48,7 +48,8 @@ impl HistogramLog {
                 LogEntry::BaseTime(at) => base_time_ms = Some(at.as_secs_f64() * 1000.0),
                 LogEntry::StartTime(at) => start_time_ms = Some(at.as_secs_f64() * 1000.0),
                 LogEntry::Interval(interval) => {
-                    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram()) else {
+                    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram())
+                    else {
                         continue;
                     };
                     let Ok(mut histogram) = deserializer.deserialize::<u64, _>(&mut bytes.as_slice()) else { continue };
@@ -94,7 +95,8 @@ impl HistogramLog {
     /// The tag of a request row (`kind` 'r') or group ('g'): found by the name its comment
     /// gives, else by the row's position, as the log names rows in the summary's order.
     pub fn tag_of(&self, kind: char, name: &str, position: usize) -> Option<String> {
-        let named = self.names.iter().find(|(tag, n)| tag.starts_with(kind) && n.as_str() == name).map(|(t, _)| t.clone());
+        let named =
+            self.names.iter().find(|(tag, n)| tag.starts_with(kind) && n.as_str() == name).map(|(t, _)| t.clone());
         named.or_else(|| {
             let tag = format!("{kind}{position}");
             (self.series.contains_key(&tag) && !self.names.contains_key(&tag)).then_some(tag)
@@ -173,7 +175,12 @@ pub(crate) mod tests {
     /// An interval log as the contract describes it (histograms.hlog): absolute stamps, tags
     /// named in comments before their first entry. `entries` are (tag, interval index from 1,
     /// latencies in microseconds).
-    pub fn write_log(run_start_unix_ms: u64, interval_ms: u64, entries: &[(&str, u64, Vec<u64>)], names: &[(&str, &str)]) -> Vec<u8> {
+    pub fn write_log(
+        run_start_unix_ms: u64,
+        interval_ms: u64,
+        entries: &[(&str, u64, Vec<u64>)],
+        names: &[(&str, &str)],
+    ) -> Vec<u8> {
         let mut out = Vec::new();
         let mut serializer = V2DeflateSerializer::new();
         let start = UNIX_EPOCH + Duration::from_millis(run_start_unix_ms);
@@ -208,7 +215,13 @@ pub(crate) mod tests {
         let text = write_log(
             start,
             1000,
-            &[("", 1, vec![100, 200]), ("r0", 1, vec![100]), ("r1", 1, vec![200]), ("", 2, vec![300]), ("r1", 2, vec![300])],
+            &[
+                ("", 1, vec![100, 200]),
+                ("r0", 1, vec![100]),
+                ("r1", 1, vec![200]),
+                ("", 2, vec![300]),
+                ("r1", 2, vec![300]),
+            ],
             &[("r0", "GET /"), ("r1", "</script><b>")],
         );
         let log = HistogramLog::parse(&text, start, 1000);

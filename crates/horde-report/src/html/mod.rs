@@ -111,7 +111,11 @@ impl Document {
         out.push_str("</nav>\n<main>");
         out.push_str(&self.pages);
         out.push_str("</main>\n<footer>Made by horde from the results directory alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
-        let _ = writeln!(out, r#"<script type="application/json" id="report-charts">{}</script>"#, escape::script_json(&self.charts));
+        let _ = writeln!(
+            out,
+            r#"<script type="application/json" id="report-charts">{}</script>"#,
+            escape::script_json(&self.charts)
+        );
         let _ = writeln!(out, "<script>{}</script>", assets::UPLOT_JS);
         let _ = writeln!(out, "<script>{}</script>", assets::REPORT_JS);
         let _ = writeln!(out, "<!-- uPlot (https://github.com/leeoniya/uPlot) licence:\n{}-->", assets::UPLOT_LICENSE);

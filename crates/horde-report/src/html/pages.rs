@@ -63,8 +63,19 @@ pub fn overview(results: &RunResults) -> String {
         ("Run", html(&run.name)),
         ("Status", status_badge(&run.status)),
         ("Started", html(&run.started_at)),
-        ("Duration", seconds(run.duration_ms) + &if run.warmup_ms > 0 { format!(" (after {} of warm-up)", seconds(run.warmup_ms)) } else { String::new() }),
-        ("Users", format!("{} started, {} finished, {} interrupted", s.users.started, s.users.finished, s.users.interrupted)),
+        (
+            "Duration",
+            seconds(run.duration_ms)
+                + &if run.warmup_ms > 0 {
+                    format!(" (after {} of warm-up)", seconds(run.warmup_ms))
+                } else {
+                    String::new()
+                },
+        ),
+        (
+            "Users",
+            format!("{} started, {} finished, {} interrupted", s.users.started, s.users.finished, s.users.interrupted),
+        ),
         ("horde", html(&run.horde_version)),
     ]);
     let top = s.plan.options.percentiles.iter().copied().fold(f64::NAN, f64::max);
@@ -90,7 +101,12 @@ pub fn overview(results: &RunResults) -> String {
     out.push_str(&card);
     out.push_str(r#"</div><div class="figures">"#);
     for (label, value, id) in figures {
-        let _ = write!(out, r#"<div class="figure" id="{id}"><div class="value">{}</div><div class="label">{}</div></div>"#, html(&value), html(&label));
+        let _ = write!(
+            out,
+            r#"<div class="figure" id="{id}"><div class="value">{}</div><div class="label">{}</div></div>"#,
+            html(&value),
+            html(&label)
+        );
     }
     out.push_str("</div></div>");
     let warnings = warnings(results);
@@ -195,7 +211,11 @@ fn thresholds_table(thresholds: &[ThresholdResult]) -> String {
             );
         }
         if rows.len() > ROWS_SHOWN {
-            let _ = write!(out, r#"<tr class="sub"><td></td><td colspan="4">and {} more rows</td></tr>"#, rows.len() - ROWS_SHOWN);
+            let _ = write!(
+                out,
+                r#"<tr class="sub"><td></td><td colspan="4">and {} more rows</td></tr>"#,
+                rows.len() - ROWS_SHOWN
+            );
         }
     }
     out.push_str("</tbody></table>");
@@ -224,7 +244,8 @@ fn latency_cells(out: &mut String, latency: &LatencyStats, percentiles: &[f64]) 
     let cell = |value: String| if has { value } else { "-".into() };
     let _ = write!(out, "<td>{}</td>", cell(ms(latency.min_us)));
     for p in percentiles {
-        let _ = write!(out, "<td>{}</td>", latency.percentile(*p).filter(|_| has).map(ms).unwrap_or_else(|| "-".into()));
+        let _ =
+            write!(out, "<td>{}</td>", latency.percentile(*p).filter(|_| has).map(ms).unwrap_or_else(|| "-".into()));
     }
     let _ = write!(
         out,
@@ -255,7 +276,11 @@ fn request_row(out: &mut String, r: &RequestStats, link: Option<&str>, percentil
 
 /// The statistics table: the global row, then every request row (each links to its page
 /// when it has one), then the groups.
-pub fn requests(summary: &Summary, request_page: &dyn Fn(usize) -> Option<String>, group_page: &dyn Fn(usize) -> Option<String>) -> String {
+pub fn requests(
+    summary: &Summary,
+    request_page: &dyn Fn(usize) -> Option<String>,
+    group_page: &dyn Fn(usize) -> Option<String>,
+) -> String {
     let percentiles = &summary.plan.options.percentiles;
     let mut out = String::from("<h2>Requests</h2>");
     let _ = write!(
@@ -321,7 +346,8 @@ fn latency_table(first: &str, rows: &[(&str, &LatencyStats)], percentiles: &[f64
 
 pub fn request_page(summary: &Summary, r: &RequestStats, charts: &[String]) -> String {
     let percentiles = &summary.plan.options.percentiles;
-    let mut out = format!(r##"<p><a href="#requests">&larr; Requests</a></p><h2>Request <q>{}</q></h2>"##, html(&r.name));
+    let mut out =
+        format!(r##"<p><a href="#requests">&larr; Requests</a></p><h2>Request <q>{}</q></h2>"##, html(&r.name));
     out.push_str(&facts(&[
         ("count", format!("{} ({} OK, {} KO, {} % KO)", r.count, r.ok, r.ko, percent(r.ko, r.count))),
         ("never sent", r.unsent.to_string()),
@@ -336,20 +362,38 @@ pub fn request_page(summary: &Summary, r: &RequestStats, charts: &[String]) -> S
     out.push_str("<h3>Latency</h3>");
     out.push_str(&latency_table(
         "latency",
-        &[("all (from the intended start)", &l.all), ("OK", &l.ok), ("KO", &l.ko), ("uncorrected (from the actual start)", &l.uncorrected)],
+        &[
+            ("all (from the intended start)", &l.all),
+            ("OK", &l.ok),
+            ("KO", &l.ko),
+            ("uncorrected (from the actual start)", &l.uncorrected),
+        ],
         percentiles,
     ));
     let p = &r.phases;
     out.push_str("<h3>Phases</h3>");
     out.push_str(&latency_table(
         "phase",
-        &[("dns", &p.dns), ("connect", &p.connect), ("tls", &p.tls), ("send", &p.send), ("wait (to the first byte)", &p.wait), ("receive", &p.receive)],
+        &[
+            ("dns", &p.dns),
+            ("connect", &p.connect),
+            ("tls", &p.tls),
+            ("send", &p.send),
+            ("wait (to the first byte)", &p.wait),
+            ("receive", &p.receive),
+        ],
         percentiles,
     ));
     if !r.distribution.is_empty() {
         out.push_str(r#"<h3>Response time ranges</h3><table class="stats"><thead><tr><th>range</th><th>count</th><th>%</th></tr></thead><tbody>"#);
         for bucket in &r.distribution {
-            let _ = write!(out, r#"<tr><td class="name">{}</td><td>{}</td><td>{:.1}</td></tr>"#, html(&bucket.label), bucket.count, bucket.percent);
+            let _ = write!(
+                out,
+                r#"<tr><td class="name">{}</td><td>{}</td><td>{:.1}</td></tr>"#,
+                html(&bucket.label),
+                bucket.count,
+                bucket.percent
+            );
         }
         out.push_str("</tbody></table>");
     }
@@ -361,7 +405,10 @@ pub fn group_page(summary: &Summary, g: &GroupStats, charts: &[String]) -> Strin
     let mut out = format!(r##"<p><a href="#requests">&larr; Requests</a></p><h2>Group <q>{}</q></h2>"##, html(&g.name));
     let mut rows = vec![("passes", format!("{} ({} OK, {} KO, {} % KO)", g.count, g.ok, g.ko, percent(g.ko, g.count)))];
     if let Some(a) = &g.attempts {
-        rows.push(("attempts", format!("{} in all, {:.2} a pass, at most {}; {} passes retried", a.total, a.mean, a.max, a.retried_passes)));
+        rows.push((
+            "attempts",
+            format!("{} in all, {:.2} a pass, at most {}; {} passes retried", a.total, a.mean, a.max, a.retried_passes),
+        ));
     }
     out.push_str(&facts(&rows));
     for id in charts {
@@ -385,7 +432,11 @@ pub fn over_time(bucket_ms: u64, interval_ms: u64, has_histograms: bool) -> Stri
     } else {
         format!("One point per interval of {interval_ms} ms, as timeseries.jsonl has them (no histograms.hlog in this directory).")
     };
-    let _ = write!(out, r#"<p class="note">{} Drag across a chart to zoom them all; double-click to zoom out.</p>"#, html(&note));
+    let _ = write!(
+        out,
+        r#"<p class="note">{} Drag across a chart to zoom them all; double-click to zoom out.</p>"#,
+        html(&note)
+    );
     for id in ["time-users", "time-rps", "time-latency", "time-errors"] {
         out.push_str(&chart(id));
     }
@@ -403,7 +454,12 @@ pub fn distribution(summary: &Summary, chart_ids: &[String], has_histograms: boo
     let l = &summary.global.latency;
     out.push_str(&latency_table(
         "all requests",
-        &[("corrected (from the intended start)", &l.all), ("uncorrected (from the actual start)", &l.uncorrected), ("OK", &l.ok), ("KO", &l.ko)],
+        &[
+            ("corrected (from the intended start)", &l.all),
+            ("uncorrected (from the actual start)", &l.uncorrected),
+            ("OK", &l.ok),
+            ("KO", &l.ko),
+        ],
         &summary.plan.options.percentiles,
     ));
     out
@@ -426,7 +482,12 @@ pub fn errors(summary: &Summary) -> String {
     kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     out.push_str(r#"<h3>By kind</h3><table class="stats" id="error-kinds"><thead><tr><th>kind</th><th>count</th><th>% of KO</th></tr></thead><tbody>"#);
     for (kind, count) in &kinds {
-        let _ = write!(out, r#"<tr><td class="name">{}</td><td>{count}</td><td>{}</td></tr>"#, html(kind), percent(*count, total));
+        let _ = write!(
+            out,
+            r#"<tr><td class="name">{}</td><td>{count}</td><td>{}</td></tr>"#,
+            html(kind),
+            percent(*count, total)
+        );
     }
     out.push_str(r#"</tbody></table><h3>By request and message</h3><table class="stats" id="errors-table"><thead><tr><th>kind</th><th>request</th><th>message (its first occurrence)</th><th>count</th><th>% of KO</th></tr></thead><tbody>"#);
     for e in &summary.errors {
@@ -459,7 +520,10 @@ pub fn environment(summary: &Summary) -> String {
         ("front end", html(&e.front_end)),
         ("generator CPU", format!("{} ms ({:.0} % busy)", g.cpu_ms, g.busy * 100.0)),
         ("connections opened", format!("{} ({} HTTP/2)", c.opened, c.http2)),
-        ("scheduled starts", format!("{} ({} late)", summary.scheduling.scheduled_starts, summary.scheduling.late_starts)),
+        (
+            "scheduled starts",
+            format!("{} ({} late)", summary.scheduling.scheduled_starts, summary.scheduling.late_starts),
+        ),
     ]));
     let plan = serde_json::to_string_pretty(&summary.plan).unwrap_or_default();
     let _ = write!(out, r#"<h3>Plan</h3><pre class="plan">{}</pre>"#, html(&plan));

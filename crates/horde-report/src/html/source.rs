@@ -79,8 +79,7 @@ impl RunResults {
             Some(_) => bucket_ms(summary.run.duration_ms, interval_ms, MAX_POINTS),
             None => interval_ms,
         };
-        let mut results =
-            RunResults { summary, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
+        let mut results = RunResults { summary, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
         results.read_timeseries(&dir.join("timeseries.jsonl"), keep_row);
         Ok(results)
     }

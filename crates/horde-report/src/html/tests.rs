@@ -6,7 +6,9 @@ use super::histograms::tests::write_log;
 use super::*;
 use crate::results::write_summary;
 use crate::summary::{Environment, Summary};
-use horde_metrics::{ErrorSummary, IntervalSample, LatencyStats, Percentile, RequestLatency, RequestStats, RunStatus, Totals};
+use horde_metrics::{
+    ErrorSummary, IntervalSample, LatencyStats, Percentile, RequestLatency, RequestStats, RunStatus, Totals,
+};
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -19,7 +21,11 @@ struct TempDir(PathBuf);
 impl TempDir {
     fn new() -> TempDir {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!("horde-report-html-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let dir = std::env::temp_dir().join(format!(
+            "horde-report-html-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         TempDir(dir)
@@ -39,7 +45,10 @@ fn latency(count: u64, base_us: u64) -> LatencyStats {
         max_us: base_us * 10,
         mean_us: base_us as f64,
         stddev_us: base_us as f64 / 3.0,
-        percentiles: [50.0, 75.0, 95.0, 99.0].iter().map(|p| Percentile { percentile: *p, value_us: base_us + *p as u64 }).collect(),
+        percentiles: [50.0, 75.0, 95.0, 99.0]
+            .iter()
+            .map(|p| Percentile { percentile: *p, value_us: base_us + *p as u64 })
+            .collect(),
     }
 }
 
@@ -61,12 +70,23 @@ fn results(names: &[&str], seconds: u64, hlog: bool) -> TempDir {
         count,
         ok: count,
         mean_rps: 3.0,
-        latency: RequestLatency { all: latency(count, 1000), ok: latency(count, 1000), uncorrected: latency(count, 900), ..Default::default() },
+        latency: RequestLatency {
+            all: latency(count, 1000),
+            ok: latency(count, 1000),
+            uncorrected: latency(count, 900),
+            ..Default::default()
+        },
         ..Default::default()
     };
     summary.requests = names.iter().map(|n| stats(n)).collect();
     summary.global = stats("Global");
-    summary.errors = vec![ErrorSummary { kind: "check_failed".into(), request: ATTACK.into(), message: format!("body said {ATTACK}"), count: 1, percent: 100.0 }];
+    summary.errors = vec![ErrorSummary {
+        kind: "check_failed".into(),
+        request: ATTACK.into(),
+        message: format!("body said {ATTACK}"),
+        count: 1,
+        percent: 100.0,
+    }];
     write_summary(&dir.0, &summary).unwrap();
     let mut series = std::io::BufWriter::new(std::fs::File::create(dir.0.join("timeseries.jsonl")).unwrap());
     for interval in 1..=seconds {
