@@ -9,6 +9,9 @@ step() { printf '\n==> %s\n' "$*"; }
 
 missing=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+# Headless Chromium opens the HTML reports in tests/test_report_html.py (driven by Playwright,
+# which needs no browser of its own).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
@@ -36,7 +39,7 @@ if [ ! -x scripts/couchdb/node_modules/pouchdb-server/bin/pouchdb-server ]; then
 fi
 
 step "installing the Python test tools"
-python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6"
+python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40"
 
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .

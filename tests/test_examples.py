@@ -156,7 +156,7 @@ def test_every_example_is_covered():
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
-               "read_your_writes.py", "lists_and_cookies.py", "compare.sh", "ci_gate.py"}
+               "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -325,3 +325,32 @@ def test_lists_and_cookies(target, tmp_path):
     assert by_route["GET /api/items/{id}"] == 4 * items
     assert by_route["GET /cookies/echo"] == 8 and by_route["GET /cookies/set"] == 4
     assert {r["name"]: r["ok"] for r in summary["requests"]}["persistent only"] == 4
+
+
+def test_html_report(target, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "html_report.py", "-D", f"base_url={target.url}", "-D", "rate=10", "-D", "seconds=1"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["count"] == 50 and summary["global"]["ko"] == 10, summary["errors"]
+    [directory] = list((tmp_path / "results").iterdir())
+    html = (directory / "report.html").read_text()
+    assert "missing page" in html and "slow pages" in html
+    rewritten = run_example(["horde", "report", directory, "--html"], tmp_path)
+    assert rewritten.stdout.strip() == str(directory / "report.html")
+
+
+def test_ci_gate(target, tmp_path):
+    # Every assertion passes at the default pay time...
+    junit = tmp_path / "thresholds.xml"
+    run_example(["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "--junit", junit], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert [t["status"] for t in summary["thresholds"]] == ["pass"] * 6
+    assert summary["global"]["count"] == target.stats()["total"] == 120
+    assert junit.read_text().count("<testcase") == 6
+    # ...and a slow payment breaks the gate, with the thresholds' exit code.
+    slow = subprocess.run(
+        ["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "-D", "pay_ms=300", "-q"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert slow.returncode == 99, slow.stderr
+    failed = [t["text"] for t in summaries(tmp_path)[-1]["thresholds"] if t["status"] != "pass"]
+    assert failed == ['"checkout / pay": p95<=200ms']

@@ -14,6 +14,7 @@ mod compare;
 mod couchdb;
 pub mod exit;
 mod loader;
+mod metrics_endpoint;
 mod output;
 mod quick;
 mod signals;
@@ -147,7 +148,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, &[], loader)?;
-            let code = execute(program, &output, &args::ThresholdArgs::default(), &loader.front_end())?;
+            let code = execute(program, &output, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -159,7 +160,22 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Target(args) => serve_target(args),
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
-        Command::Report { results } => {
+        Command::Report { results, html: true } => {
+            let dir = if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
+            if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
+                return Err(Failure::Invalid(format!(
+                    "{} is not a results directory: it has neither summary.json nor sweep.json",
+                    dir.display()
+                )));
+            }
+            let path = horde_report::write_html(&dir).map_err(|e| match e {
+                ResultsError::Write { .. } => Failure::Runtime(anyhow::Error::new(e)),
+                _ => Failure::Invalid(e.to_string()),
+            })?;
+            print_text(&format!("{}\n", path.display()));
+            Ok(exit::OK)
+        }
+        Command::Report { results, html: false } => {
             let summary = horde_report::read_summary(&results).map_err(|e| Failure::Invalid(e.to_string()))?;
             print_text(&render_console(&summary));
             Ok(exit::OK)
@@ -334,20 +350,31 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
 
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout; the
 /// thresholds' verdicts decide the exit code and go where CI reads them.
-fn execute(program: Program, output: &args::OutputArgs, gate: &args::ThresholdArgs, front_end: &str) -> Result<i32, Failure> {
+fn execute(program: Program, output: &args::OutputArgs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
     check_capacity(&program)?;
+    // Bound first: a port in use is found before anything is created or sent.
+    let live = gate.metrics.map(|address| (address, horde_report::LiveMetrics::new()));
+    let endpoint = match &live {
+        Some((address, live)) => Some(metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
+        None => None,
+    };
     let dir = create_results_dir(&output.results, &program.plan.name)?;
     let hooks = program.session_functions.clone();
+    if let Some(endpoint) = &endpoint {
+        status!("horde: live metrics at http://{}/metrics", endpoint.address);
+    }
     if let Some(hooks) = &hooks {
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into(program, &dir, !output.quiet, front_end)?;
+    let finished = run_into(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live))?;
+    drop(endpoint);
     if !output.quiet {
         print_text(&render_console(&finished.summary));
     }
     finished.results_written()?;
     status!("horde: results written to {}", dir.join("summary.json").display());
+    status!("horde: report in {}", dir.join("report.html").display());
     ci_reports(&finished.summary, gate)?;
     if let Some(hooks) = &hooks {
         let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");
@@ -373,7 +400,7 @@ fn run_exit_code(status: RunStatus, thresholds_failed: bool) -> i32 {
 
 /// The thresholds' JUnit XML (`--junit`), and the job summary GitHub Actions shows when it
 /// names a file in `GITHUB_STEP_SUMMARY` (appended to, as GitHub expects).
-fn ci_reports(summary: &horde_report::Summary, gate: &args::ThresholdArgs) -> Result<(), Failure> {
+fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<(), Failure> {
     if let Some(path) = &gate.junit {
         std::fs::write(path, horde_report::render_junit(summary))
             .with_context(|| format!("writing the JUnit report {}", path.display()))?;
@@ -418,11 +445,20 @@ impl FinishedRun {
 
 /// Runs a lowered plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
 /// A directory where summary.json cannot be written is found before the run starts.
-pub(crate) fn run_into(program: Program, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
+pub(crate) fn run_into(
+    program: Program,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+    live: Option<horde_report::LiveMetrics>,
+) -> Result<FinishedRun, Failure> {
     let program = Arc::new(program);
     let workers = worker_count(&program);
     let environment = Environment::detect(workers, front_end);
     let mut sink = ResultsSink::new(dir.to_path_buf(), program.plan.clone(), environment, progress);
+    if let Some(live) = live {
+        sink.publish_live_metrics(live);
+    }
     sink.write_initial(workers)?;
     if let Some(err) = sink.write_error.take() {
         return Err(err.into());

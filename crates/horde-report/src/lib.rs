@@ -9,19 +9,24 @@
 
 pub mod compare;
 mod console;
+mod html;
 mod iron_cushion;
 mod job_summary;
 mod junit;
+mod openmetrics;
 mod results;
 mod summary;
 mod sweep;
+mod sweep_chart;
 pub mod terminal;
 mod timeseries;
 
 pub use console::render as render_console;
+pub use html::{render_html, write_html};
 pub use iron_cushion::render_iron_cushion;
 pub use job_summary::render_job_summary;
 pub use junit::{render_junit, verdict_message};
+pub use openmetrics::{render_openmetrics, LiveMetrics, MAX_ERROR_LABELS, MAX_REQUEST_LABELS};
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};

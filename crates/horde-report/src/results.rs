@@ -80,6 +80,8 @@ pub struct ResultsSink {
     last_progress_counts: (u64, u64),
     show_progress: bool,
     timeseries: Option<TimeSeriesWriter>,
+    /// `--metrics`: the live OpenMetrics text, brought up to date every interval.
+    live: Option<crate::openmetrics::LiveMetrics>,
     /// The first write error, reported at the end; the run itself goes on.
     pub write_error: Option<ResultsError>,
     pub final_summary: Option<Summary>,
@@ -104,9 +106,15 @@ impl ResultsSink {
             last_progress_counts: (0, 0),
             show_progress,
             timeseries,
+            live: None,
             write_error,
             final_summary: None,
         }
+    }
+
+    /// Publishes the run's metrics to `live` every interval (`--metrics`).
+    pub fn publish_live_metrics(&mut self, live: crate::openmetrics::LiveMetrics) {
+        self.live = Some(live);
     }
 
     /// Appends the intervals no worker will add to any more (all of them at the end).
@@ -175,6 +183,9 @@ impl ResultsSink {
 
 impl Sink for ResultsSink {
     fn interval(&mut self, totals: &mut Totals) {
+        if let Some(live) = &self.live {
+            live.publish(totals);
+        }
         self.write_intervals(totals, false);
         self.write(totals, RunStatus::Running);
         if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
@@ -183,8 +194,15 @@ impl Sink for ResultsSink {
     }
 
     fn finish(&mut self, totals: &mut Totals, status: RunStatus) {
+        if let Some(live) = &self.live {
+            live.publish(totals);
+        }
         self.write_intervals(totals, true);
         let summary = self.write(totals, status);
         self.final_summary = Some(summary);
+        // Rendered from the files just written, as `horde report DIR --html` would.
+        if let Err(err) = crate::html::write_html(&self.dir) {
+            self.write_failed(err);
+        }
     }
 }

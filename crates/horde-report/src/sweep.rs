@@ -348,15 +348,16 @@ impl SweepReport {
     /// Throughput, p50 and p99 against level: throughput on the left axis, latency on the
     /// right, the knee and the SLO limit marked.
     pub fn svg(&self) -> String {
-        chart(self)
+        crate::sweep_chart::render(self, &verdicts(&self.levels))
     }
 
-    /// Writes sweep.json, sweep.csv and sweep.svg into `dir`.
+    /// Writes sweep.json, sweep.csv, sweep.svg and report.html into `dir`.
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         let json = serde_json::to_string_pretty(self).expect("reports serialize");
         std::fs::write(dir.join("sweep.json"), json + "\n")?;
         std::fs::write(dir.join("sweep.csv"), self.csv())?;
-        std::fs::write(dir.join("sweep.svg"), self.svg())
+        std::fs::write(dir.join("sweep.svg"), self.svg())?;
+        crate::html::write_file(dir, &crate::html::render_sweep(self)).map(|_| ()).map_err(std::io::Error::other)
     }
 }
 
@@ -366,139 +367,6 @@ pub fn format_level(level: f64) -> String {
     } else {
         format!("{level:.2}")
     }
-}
-
-fn chart(report: &SweepReport) -> String {
-    let (width, height) = (760.0, 420.0);
-    let (left, right, top, bottom) = (70.0, 80.0, 40.0, 60.0);
-    let plot_w = width - left - right;
-    let plot_h = height - top - bottom;
-    // The lines join the verdicts of levels whose load was delivered; the others are marked
-    // apart, as they say nothing of the server.
-    let levels = &verdicts(&report.levels);
-    let all_runs = &report.levels;
-    let max_level = all_runs.iter().map(|l| l.level).fold(0.0, f64::max).max(1.0);
-    let max_rps = all_runs.iter().map(|l| l.throughput_rps).fold(0.0, f64::max).max(1.0) * 1.1;
-    let max_ms = all_runs.iter().map(|l| l.p99_us as f64 / 1000.0).fold(0.0, f64::max).max(1.0) * 1.1;
-    let x = |level: f64| left + plot_w * level / max_level;
-    let y_rps = |rps: f64| top + plot_h * (1.0 - rps / max_rps);
-    let y_ms = |ms: f64| top + plot_h * (1.0 - ms / max_ms);
-    let polyline = |points: Vec<(f64, f64)>, colour: &str, dash: &str| {
-        let path: Vec<String> = points.iter().map(|(px, py)| format!("{px:.1},{py:.1}")).collect();
-        let dots: String = points
-            .iter()
-            .map(|(px, py)| format!(r#"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="{colour}"/>"#))
-            .collect();
-        format!(r#"<polyline fill="none" stroke="{colour}" stroke-width="2" {dash} points="{}"/>{dots}"#, path.join(" "))
-    };
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = write!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = write!(
-        svg,
-        r#"<text x="{}" y="22" text-anchor="middle" font-size="15">{}: throughput and latency by {}</text>"#,
-        width / 2.0,
-        escape(&report.name),
-        report.level_label()
-    );
-    // Axes and grid.
-    let _ = write!(
-        svg,
-        r##"<line x1="{left}" y1="{top}" x2="{left}" y2="{b}" stroke="#333"/><line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/><line x1="{r}" y1="{top}" x2="{r}" y2="{b}" stroke="#333"/>"##,
-        b = top + plot_h,
-        r = left + plot_w
-    );
-    for i in 0..=5 {
-        let fraction = i as f64 / 5.0;
-        let gy = top + plot_h * (1.0 - fraction);
-        let _ = write!(
-            svg,
-            r##"<line x1="{left}" y1="{gy:.1}" x2="{:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1f77b4">{:.0}</text><text x="{:.1}" y="{:.1}" fill="#d62728">{:.1}</text>"##,
-            left + plot_w,
-            left - 6.0,
-            gy + 4.0,
-            max_rps * fraction,
-            left + plot_w + 6.0,
-            gy + 4.0,
-            max_ms * fraction
-        );
-    }
-    let mut labelled: Vec<f64> = Vec::new();
-    for l in all_runs {
-        if labelled.contains(&l.level) {
-            continue;
-        }
-        labelled.push(l.level);
-        let _ = write!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x(l.level),
-            top + plot_h + 18.0,
-            format_level(l.level)
-        );
-    }
-    let _ = write!(
-        svg,
-        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text x="18" y="{:.1}" transform="rotate(-90 18 {:.1})" text-anchor="middle" fill="#1f77b4">throughput (OK req/s)</text><text x="{:.1}" y="{:.1}" transform="rotate(90 {:.1} {:.1})" text-anchor="middle" fill="#d62728">latency (ms)</text>"##,
-        left + plot_w / 2.0,
-        height - 20.0,
-        report.level_label(),
-        top + plot_h / 2.0,
-        top + plot_h / 2.0,
-        width - 22.0,
-        top + plot_h / 2.0,
-        width - 22.0,
-        top + plot_h / 2.0
-    );
-    // A dashed vertical line at a level, labelled.
-    let mut marker = |level: f64, label: String, colour: &str, dash: &str, label_y: f64| {
-        let mx = x(level);
-        let _ = write!(
-            svg,
-            r#"<line x1="{mx:.1}" y1="{top}" x2="{mx:.1}" y2="{:.1}" stroke="{colour}" stroke-dasharray="{dash}"/><text x="{:.1}" y="{label_y:.1}" fill="{colour}">{label}</text>"#,
-            top + plot_h,
-            mx + 4.0
-        );
-    };
-    if let Some(knee) = report.knee {
-        marker(knee, format!("knee {}", format_level(knee)), "#2ca02c", "4 3", top + 14.0);
-    }
-    if let Some(slo) = report.highest_meeting_slos {
-        marker(slo, format!("SLOs met up to {}", format_level(slo)), "#9467bd", "2 2", top + 30.0);
-    }
-    svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_rps(l.throughput_rps))).collect(), "#1f77b4", ""));
-    svg.push_str(&polyline(levels.iter().map(|l| (x(l.level), y_ms(l.p50_us as f64 / 1000.0))).collect(), "#ff7f0e", ""));
-    svg.push_str(&polyline(
-        levels.iter().map(|l| (x(l.level), y_ms(l.p99_us as f64 / 1000.0))).collect(),
-        "#d62728",
-        r#"stroke-dasharray="6 3""#,
-    ));
-    // Runs whose load was not delivered: a grey hollow marker at their throughput, and a word.
-    for l in all_runs.iter().filter(|l| !l.delivered()) {
-        let (mx, my) = (x(l.level), y_rps(l.throughput_rps));
-        let _ = write!(
-            svg,
-            r##"<circle cx="{mx:.1}" cy="{my:.1}" r="5" fill="none" stroke="#888" stroke-width="2"/><text x="{:.1}" y="{:.1}" fill="#888" text-anchor="middle">load not delivered</text>"##,
-            mx,
-            my - 9.0
-        );
-    }
-    let legend_y = height - 8.0;
-    let _ = write!(
-        svg,
-        r##"<text x="{left}" y="{legend_y}" fill="#1f77b4">— throughput</text><text x="{:.1}" y="{legend_y}" fill="#ff7f0e">— p50</text><text x="{:.1}" y="{legend_y}" fill="#d62728">- - p99</text>"##,
-        left + 110.0,
-        left + 170.0
-    );
-    svg.push_str("</svg>\n");
-    svg
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -1,0 +1,370 @@
+// report.html's behaviour: pages by the URL's hash (no server needed), sortable and searchable
+// tables paged so that thousands of rows stay fast, and the charts drawn with uPlot from the
+// JSON block `report-charts` when their page is first shown. Everything it shows is already in
+// the page or in that JSON: it never fetches anything, and it only ever sets text, never HTML.
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  var ROWS_PER_PAGE = 100;
+  var CHART_HEIGHT = 260;
+  var chartData = {};
+  try {
+    chartData = JSON.parse(document.getElementById("report-charts").textContent);
+  } catch (err) {
+    chartData = {};
+  }
+  var plots = [];
+  var syncGroups = {};
+  var syncingZoom = false;
+
+  // ---- numbers -----------------------------------------------------------------------
+  function round(value) {
+    if (value === null || value === undefined || isNaN(value)) {
+      return "-";
+    }
+    var abs = Math.abs(value);
+    var decimals = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
+    return value.toFixed(decimals);
+  }
+
+  // Tick labels with the decimals their step needs: 0, 0.5, 1 or 0, 20000, 40000.
+  function tickLabels(plot, splits) {
+    var step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 1;
+    var decimals = step >= 1 || step === 0 ? 0 : Math.min(6, Math.ceil(-Math.log10(step) - 1e-9));
+    return splits.map(function (v) {
+      return v === null ? "" : v.toFixed(decimals);
+    });
+  }
+
+  // Round steps for each kind of axis: seconds of a run, whole users, 1-2-5 otherwise.
+  var TIME_STEPS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
+  var WHOLE_STEPS = [];
+  for (var power = 1; power <= 1e9; power *= 10) {
+    WHOLE_STEPS.push(power, 2 * power, 5 * power);
+  }
+
+  function percentileLabel(x) {
+    // The spectrum's x is -log10(1 - q): 1 is p90, 2 is p99, 3 is p99.9.
+    var q = 100 * (1 - Math.pow(10, -x));
+    var text = q.toFixed(Math.max(0, Math.round(x) - 1));
+    return (text.indexOf(".") >= 0 ? text.replace(/\.?0+$/, "") : text) + "%";
+  }
+
+  // 0.5 s, 90 s, then m:ss and h:mm:ss.
+  function durationLabel(seconds) {
+    if (seconds === null) {
+      return "";
+    }
+    if (seconds < 120) {
+      return +seconds.toFixed(1) + " s";
+    }
+    var whole = Math.round(seconds);
+    var two = function (n) {
+      return (n < 10 ? "0" : "") + n;
+    };
+    var minutes = Math.floor(whole / 60) % 60;
+    var hours = Math.floor(whole / 3600);
+    return (hours > 0 ? hours + ":" + two(minutes) : minutes) + ":" + two(whole % 60);
+  }
+
+  // ---- charts ------------------------------------------------------------------------
+  function zoomTogether(key) {
+    return function (plot, scaleKey) {
+      if (scaleKey !== "x" || syncingZoom) {
+        return;
+      }
+      syncingZoom = true;
+      var min = plot.scales.x.min;
+      var max = plot.scales.x.max;
+      (syncGroups[key] || []).forEach(function (other) {
+        if (other !== plot) {
+          other.setScale("x", { min: min, max: max });
+        }
+      });
+      syncingZoom = false;
+    };
+  }
+
+  function xAxis(spec) {
+    if (spec.kind === "spectrum") {
+      return {
+        label: "percentile",
+        splits: function (plot, index, min, max) {
+          var splits = [];
+          for (var x = Math.ceil(min); x <= Math.floor(max); x++) {
+            splits.push(x);
+          }
+          return splits;
+        },
+        values: function (plot, splits) {
+          return splits.map(percentileLabel);
+        },
+      };
+    }
+    if (spec.kind === "histogram") {
+      return {
+        label: "latency (ms, log scale)",
+        values: function (plot, splits) {
+          return splits.map(function (v) {
+            return v === null ? "" : String(+v.toPrecision(3));
+          });
+        },
+      };
+    }
+    return {
+      label: "time from the start",
+      incrs: TIME_STEPS,
+      values: function (plot, splits) {
+        return splits.map(durationLabel);
+      },
+    };
+  }
+
+  function draw(element) {
+    var id = element.getAttribute("data-chart");
+    var spec = chartData[id];
+    if (element.getAttribute("data-drawn")) {
+      return;
+    }
+    element.setAttribute("data-drawn", "1");
+    if (!spec || !spec.x || spec.x.length === 0 || typeof uPlot === "undefined") {
+      element.classList.add("empty");
+      element.textContent = (spec ? spec.title + ": " : "") + "no data to chart.";
+      return;
+    }
+    var units = [];
+    spec.series.forEach(function (s) {
+      if (units.indexOf(s.unit) < 0) {
+        units.push(s.unit);
+      }
+    });
+    var scales = { x: { time: false } };
+    if (spec.kind === "histogram") {
+      scales.x.distr = 3;
+    }
+    units.forEach(function (unit) {
+      scales[unit] = {
+        range: function (plot, min, max) {
+          return [0, max > 0 ? max * 1.05 : 1];
+        },
+      };
+    });
+    var axes = [xAxis(spec)];
+    units.slice(0, 2).forEach(function (unit, i) {
+      var axis = { scale: unit, label: unit, side: i === 0 ? 3 : 1, size: 64, grid: { show: i === 0 }, values: tickLabels };
+      if (unit === "users") {
+        axis.incrs = WHOLE_STEPS;
+      }
+      axes.push(axis);
+    });
+    var steps = spec.kind === "histogram" ? uPlot.paths.stepped({ align: 1 }) : undefined;
+    var series = [{ label: axes[0].label, value: function (plot, v) { return v === null ? "-" : spec.kind === "spectrum" ? percentileLabel(v) : round(v); } }];
+    spec.series.forEach(function (s) {
+      series.push({
+        label: s.label,
+        scale: s.unit,
+        stroke: s.color,
+        width: 1.5,
+        paths: steps,
+        points: { show: spec.x.length < 60 },
+        value: function (plot, v) {
+          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
+        },
+      });
+    });
+    var options = {
+      title: spec.title,
+      width: Math.max(320, element.clientWidth || 800),
+      height: CHART_HEIGHT,
+      scales: scales,
+      axes: axes,
+      series: series,
+      legend: { live: true },
+      cursor: spec.sync ? { sync: { key: spec.sync } } : {},
+      hooks: spec.sync ? { setScale: [zoomTogether(spec.sync)] } : {},
+    };
+    var data = [spec.x].concat(
+      spec.series.map(function (s) {
+        return s.values;
+      })
+    );
+    var plot = new uPlot(options, data, element);
+    plots.push({ plot: plot, element: element });
+    if (spec.sync) {
+      (syncGroups[spec.sync] = syncGroups[spec.sync] || []).push(plot);
+    }
+  }
+
+  function drawCharts(page) {
+    page.querySelectorAll(".chart").forEach(draw);
+  }
+
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      plots.forEach(function (p) {
+        if (p.element.offsetParent !== null) {
+          p.plot.setSize({ width: Math.max(320, p.element.clientWidth), height: CHART_HEIGHT });
+        }
+      });
+    }, 150);
+  });
+
+  // ---- pages -------------------------------------------------------------------------
+  function showPage() {
+    var pages = document.querySelectorAll(".page");
+    var id = "";
+    try {
+      id = decodeURIComponent(location.hash.slice(1));
+    } catch (err) {
+      id = "";
+    }
+    var current = id ? document.getElementById(id) : null;
+    if (!current || !current.classList.contains("page")) {
+      current = pages[0];
+    }
+    if (!current) {
+      return;
+    }
+    pages.forEach(function (page) {
+      page.classList.toggle("current", page === current);
+    });
+    var section = /^(request|group)-/.test(current.id) ? "requests" : current.id;
+    document.querySelectorAll("#nav a").forEach(function (link) {
+      link.classList.toggle("current", link.getAttribute("data-page") === section);
+    });
+    drawCharts(current);
+    window.scrollTo(0, 0);
+  }
+  window.addEventListener("hashchange", showPage);
+
+  // ---- tables ------------------------------------------------------------------------
+  function cellKey(row, column, numeric) {
+    var cell = row.cells[column];
+    var text = cell ? cell.textContent.trim() : "";
+    if (!numeric) {
+      return text.toLowerCase();
+    }
+    var value = parseFloat(text);
+    return isNaN(value) ? -Infinity : value;
+  }
+
+  // Sorting by a header's click; with `paged`, a search box and pages of ROWS_PER_PAGE rows:
+  // only the rows of the current page are in the document, so 5,000 names stay fast.
+  function enhanceTable(table, paged, search, pager, counter) {
+    var body = table.querySelector("tbody.rows");
+    if (!body) {
+      return;
+    }
+    var items = Array.prototype.slice.call(body.rows).map(function (row, index) {
+      return { row: row, index: index, name: cellKey(row, 0, false), keys: {} };
+    });
+    var state = { shown: items, page: 0, column: -1, direction: 1 };
+
+    function render() {
+      var rows = state.shown;
+      var pages = Math.max(1, Math.ceil(rows.length / ROWS_PER_PAGE));
+      state.page = Math.min(state.page, pages - 1);
+      var first = paged ? state.page * ROWS_PER_PAGE : 0;
+      var slice = paged ? rows.slice(first, first + ROWS_PER_PAGE) : rows;
+      var fragment = document.createDocumentFragment();
+      slice.forEach(function (item) {
+        fragment.appendChild(item.row);
+      });
+      body.textContent = "";
+      body.appendChild(fragment);
+      if (counter) {
+        counter.textContent =
+          rows.length === items.length
+            ? items.length + " requests"
+            : rows.length + " of " + items.length + " requests match";
+      }
+      if (pager) {
+        pager.textContent = "";
+        if (pages > 1) {
+          var previous = document.createElement("button");
+          previous.textContent = "previous";
+          previous.disabled = state.page === 0;
+          previous.addEventListener("click", function () {
+            state.page -= 1;
+            render();
+          });
+          var next = document.createElement("button");
+          next.textContent = "next";
+          next.disabled = state.page >= pages - 1;
+          next.addEventListener("click", function () {
+            state.page += 1;
+            render();
+          });
+          var where = document.createElement("span");
+          where.textContent =
+            " rows " + (first + 1) + "–" + (first + slice.length) + " of " + rows.length + " (page " + (state.page + 1) + " of " + pages + ") ";
+          pager.appendChild(previous);
+          pager.appendChild(where);
+          pager.appendChild(next);
+        }
+      }
+    }
+
+    function filter() {
+      var needle = search ? search.value.trim().toLowerCase() : "";
+      state.shown = needle
+        ? items.filter(function (item) {
+            return item.name.indexOf(needle) >= 0;
+          })
+        : items.slice();
+      state.page = 0;
+      render();
+    }
+
+    table.querySelectorAll("thead th").forEach(function (header, column) {
+      var kind = header.getAttribute("data-sort");
+      if (!kind) {
+        return;
+      }
+      header.classList.add("sortable");
+      header.setAttribute("title", "sort");
+      header.addEventListener("click", function () {
+        var numeric = kind === "num";
+        state.direction = state.column === column ? -state.direction : numeric ? -1 : 1;
+        state.column = column;
+        items.forEach(function (item) {
+          if (!(column in item.keys)) {
+            item.keys[column] = cellKey(item.row, column, numeric);
+          }
+        });
+        var direction = state.direction;
+        items.sort(function (a, b) {
+          var x = a.keys[column];
+          var y = b.keys[column];
+          return (x < y ? -1 : x > y ? 1 : a.index - b.index) * (x === y ? 1 : direction);
+        });
+        table.querySelectorAll("thead th").forEach(function (th) {
+          th.removeAttribute("aria-sort");
+        });
+        header.setAttribute("aria-sort", direction > 0 ? "ascending" : "descending");
+        filter();
+      });
+    });
+    if (search) {
+      search.addEventListener("input", filter);
+    }
+    render();
+  }
+
+  enhanceTable(
+    document.getElementById("requests-table") || document.createElement("table"),
+    true,
+    document.getElementById("request-search"),
+    document.getElementById("requests-pager"),
+    document.getElementById("requests-shown")
+  );
+  var groups = document.getElementById("groups-table");
+  if (groups) {
+    enhanceTable(groups, false, null, null, null);
+  }
+
+  showPage();
+})();

@@ -1,0 +1,202 @@
+//! report.html: one self-contained file rendered from a results directory alone. Tables are
+//! HTML (the numbers read without JavaScript); charts are drawn by uPlot, embedded with the
+//! report's own script, from JSON blocks. A Content-Security-Policy lets only those scripts run
+//! (by their hashes) and forbids loading anything, so the file opens offline and a name or a
+//! server's message cannot run code in it.
+//!
+//! ```no_run
+//! let path = horde_report::write_html(std::path::Path::new("results/journey-20261121-062100")).unwrap();
+//! println!("{}", path.display());
+//! ```
+
+mod assets;
+mod capacity;
+mod charts;
+mod escape;
+mod histograms;
+mod pages;
+mod source;
+
+use crate::results::ResultsError;
+use crate::sweep::SweepReport;
+use charts::Chart;
+use escape::html;
+use source::RunResults;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Requests and groups with a page of their own: the busiest ones, so that a run with
+/// thousands of names keeps a file of reasonable size (the table lists them all).
+const DETAIL_PAGES: usize = 200;
+
+/// Renders the report of a results directory: a run's (summary.json) or a sweep's (sweep.json).
+pub fn render_html(dir: &Path) -> Result<String, ResultsError> {
+    let sweep_file = dir.join("sweep.json");
+    if !dir.join("summary.json").exists() && sweep_file.exists() {
+        let text = std::fs::read_to_string(&sweep_file)
+            .map_err(|cause| ResultsError::Read { path: sweep_file.clone(), cause: cause.to_string() })?;
+        let report: SweepReport =
+            serde_json::from_str(&text).map_err(|cause| ResultsError::Parse { path: sweep_file, cause })?;
+        return Ok(render_sweep(&report));
+    }
+    render_run(dir)
+}
+
+/// Writes DIR/report.html (replacing it whole, as summary.json is) and returns its path.
+pub fn write_html(dir: &Path) -> Result<PathBuf, ResultsError> {
+    let text = render_html(dir)?;
+    write_file(dir, &text)
+}
+
+pub(crate) fn write_file(dir: &Path, text: &str) -> Result<PathBuf, ResultsError> {
+    let path = dir.join("report.html");
+    let temporary = dir.join(".report.html.tmp");
+    let written = std::fs::write(&temporary, text).and_then(|_| std::fs::rename(&temporary, &path));
+    if let Err(cause) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(ResultsError::Write { path, cause });
+    }
+    Ok(path)
+}
+
+/// The pages of one report, then assembled into the document.
+struct Document {
+    title: String,
+    status: String,
+    nav: Vec<(&'static str, &'static str)>,
+    pages: String,
+    charts: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Document {
+    fn page(&mut self, id: &str, body: &str) {
+        let _ = write!(self.pages, r#"<section class="page" id="{}">{body}</section>"#, html(id));
+    }
+
+    fn charts(&mut self, charts: Vec<(String, Chart)>) -> Vec<String> {
+        charts
+            .into_iter()
+            .map(|(id, chart)| {
+                self.charts.insert(id.clone(), serde_json::to_value(chart).expect("charts serialize"));
+                id
+            })
+            .collect()
+    }
+
+    fn render(self) -> String {
+        let style = format!("{}\n{}", assets::UPLOT_CSS, assets::REPORT_CSS);
+        let csp = assets::content_security_policy(&[assets::UPLOT_JS, assets::REPORT_JS], &[&style]);
+        let mut out = String::with_capacity(self.pages.len() + 200_000);
+        let _ = write!(
+            out,
+            r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<meta name="generator" content="horde {version}">
+<title>{title} · horde report</title>
+<style>{style}</style>
+</head><body>
+<header><h1>{title}</h1> {status}</header>
+<nav id="nav">"#,
+            version = env!("CARGO_PKG_VERSION"),
+            title = html(&self.title),
+            status = pages_status(&self.status),
+        );
+        for (id, label) in &self.nav {
+            let _ = write!(out, r##"<a href="#{id}" data-page="{id}">{label}</a>"##);
+        }
+        out.push_str("</nav>\n<main>");
+        out.push_str(&self.pages);
+        out.push_str("</main>\n<footer>Made by horde from the results directory alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
+        let _ = writeln!(
+            out,
+            r#"<script type="application/json" id="report-charts">{}</script>"#,
+            escape::script_json(&self.charts)
+        );
+        let _ = writeln!(out, "<script>{}</script>", assets::UPLOT_JS);
+        let _ = writeln!(out, "<script>{}</script>", assets::REPORT_JS);
+        let _ = writeln!(out, "<!-- uPlot (https://github.com/leeoniya/uPlot) licence:\n{}-->", assets::UPLOT_LICENSE);
+        out.push_str("</body></html>\n");
+        out
+    }
+}
+
+fn pages_status(status: &str) -> String {
+    let class = match status {
+        "completed" | "limit_reached" => "good",
+        "aborted_by_threshold" => "bad",
+        _ => "warn",
+    };
+    format!(r#"<span class="badge {class}" id="run-status">{}</span>"#, html(status))
+}
+
+fn render_run(dir: &Path) -> Result<String, ResultsError> {
+    let summary = crate::results::read_summary(dir)?;
+    // The busiest rows get pages of their own (and their time series read).
+    let mut by_count: Vec<usize> = (0..summary.requests.len()).collect();
+    by_count.sort_by(|a, b| summary.requests[*b].count.cmp(&summary.requests[*a].count).then(a.cmp(b)));
+    let detailed: BTreeSet<usize> = by_count.into_iter().take(DETAIL_PAGES).collect();
+    let detailed_names: BTreeSet<String> = detailed.iter().map(|i| summary.requests[*i].name.clone()).collect();
+    drop(summary);
+    let results = RunResults::read(dir, &|name| detailed_names.contains(name))?;
+    let summary = &results.summary;
+    let mut doc = Document {
+        title: summary.run.name.clone(),
+        status: summary.run.status.clone(),
+        nav: vec![
+            ("overview", "Overview"),
+            ("requests", "Requests"),
+            ("over-time", "Over time"),
+            ("distribution", "Distribution"),
+            ("errors", "Errors"),
+            ("environment", "Environment and plan"),
+        ],
+        pages: String::new(),
+        charts: serde_json::Map::new(),
+    };
+    doc.charts(vec![("overview".into(), charts::overview(&results))]);
+    doc.page("overview", &pages::overview(&results));
+    let request_page = |i: usize| detailed.contains(&i).then(|| format!("request-{i}"));
+    let group_page = |i: usize| (i < DETAIL_PAGES).then(|| format!("group-{i}"));
+    doc.page("requests", &pages::requests(summary, &request_page, &group_page));
+    doc.charts(charts::over_time(&results));
+    let interval_ms = summary.plan.options.snapshot_interval_ms.max(1);
+    let has_histograms = results.histograms.is_some();
+    doc.page("over-time", &pages::over_time(results.bucket_ms, interval_ms, has_histograms));
+    let ids = doc.charts(charts::distribution(&results));
+    doc.page("distribution", &pages::distribution(summary, &ids, has_histograms));
+    doc.page("errors", &pages::errors(summary));
+    doc.page("environment", &pages::environment(summary));
+    for &i in &detailed {
+        let id = format!("request-{i}");
+        let request = &summary.requests[i];
+        let ids = doc.charts(charts::request(&results, &request.name, i, &id));
+        doc.page(&id, &pages::request_page(summary, request, &ids));
+    }
+    for (i, group) in summary.groups.iter().enumerate().take(DETAIL_PAGES) {
+        let id = format!("group-{i}");
+        let ids = doc.charts(charts::group(&results, &group.name, i, &id));
+        doc.page(&id, &pages::group_page(summary, group, &ids));
+    }
+    Ok(doc.render())
+}
+
+/// A sweep's report: its conclusions, and the capacity chart and table, each level linking to
+/// its own run's report.
+pub fn render_sweep(report: &SweepReport) -> String {
+    let mut doc = Document {
+        title: format!("sweep of {}", report.name),
+        status: if report.interrupted { "interrupted".into() } else { "completed".into() },
+        nav: vec![("capacity", "Capacity")],
+        pages: String::new(),
+        charts: serde_json::Map::new(),
+    };
+    doc.page("capacity", &capacity::page(report));
+    doc.render()
+}
+
+#[cfg(test)]
+mod tests;

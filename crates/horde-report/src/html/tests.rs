@@ -1,0 +1,237 @@
+//! report.html rendered from results directories made here: a long run with histograms.hlog,
+//! names that look like markup, a run without histograms, a time series cut short.
+
+use super::assets::csp_hash;
+use super::histograms::tests::write_log;
+use super::*;
+use crate::results::write_summary;
+use crate::summary::{Environment, Summary};
+use horde_metrics::{
+    ErrorSummary, IntervalSample, LatencyStats, Percentile, RequestLatency, RequestStats, RunStatus, Totals,
+};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const ATTACK: &str = "</script><img src=x onerror=alert(1)>";
+const START_MS: u64 = 1_795_420_403_000;
+
+/// A fresh directory under the system's temporary one, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "horde-report-html-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn latency(count: u64, base_us: u64) -> LatencyStats {
+    LatencyStats {
+        count,
+        min_us: base_us / 2,
+        max_us: base_us * 10,
+        mean_us: base_us as f64,
+        stddev_us: base_us as f64 / 3.0,
+        percentiles: [50.0, 75.0, 95.0, 99.0]
+            .iter()
+            .map(|p| Percentile { percentile: *p, value_us: base_us + *p as u64 })
+            .collect(),
+    }
+}
+
+/// A results directory of a run of `seconds` one-second intervals over the request `names`,
+/// each interval with 3 requests of each name; with histograms.hlog when `hlog`.
+fn results(names: &[&str], seconds: u64, hlog: bool) -> TempDir {
+    let dir = TempDir::new();
+    let plan = horde_plan::Plan::from_json(&format!(
+        r#"{{"version": 1, "name": {}, "scenarios": [{{"name": "s", "injection": [], "steps": []}}]}}"#,
+        serde_json::to_string(&format!("plan {ATTACK}")).unwrap()
+    ))
+    .unwrap();
+    let totals = Totals::new(std::time::UNIX_EPOCH + std::time::Duration::from_millis(START_MS), 1);
+    let mut summary = Summary::from_totals(&totals, RunStatus::Completed, &plan, &Environment::detect(1, "test"));
+    summary.run.duration_ms = seconds * 1000;
+    let count = seconds * 3;
+    let stats = |name: &str| RequestStats {
+        name: name.to_string(),
+        count,
+        ok: count,
+        mean_rps: 3.0,
+        latency: RequestLatency {
+            all: latency(count, 1000),
+            ok: latency(count, 1000),
+            uncorrected: latency(count, 900),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    summary.requests = names.iter().map(|n| stats(n)).collect();
+    summary.global = stats("Global");
+    summary.errors = vec![ErrorSummary {
+        kind: "check_failed".into(),
+        request: ATTACK.into(),
+        message: format!("body said {ATTACK}"),
+        count: 1,
+        percent: 100.0,
+    }];
+    write_summary(&dir.0, &summary).unwrap();
+    let mut series = std::io::BufWriter::new(std::fs::File::create(dir.0.join("timeseries.jsonl")).unwrap());
+    for interval in 1..=seconds {
+        for name in std::iter::once("all").chain(names.iter().copied()) {
+            let sample = IntervalSample {
+                interval,
+                start_ms: (interval - 1) * 1000,
+                duration_ms: 1000,
+                name: name.to_string(),
+                ok: 3,
+                ko: 0,
+                rps: 3.0,
+                latency: latency(3, 1000 + interval),
+                users_active: 2,
+                phases_mean_us: Default::default(),
+            };
+            serde_json::to_writer(&mut series, &sample).unwrap();
+            series.write_all(b"\n").unwrap();
+        }
+    }
+    drop(series);
+    if hlog {
+        let tags: Vec<String> = (0..names.len()).map(|i| format!("r{i}")).collect();
+        let mut entries = Vec::new();
+        for interval in 1..=seconds {
+            let values = vec![1000 + interval, 1100 + interval, 5000 + interval];
+            entries.push(("", interval, values.clone()));
+            entries.push(("uncorrected", interval, values.clone()));
+            for tag in &tags {
+                entries.push((tag.as_str(), interval, values.clone()));
+            }
+        }
+        let named: Vec<(&str, &str)> = tags.iter().map(String::as_str).zip(names.iter().copied()).collect();
+        std::fs::write(dir.0.join("histograms.hlog"), write_log(START_MS, 1000, &entries, &named)).unwrap();
+    }
+    dir
+}
+
+fn chart_data(html: &str) -> serde_json::Value {
+    let start = html.find(r#"id="report-charts">"#).unwrap() + r#"id="report-charts">"#.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+#[test]
+fn an_hour_at_one_second_with_20_requests_is_merged_to_at_most_1000_points_and_stays_small() {
+    let names: Vec<String> = (0..20).map(|i| format!("GET /api/{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let dir = results(&names, 3600, true);
+    let html = render_html(&dir.0).unwrap();
+    assert!(html.len() < 3_000_000, "{} bytes", html.len());
+    let charts = chart_data(&html);
+    let latency = &charts["time-latency"];
+    let xs = latency["x"].as_array().unwrap();
+    assert_eq!(xs.len(), 900, "3600 intervals, 4 a point");
+    // A merged point's p99 is that of its four intervals' requests together: the largest
+    // value (5000 + the interval) of the last interval of the point.
+    let p99 = &latency["series"][3];
+    assert_eq!(p99["label"], "p99");
+    let exact_p99 = |intervals: std::ops::RangeInclusive<u64>| {
+        let mut exact = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for i in intervals {
+            for v in [1000 + i, 1100 + i, 5000 + i] {
+                exact.record(v).unwrap();
+            }
+        }
+        exact.value_at_quantile(0.99) as f64 / 1000.0
+    };
+    assert_eq!(p99["values"][0].as_f64().unwrap(), exact_p99(1..=4));
+    assert_eq!(p99["values"][899].as_f64().unwrap(), exact_p99(3597..=3600));
+    // Throughput adds the counts: 3 requests a second in every interval.
+    assert_eq!(charts["time-rps"]["series"][0]["values"][10].as_f64().unwrap(), 3.0);
+    assert_eq!(charts["request-0-latency"]["x"].as_array().unwrap().len(), 900);
+    assert!(charts["dist-histogram"]["series"].as_array().unwrap().len() == 2, "corrected and uncorrected");
+    assert!(html.contains("Each point merges 4 intervals of 1000 ms"));
+}
+
+#[test]
+fn names_messages_and_plan_values_are_escaped_everywhere() {
+    let dir = results(&[ATTACK, "<!-- comment", "a & b"], 5, true);
+    let html = render_html(&dir.0).unwrap();
+    assert!(!html.contains(ATTACK));
+    assert!(!html.contains("<!-- comment"));
+    assert!(!html.contains("<img"));
+    assert!(html.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    // Three scripts (the charts' data, uPlot, the report's): each closes once.
+    assert_eq!(html.matches("</script>").count(), 3);
+    // The request's charts found it by the name in the log's comments.
+    assert_eq!(chart_data(&html)["request-0-latency"]["x"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn the_policy_allows_exactly_the_inline_scripts_and_style_by_hash() {
+    let dir = results(&["home"], 3, false);
+    let html = render_html(&dir.0).unwrap();
+    let policy_start = html.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
+    let policy = &html[policy_start..html[policy_start..].find('>').unwrap() + policy_start];
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    assert!(!policy.contains("unsafe"), "{policy}");
+    let mut rest = html.as_str();
+    let mut scripts = 0;
+    while let Some(at) = rest.find("<script>") {
+        let body = &rest[at + "<script>".len()..];
+        let end = body.find("</script>").unwrap();
+        assert!(policy.contains(&csp_hash(&body[..end])), "a script without its hash");
+        scripts += 1;
+        rest = &body[end..];
+    }
+    assert_eq!(scripts, 2);
+    let style_start = html.find("<style>").unwrap() + "<style>".len();
+    let style_end = html.find("</style>").unwrap();
+    assert!(policy.contains(&csp_hash(&html[style_start..style_end])));
+}
+
+#[test]
+fn without_histograms_the_time_series_is_charted_as_it_is() {
+    let dir = results(&["home"], 1500, false);
+    let html = render_html(&dir.0).unwrap();
+    let charts = chart_data(&html);
+    assert_eq!(charts["time-latency"]["x"].as_array().unwrap().len(), 1500);
+    assert_eq!(charts["time-latency"]["series"][0]["values"][1499].as_f64().unwrap(), 2.55, "p50 of interval 1500");
+    assert!(charts.get("dist-histogram").is_none());
+    assert!(html.contains("no histograms.hlog in this directory"));
+}
+
+#[test]
+fn a_time_series_cut_short_renders_what_was_written() {
+    let dir = results(&["home"], 10, false);
+    let path = dir.0.join("timeseries.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 40]).unwrap();
+    let html = render_html(&dir.0).unwrap();
+    assert_eq!(chart_data(&html)["time-users"]["x"].as_array().unwrap().len(), 10);
+    assert_eq!(chart_data(&html)["request-0-rps"]["x"].as_array().unwrap().len(), 9, "the last line lost its end");
+    assert!(render_html(&dir.0.join("missing")).is_err());
+}
+
+#[test]
+fn the_busiest_requests_get_pages_and_every_name_is_in_the_table() {
+    let names: Vec<String> = (0..300).map(|i| format!("r{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let dir = results(&names, 2, false);
+    let html = render_html(&dir.0).unwrap();
+    assert_eq!(html.matches(r#"<section class="page" id="request-"#).count(), DETAIL_PAGES);
+    let rows = html.split(r#"<tbody class="rows">"#).nth(1).unwrap().split("</tbody>").next().unwrap();
+    assert_eq!(rows.matches("<tr>").count(), 300);
+    assert_eq!(rows.matches(r##"<a href="#request-"##).count(), DETAIL_PAGES);
+}
