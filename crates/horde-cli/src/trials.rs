@@ -114,7 +114,7 @@ fn run_trial(arm: &Arm, dir: &Path, progress: bool, front_end: &str) -> Result<F
         program.attach_functions(functions.clone());
         functions.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
-    let finished = run_into(program, dir, progress, front_end)?;
+    let finished = run_into(program, dir, progress, front_end, None)?;
     finished.results_written()?;
     if let Some(functions) = &arm.functions {
         let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");
