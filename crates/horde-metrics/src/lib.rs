@@ -31,5 +31,5 @@ pub use summary::{
     ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };
 pub use threshold::{Comparison, Metric, Observed, Threshold};
-pub use timeseries::{IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
+pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};

@@ -133,6 +133,13 @@ impl Recorder {
         self.retried += 1;
     }
 
+    /// Latency from the intended start of every exchange, OK and KO together.
+    pub fn corrected(&self) -> Histogram<u64> {
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        all
+    }
+
     /// Requests with an outcome: OK, KO and unsent.
     pub fn count(&self) -> u64 {
         self.ok.len() + self.ko.len() + self.unsent
@@ -214,6 +221,13 @@ impl Default for GroupRecorder {
 }
 
 impl GroupRecorder {
+    /// Every pass's duration, OK and KO together.
+    pub fn durations(&self) -> Histogram<u64> {
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        all
+    }
+
     pub fn record(&mut self, duration_us: u64, ok: bool) {
         let histogram = if ok { &mut self.ok } else { &mut self.ko };
         record_value(histogram, duration_us);

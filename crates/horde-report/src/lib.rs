@@ -8,7 +8,10 @@
 //! ```
 
 mod console;
+mod histogram_log;
 mod iron_cushion;
+mod locust;
+mod percentile_distribution;
 mod results;
 mod summary;
 mod sweep;
@@ -16,7 +19,10 @@ pub mod terminal;
 mod timeseries;
 
 pub use console::render as render_console;
+pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
 pub use iron_cushion::render_iron_cushion;
+pub use locust::LocustExport;
+pub use percentile_distribution::{render as render_percentile_distribution, HgrmEntry, HGRM_DIR};
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};

@@ -69,7 +69,7 @@ fn percentile_label(p: f64) -> String {
     format!("{p}").replace('.', "_")
 }
 
-fn csv_field(text: &str) -> String {
+pub(crate) fn csv_field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
