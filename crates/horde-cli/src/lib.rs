@@ -12,6 +12,7 @@
 mod args;
 mod couchdb;
 pub mod exit;
+mod exports;
 mod loader;
 mod output;
 mod quick;
@@ -24,7 +25,7 @@ pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 use anyhow::Context;
 use args::{Cli, Command, TargetArgs};
 use clap::Parser;
-use horde_engine::{lower, run, worker_count, Program, RunControl};
+use horde_engine::{lower, run_with_request_log, worker_count, Program, RunControl};
 use horde_metrics::RunStatus;
 use horde_plan::input::{read_text_bounded, MAX_PLAN_BYTES};
 use horde_plan::{Plan, PlanError};
@@ -103,7 +104,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => {
             let program = load_program(&args.file, &args.params, loader)?;
-            execute(program, &args.output, &loader.front_end())
+            execute(program, &args.output, Some(&args.exports), &loader.front_end())
         }
         Command::Plan { file, params } => {
             let program = load_program(&file, &params, loader)?;
@@ -112,7 +113,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            execute(program, &args.output, "cli")
+            execute(program, &args.output, Some(&args.exports), "cli")
         }
         Command::Demo { users, output } => {
             // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
@@ -131,7 +132,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, loader)?;
-            let code = execute(program, &output, &loader.front_end())?;
+            let code = execute(program, &output, None, &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -310,17 +311,32 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs a plan with results on disk, progress on stderr and the summary on stdout.
-fn execute(program: Program, output: &args::OutputArgs, front_end: &str) -> Result<i32, Failure> {
+/// Runs a plan with results on disk, progress on stderr and the summary on stdout (with
+/// `-q`, only the results directory's path).
+fn execute(
+    program: Program,
+    output: &args::OutputArgs,
+    exports: Option<&args::ExportArgs>,
+    front_end: &str,
+) -> Result<i32, Failure> {
     check_capacity(&program)?;
-    let dir = create_results_dir(&output.results, &program.plan.name)?;
+    // Every flag is checked before anything is created.
+    let requested = match exports {
+        Some(exports) => exports::Requested::parse(exports)?,
+        None => exports::Requested::default(),
+    };
+    let dir = results_directory(output, &program.plan.name)?;
+    let extras = requested.open(&program)?;
     let hooks = program.session_functions.clone();
     if let Some(hooks) = &hooks {
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into(program, &dir, !output.quiet, front_end)?;
-    if !output.quiet {
+    let finished = run_into_with(program, &dir, !output.quiet, front_end, extras)?;
+    if output.quiet {
+        // Scripts and CI read the last line of stdout to find the results.
+        print_text(&format!("{}\n", dir.display()));
+    } else {
         print_text(&render_console(&finished.summary));
     }
     finished.results_written()?;
@@ -333,6 +349,46 @@ fn execute(program: Program, output: &args::OutputArgs, front_end: &str) -> Resu
         RunStatus::Interrupted => exit::INTERRUPTED,
         _ => exit::OK,
     })
+}
+
+/// The run's results directory: exactly `--results-dir`, or a new one under `--results`.
+pub(crate) fn results_directory(output: &args::OutputArgs, plan_name: &str) -> Result<PathBuf, Failure> {
+    match &output.results_dir {
+        Some(dir) => exact_results_dir(dir),
+        None => Ok(create_results_dir(&output.results, plan_name)?),
+    }
+}
+
+/// `--results-dir DIR`: used as it is, created if missing. One that holds anything but hidden
+/// files (a `.gitkeep`) is refused: results are never mixed with, or written over, others.
+fn exact_results_dir(dir: &Path) -> Result<PathBuf, Failure> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let visible: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| !name.starts_with('.'))
+                .collect();
+            if let Some(first) = visible.first() {
+                return Err(Failure::Invalid(format!(
+                    "--results-dir {}: the directory is not empty (it holds {first:?}{}); give a new or empty \
+                     directory, or remove this one first",
+                    dir.display(),
+                    if visible.len() > 1 { format!(" and {} more", visible.len() - 1) } else { String::new() }
+                )));
+            }
+            Ok(dir.to_path_buf())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)
+                .map_err(|cause| ResultsError::Create { path: dir.to_path_buf(), cause })?;
+            Ok(dir.to_path_buf())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Failure::Invalid(format!("--results-dir {}: this is a file, not a directory", dir.display())))
+        }
+        Err(cause) => Err(ResultsError::Create { path: dir.to_path_buf(), cause }.into()),
+    }
 }
 
 /// A run that ended: how, what it measured, and whether its results reached the disk.
@@ -360,18 +416,43 @@ impl FinishedRun {
 /// Runs a lowered plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
 /// A directory where summary.json cannot be written is found before the run starts.
 pub(crate) fn run_into(program: Program, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
+    run_into_with(program, dir, progress, front_end, exports::Opened::default())
+}
+
+/// [`run_into`], also writing the exports asked for (Locust's files, the request log).
+fn run_into_with(
+    program: Program,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+    extras: exports::Opened,
+) -> Result<FinishedRun, Failure> {
     let program = Arc::new(program);
     let workers = worker_count(&program);
     let environment = Environment::detect(workers, front_end);
     let mut sink = ResultsSink::new(dir.to_path_buf(), program.plan.clone(), environment, progress);
+    if let Some(locust) = extras.locust {
+        sink = sink.with_locust(locust);
+    }
     sink.write_initial(workers)?;
     if let Some(err) = sink.write_error.take() {
         return Err(err.into());
     }
+    let (log_writer, log_output) = match extras.request_log {
+        Some((writer, output)) => (Some(writer), Some(output)),
+        None => (None, None),
+    };
     let control = RunControl::new();
     signals::route_interruptions_to(&control);
-    let result = run(program, &control, &mut sink);
+    let result = run_with_request_log(program, &control, &mut sink, log_output);
     signals::stop_routing();
     let summary = sink.final_summary.take().expect("a finished run has a final summary");
-    Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error: sink.write_error.take() })
+    let mut write_error = sink.write_error.take();
+    if let Some(writer) = log_writer {
+        let path = writer.path().to_path_buf();
+        if let Err(cause) = writer.finish() {
+            write_error.get_or_insert(ResultsError::Write { path, cause });
+        }
+    }
+    Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error })
 }

@@ -15,6 +15,7 @@
 
 mod couchdb;
 mod recorder;
+mod request_log;
 mod summary;
 mod threshold;
 mod timeseries;
@@ -25,6 +26,7 @@ pub use hdrhistogram::Histogram;
 pub use recorder::{
     new_histogram, record_value, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
 };
+pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEADER};
 pub use summary::{
     AttemptStats, SessionFunctionStats,
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,

@@ -43,6 +43,8 @@ pub struct RequestTiming {
     /// Not a request and its response but a socket's opening or an awaited message: timed as
     /// a whole, it has no send, wait and receive phases.
     pub without_phases: bool,
+    /// The response's status code, when there was one: only the request log reads it.
+    pub status: Option<u16>,
 }
 
 /// Histograms and counters of one request name.

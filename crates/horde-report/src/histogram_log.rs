@@ -16,37 +16,57 @@ use horde_metrics::{CompletedInterval, Totals};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 pub const HISTOGRAM_LOG: &str = "histograms.hlog";
 
 pub struct HistogramLogWriter {
     file: BufWriter<File>,
     serializer: V2DeflateSerializer,
+    /// The headers name the run's start, known from the first intervals' totals.
+    headers_written: bool,
     /// Rows and groups (by their index in the totals) whose tag comment was written.
     named_rows: Vec<bool>,
     named_groups: Vec<bool>,
 }
 
 impl HistogramLogWriter {
-    /// Creates the log with its headers: the run's start, a base time of 0 (the entries' start
-    /// timestamps are absolute Unix times), and the legend.
-    pub fn create(dir: &Path, run_started: SystemTime) -> std::io::Result<HistogramLogWriter> {
-        let mut file = BufWriter::new(File::create(dir.join(HISTOGRAM_LOG))?);
-        let mut serializer = V2DeflateSerializer::new();
+    /// Creates the log (so that a directory that cannot hold it is found before the run); the
+    /// headers are written with the first intervals.
+    pub fn create(dir: &Path) -> std::io::Result<HistogramLogWriter> {
+        let file = BufWriter::new(File::create(dir.join(HISTOGRAM_LOG))?);
+        Ok(HistogramLogWriter {
+            file,
+            serializer: V2DeflateSerializer::new(),
+            headers_written: false,
+            named_rows: Vec::new(),
+            named_groups: Vec::new(),
+        })
+    }
+
+    /// The run's start, a base time of 0 (the entries' start timestamps are absolute Unix
+    /// times), and the legend.
+    fn write_headers(&mut self, run_started: std::time::SystemTime) -> std::io::Result<()> {
         IntervalLogWriterBuilder::new()
             .add_comment("[Logged with horde, latency in microseconds; tags: see docs/results.md]")
             .with_start_time(run_started)
             .with_base_time(UNIX_EPOCH)
-            .begin_log_with(&mut file, &mut serializer)?;
-        writeln!(file, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")?;
-        file.flush()?;
-        Ok(HistogramLogWriter { file, serializer, named_rows: Vec::new(), named_groups: Vec::new() })
+            .begin_log_with(&mut self.file, &mut self.serializer)?;
+        writeln!(self.file, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")?;
+        self.headers_written = true;
+        Ok(())
     }
 
     /// Appends the intervals' histograms and flushes. `totals` gives each row and group its
     /// index (the order of summary.json).
     pub fn write(&mut self, intervals: &[CompletedInterval], totals: &Totals) -> std::io::Result<()> {
+        if !self.headers_written {
+            // In whole milliseconds, as the entries' timestamps: a StartTime a fraction later
+            // than the first entry would make readers that take offsets from it (PyPI's
+            // hdrhistogram) skip that entry as before the start.
+            let started = UNIX_EPOCH + Duration::from_millis(totals.intervals.run_started_epoch_ms);
+            self.write_headers(started)?;
+        }
         for interval in intervals {
             let start = Duration::from_millis(interval.epoch_ms);
             let length = Duration::from_millis(interval.duration_ms);
@@ -130,7 +150,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let started = UNIX_EPOCH + Duration::from_millis(1_700_000_000_250);
         let mut totals = Totals::new(started, 1);
-        let mut log = HistogramLogWriter::create(&dir, started).unwrap();
+        let mut log = HistogramLogWriter::create(&dir).unwrap();
         for (interval, rows) in [(1, vec![("home", 5), ("a, \"b\"", 2)]), (2, vec![("a, \"b\"", 4)])] {
             totals.absorb(snapshot(interval, &rows));
             let completed = totals.intervals.take_completed(None, 1000);
@@ -138,6 +158,7 @@ mod tests {
         }
         let text = std::fs::read_to_string(dir.join(HISTOGRAM_LOG)).unwrap();
         assert!(text.contains("#[Tag r1: \"a, \\\"b\\\"\"]\n"), "{text}");
+        assert!(text.contains("#[StartTime: 1700000000.250 "), "{text}");
         let mut counts = std::collections::BTreeMap::<String, u64>::new();
         let mut starts = Vec::new();
         let mut deserializer = Deserializer::new();

@@ -62,13 +62,12 @@ impl LocustExport {
     /// unwritable prefix is found before the run. `methods` maps request rows to their HTTP
     /// method (Locust's Type column).
     pub fn create(prefix: &Path, methods: HashMap<String, String>) -> std::io::Result<LocustExport> {
-        let exporter = LocustExport {
+        let mut exporter = LocustExport {
             history: BufWriter::new(File::create(file_path(prefix, "_stats_history.csv"))?),
             prefix: prefix.to_path_buf(),
             cumulative: Recorder::default(),
             methods,
         };
-        let mut exporter = exporter;
         let mut history_columns: Vec<&str> = HISTORY_LEADING_COLUMNS.to_vec();
         history_columns.extend(PERCENTILE_LABELS);
         history_columns.extend(HISTORY_TRAILING_COLUMNS);

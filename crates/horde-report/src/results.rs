@@ -100,9 +100,7 @@ impl ResultsSink {
                 None
             }
         };
-        // Stamped with the sink's creation, a moment before the run's own start: the entries'
-        // timestamps are absolute, so this only dates the file.
-        let histogram_log = match HistogramLogWriter::create(&dir, std::time::SystemTime::now()) {
+        let histogram_log = match HistogramLogWriter::create(&dir) {
             Ok(writer) => Some(writer),
             Err(cause) => {
                 write_error.get_or_insert(ResultsError::Write { path: dir.join(HISTOGRAM_LOG), cause });
