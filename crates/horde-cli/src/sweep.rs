@@ -15,7 +15,7 @@ use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failure, SimulationLoader};
 use horde_metrics::{RunStatus, Threshold};
 use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
-use horde_report::{create_results_dir, format_level, Boundary, SweepLevel, SweepReport};
+use horde_report::{format_level, Boundary, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
 
 /// What is swept.
@@ -175,7 +175,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         None => sweep.first_auto_level(args),
     };
     prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
-    sweep.dir = create_results_dir(&args.output.results, &format!("sweep-{}", sweep.plan.name))?;
+    sweep.dir = crate::results_directory(&args.output, &format!("sweep-{}", sweep.plan.name))?;
     status!("horde sweep: results in {}", sweep.dir.display());
     match settings.levels {
         None => sweep.search(args)?,

@@ -17,26 +17,44 @@ const HAND_OVER_BYTES: usize = 64 * 1024;
 /// Users running, per worker and scenario, published by each worker when it logs: the JTL's
 /// `grpThreads` and `allThreads`. Only written while the log is on.
 pub(crate) struct ActiveUsers {
-    /// `scenarios + 1` slots per worker: each scenario's users, then the worker's total.
-    slots: Box<[AtomicU64]>,
+    /// Per worker, `lines_per_worker` cache lines of counters: each scenario's users, then the
+    /// worker's total. Workers never write to a line another worker writes to.
+    lines: Box<[Line]>,
     scenarios: usize,
+    lines_per_worker: usize,
 }
+
+/// One cache line of counters.
+#[repr(align(64))]
+#[derive(Default)]
+struct Line([AtomicU64; SLOTS_PER_LINE]);
+
+const SLOTS_PER_LINE: usize = 8;
 
 impl ActiveUsers {
     pub fn new(workers: usize, scenarios: usize) -> ActiveUsers {
-        ActiveUsers { slots: (0..workers * (scenarios + 1)).map(|_| AtomicU64::new(0)).collect(), scenarios }
+        let lines_per_worker = (scenarios + 1).div_ceil(SLOTS_PER_LINE);
+        let lines = (0..workers * lines_per_worker).map(|_| Line::default()).collect();
+        ActiveUsers { lines, scenarios, lines_per_worker }
+    }
+
+    fn slot(&self, worker: usize, index: usize) -> &AtomicU64 {
+        &self.lines[worker * self.lines_per_worker + index / SLOTS_PER_LINE].0[index % SLOTS_PER_LINE]
     }
 
     fn publish(&self, worker: usize, scenario: usize, in_scenario: u64, in_worker: u64) {
-        let base = worker * (self.scenarios + 1);
-        self.slots[base + scenario].store(in_scenario, Ordering::Relaxed);
-        self.slots[base + self.scenarios].store(in_worker, Ordering::Relaxed);
+        self.slot(worker, scenario).store(in_scenario, Ordering::Relaxed);
+        self.slot(worker, self.scenarios).store(in_worker, Ordering::Relaxed);
     }
 
     /// Users of `scenario` and of the run, summed over workers.
     fn read(&self, scenario: usize) -> (u64, u64) {
-        self.slots.chunks(self.scenarios + 1).fold((0, 0), |(in_scenario, all), worker| {
-            (in_scenario + worker[scenario].load(Ordering::Relaxed), all + worker[self.scenarios].load(Ordering::Relaxed))
+        let workers = self.lines.len() / self.lines_per_worker;
+        (0..workers).fold((0, 0), |(in_scenario, all), worker| {
+            (
+                in_scenario + self.slot(worker, scenario).load(Ordering::Relaxed),
+                all + self.slot(worker, self.scenarios).load(Ordering::Relaxed),
+            )
         })
     }
 }
@@ -121,6 +139,9 @@ mod tests {
 
     #[test]
     fn active_users_add_up_over_workers() {
+        let active = ActiveUsers::new(2, 9);
+        active.publish(0, 8, 1, 1);
+        assert_eq!(active.read(8), (1, 1));
         let active = ActiveUsers::new(2, 2);
         active.publish(0, 1, 3, 5);
         active.publish(1, 1, 4, 4);
