@@ -330,3 +330,21 @@ def test_lists_and_cookies(target, tmp_path):
     assert by_route["GET /api/items/{id}"] == 4 * items
     assert by_route["GET /cookies/echo"] == 8 and by_route["GET /cookies/set"] == 4
     assert {r["name"]: r["ok"] for r in summary["requests"]}["persistent only"] == 4
+
+
+def test_ci_gate(target, tmp_path):
+    # Every assertion passes at the default pay time...
+    junit = tmp_path / "thresholds.xml"
+    run_example(["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "--junit", junit], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert [t["status"] for t in summary["thresholds"]] == ["pass"] * 6
+    assert summary["global"]["count"] == target.stats()["total"] == 120
+    assert junit.read_text().count("<testcase") == 6
+    # ...and a slow payment breaks the gate, with the thresholds' exit code.
+    slow = subprocess.run(
+        ["horde", "run", EXAMPLES / "ci_gate.py", "-D", f"base_url={target.url}", "-D", "pay_ms=300", "-q"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert slow.returncode == 99, slow.stderr
+    failed = [t["text"] for t in summaries(tmp_path)[-1]["thresholds"] if t["status"] != "pass"]
+    assert failed == ['"checkout / pay": p95<=200ms']

@@ -66,6 +66,7 @@ from .checks import (
 )
 from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .couchdb import couchdb_bulk_insert, couchdb_crud
+from .assertions import Assertion, details, for_all, global_
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
 from .http import (
     HttpProtocol,
@@ -95,6 +96,7 @@ from .simulation import Simulation, hold_for, jump_to_rps, param, reach_rps, set
 
 # Gatling spells it exec; here exec_ avoids the builtin, and exec works on chains.
 __all__ = [
+    "Assertion", "details", "for_all", "global_",
     "Chain", "Check", "DslError", "HordeError", "HttpProtocol", "HttpRequest", "ParameterError",
     "PlanError", "Population", "Scenario", "Simulation", "SimulationError",
     "at_once_users", "constant_concurrent_users", "constant_users_per_sec", "css", "during",

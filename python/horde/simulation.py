@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ._durations import to_ms
+from .assertions import threshold_texts
 from .chains import Population
 from .errors import DslError, ParameterError
 from .feeders import collect_feeders
@@ -76,6 +77,7 @@ class Simulation:
     protocol: HttpProtocol = HttpProtocol()
     name: Optional[str] = None
     options: tuple = ()
+    thresholds: tuple = ()
 
     def _derive(self, **changes):
         derived = replace(self, **changes)
@@ -96,6 +98,13 @@ class Simulation:
         """Gatling's ``.throttle(reachRps(100).in(10), holdFor(60))``: caps the request rate."""
         return self._derive(options=self.options + (("throttle", _throttle_steps(steps)),))
 
+    def assertions(self, *assertions):
+        """Gatling's ``.assertions(...)``: ``global_().response_time().percentile(99).lt(500)``,
+        ``for_all().failed_requests().percent().lte(1)``, ``details("checkout", "pay")...``, or
+        threshold strings (``"p99<500ms"``). They become the plan's thresholds; a failed one makes
+        ``horde run`` exit 99 (docs/thresholds.md)."""
+        return self._derive(thresholds=self.thresholds + tuple(threshold_texts(assertions)))
+
     def to_plan(self):
         options = dict(self.options)
         # Copied whole: the feeders are taken out of the steps, and chains are shared.
@@ -110,6 +119,8 @@ class Simulation:
         }
         if feeders:
             plan["feeders"] = feeders
+        if self.thresholds:
+            plan["thresholds"] = list(self.thresholds)
         if _loading.base_dir is not None:
             plan["base_dir"] = _loading.base_dir
         return plan

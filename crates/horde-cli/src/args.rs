@@ -22,7 +22,8 @@ pub(crate) fn workers(text: &str) -> Result<u32, String> {
     name = "horde",
     version,
     about = "Load testing and benchmarking for web applications and databases",
-    after_help = "Exit codes: 0 finished, 1 thresholds failed, 2 invalid input, 3 run failed, 130 interrupted."
+    after_help = "Exit codes: 0 finished, 2 invalid input, 3 run failed (an internal error too), 99 thresholds \
+                  failed (or a sweep where no level met its SLOs), 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -72,9 +73,25 @@ pub struct RunArgs {
     #[arg(short = 'D', value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+/// Thresholds that gate CI, and the reports CI reads.
+#[derive(Args, Debug, Default)]
+pub struct ThresholdArgs {
+    /// An assertion on the results, added to the plan's: '[scope:] metric op value unit
+    /// [over WINDOW] [abort [after DELAY]]', e.g. 'p99<500ms', '"login": p95<=300ms',
+    /// 'each: errors<1%', 'p99<2s over 30s abort' (docs/thresholds.md); repeatable. A failed
+    /// threshold exits 99.
+    #[arg(long = "threshold", value_name = "THRESHOLD")]
+    pub thresholds: Vec<String>,
+    /// Write the thresholds' verdicts as JUnit XML (a testcase per threshold), for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -190,6 +207,8 @@ pub struct HttpArgs {
     #[arg(long)]
     pub compressed: bool,
     #[command(flatten)]
+    pub thresholds: ThresholdArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
@@ -234,9 +253,10 @@ pub struct SweepArgs {
     /// Time at the start of each level that is run but not measured.
     #[arg(long, default_value = "2s", allow_hyphen_values = true)]
     pub warmup: String,
-    /// A service-level objective every measured level is checked against, e.g. 'p99<500ms',
-    /// 'errors<1%', 'rps>=1000'; repeatable.
-    #[arg(long = "slo", value_name = "SLO")]
+    /// A service-level objective every measured level is checked against, in the thresholds'
+    /// grammar (docs/thresholds.md): 'p99<500ms', 'errors<1%', 'rps>=1000'; repeatable. The
+    /// simulation's own thresholds count too. No level meeting them exits 99.
+    #[arg(long = "slo", visible_alias = "threshold", value_name = "SLO")]
     pub slos: Vec<String>,
     /// Worker threads of every level (default: the plan's, else one per core).
     #[arg(long, value_parser = workers, allow_negative_numbers = true)]

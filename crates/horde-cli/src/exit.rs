@@ -3,11 +3,14 @@
 /// The run finished (KO requests are results, not a failure of horde), or the command did
 /// its job.
 pub const OK: i32 = 0;
-/// Reserved for thresholds (assertions on the results) that failed.
-pub const THRESHOLDS_FAILED: i32 = 1;
-/// Bad input: unknown flags, an invalid plan or simulation, a missing file.
+/// Bad input: unknown flags, an invalid plan or simulation, a missing file, a threshold that
+/// names no request of the plan.
 pub const INVALID_INPUT: i32 = 2;
-/// horde could not do its job: results could not be written, a port could not be bound.
+/// horde could not do its job: results could not be written, a port could not be bound, an
+/// internal error. Never 1, which a Python interpreter returns for any uncaught exception.
 pub const RUN_FAILED: i32 = 3;
+/// Thresholds failed (or had no data), a run was aborted by one, or no level of a sweep met
+/// its SLOs: 99, as k6, so CI scripts can tell "the system is too slow" from "horde failed".
+pub const THRESHOLDS_FAILED: i32 = 99;
 /// Interrupted by Ctrl-C or SIGTERM; the results measured until then are on disk.
 pub const INTERRUPTED: i32 = 130;

@@ -51,7 +51,14 @@ pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
             return code;
         }
     };
-    match dispatch(cli, loader) {
+    // A panic is a bug in horde: exit 3 (never 1, never the thresholds' 99) with the panic's
+    // message, which the default hook has already printed.
+    let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli, loader)));
+    let Ok(dispatched) = dispatched else {
+        status!("error: internal error in horde (a bug: please report it with the message above)");
+        return exit::RUN_FAILED;
+    };
+    match dispatched {
         Ok(code) => code,
         Err(Failure::Invalid(message)) => {
             status!("error: {}", printable_lines(&message));
@@ -103,17 +110,17 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => {
-            let program = load_program(&args.file, &args.params, loader)?;
-            execute(program, &args.output, Some(&args.exports), &loader.front_end())
+            let program = load_program(&args.file, &args.params, &args.thresholds.thresholds, loader)?;
+            execute(program, &args.output, Some(&args.exports), &args.thresholds, &loader.front_end())
         }
         Command::Plan { file, params } => {
-            let program = load_program(&file, &params, loader)?;
+            let program = load_program(&file, &params, &[], loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));
             Ok(exit::OK)
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            execute(program, &args.output, Some(&args.exports), "cli")
+            execute(program, &args.output, Some(&args.exports), &args.thresholds, "cli")
         }
         Command::Demo { users, output } => {
             // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
@@ -131,8 +138,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 format!("ca_file={}", certificate.path().display()),
                 "http2=1".to_string(),
             ];
-            let program = load_program(&simulation, &params, loader)?;
-            let code = execute(program, &output, None, &loader.front_end())?;
+            let program = load_program(&simulation, &params, &[], loader)?;
+            let code = execute(program, &output, None, &args::ThresholdArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -216,9 +223,14 @@ fn load_failure(error: LoadError) -> Failure {
     }
 }
 
-/// Reads a plan file or runs a simulation, then validates and lowers it; every problem is
-/// listed with its path.
-pub(crate) fn load_program(file: &Path, params: &[String], loader: &dyn SimulationLoader) -> Result<Program, Failure> {
+/// Reads a plan file or runs a simulation, adds the command line's thresholds, then validates
+/// and lowers it; every problem is listed with its path.
+pub(crate) fn load_program(
+    file: &Path,
+    params: &[String],
+    thresholds: &[String],
+    loader: &dyn SimulationLoader,
+) -> Result<Program, Failure> {
     let text = match input_kind(file)? {
         InputKind::Simulation => {
             let pairs = parse_params(params)?;
@@ -240,6 +252,7 @@ pub(crate) fn load_program(file: &Path, params: &[String], loader: &dyn Simulati
         return Err(Failure::Interrupted("while loading the simulation"));
     }
     let mut plan = Plan::from_json(&text).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
+    plan.thresholds.extend(thresholds.iter().cloned());
     if plan.base_dir.is_none() {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -312,11 +325,13 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
 }
 
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout (with
-/// `-q`, only the results directory's path).
+/// `-q`, only the results directory's path, as the last line); the thresholds' verdicts decide
+/// the exit code and go where CI reads them.
 fn execute(
     program: Program,
     output: &args::OutputArgs,
     exports: Option<&args::ExportArgs>,
+    gate: &args::ThresholdArgs,
     front_end: &str,
 ) -> Result<i32, Failure> {
     check_capacity(&program)?;
@@ -333,22 +348,59 @@ fn execute(
     }
     status!("horde: running; results in {}", dir.display());
     let finished = run_into_with(program, &dir, !output.quiet, front_end, extras)?;
-    if output.quiet {
-        // Scripts and CI read the last line of stdout to find the results.
-        print_text(&format!("{}\n", dir.display()));
-    } else {
+    if !output.quiet {
         print_text(&render_console(&finished.summary));
     }
     finished.results_written()?;
     status!("horde: results written to {}", dir.join("summary.json").display());
+    ci_reports(&finished.summary, gate)?;
     if let Some(hooks) = &hooks {
         let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");
         hooks.after_run(&summary).map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
-    Ok(match finished.status {
+    let thresholds_failed = finished.summary.thresholds.iter().any(|t| !t.passed());
+    if thresholds_failed && finished.status != RunStatus::Interrupted {
+        let failed = finished.summary.thresholds.iter().filter(|t| !t.passed()).count();
+        status!("horde: {failed} of {} thresholds failed", finished.summary.thresholds.len());
+    }
+    if output.quiet {
+        // Scripts and CI read the last line of stdout to find the results.
+        print_text(&format!("{}\n", dir.display()));
+    }
+    Ok(run_exit_code(finished.status, thresholds_failed))
+}
+
+/// An interruption wins (the verdicts judged part of a run); then the thresholds.
+fn run_exit_code(status: RunStatus, thresholds_failed: bool) -> i32 {
+    match status {
         RunStatus::Interrupted => exit::INTERRUPTED,
+        RunStatus::AbortedByThreshold => exit::THRESHOLDS_FAILED,
+        _ if thresholds_failed => exit::THRESHOLDS_FAILED,
         _ => exit::OK,
-    })
+    }
+}
+
+/// The thresholds' JUnit XML (`--junit`), and the job summary GitHub Actions shows when it
+/// names a file in `GITHUB_STEP_SUMMARY` (appended to, as GitHub expects).
+fn ci_reports(summary: &horde_report::Summary, gate: &args::ThresholdArgs) -> Result<(), Failure> {
+    if let Some(path) = &gate.junit {
+        std::fs::write(path, horde_report::render_junit(summary))
+            .with_context(|| format!("writing the JUnit report {}", path.display()))?;
+        status!("horde: thresholds' JUnit report written to {}", path.display());
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        use std::io::Write;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(horde_report::render_job_summary(summary).as_bytes()));
+        if let Err(err) = written {
+            // The run's verdict must not be lost for want of a job page.
+            status!("horde: cannot write the job summary {}: {err}", Path::new(&path).display());
+        }
+    }
+    Ok(())
 }
 
 /// The run's results directory: exactly `--results-dir`, or a new one under `--results`.

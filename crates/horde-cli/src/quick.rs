@@ -72,6 +72,7 @@ const FLAG_OF_PATH: &[(&str, &str)] = &[
     ("options.max_requests", "-n/--requests"),
     ("options.throttle", "--rate"),
     ("options.workers", "--workers"),
+    ("thresholds", "--threshold"),
     ("protocol.request_timeout_ms", "--timeout"),
     ("protocol.tls.ca_file", "--cacert"),
     ("protocol.resolve", "--resolve"),
@@ -209,6 +210,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         name: "http".into(),
         base_dir: None,
         feeders: Vec::new(),
+        thresholds: args.thresholds.thresholds.clone(),
         protocol: HttpProtocol {
             request_timeout_ms: timeout_ms,
             follow_redirects: !args.no_follow,

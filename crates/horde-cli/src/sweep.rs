@@ -13,7 +13,8 @@ use crate::args::SweepArgs;
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failure, SimulationLoader};
-use horde_metrics::{RunStatus, Threshold};
+use horde_metrics::RunStatus;
+use horde_plan::ThresholdSpec;
 use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
 use horde_report::{format_level, Boundary, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
@@ -46,7 +47,8 @@ impl Model {
 /// The flags of a sweep once every one is valid.
 struct Settings {
     model: Model,
-    slos: Vec<Threshold>,
+    /// `--slo` and `--threshold`, in the thresholds' grammar.
+    slos: Vec<String>,
     level_ms: u64,
     warmup_ms: u64,
     /// The levels to run, or None for an automatic search.
@@ -59,8 +61,8 @@ impl Settings {
         let mut problems = Vec::new();
         let mut slos = Vec::new();
         for text in &args.slos {
-            match text.parse::<Threshold>() {
-                Ok(slo) => slos.push(slo),
+            match text.parse::<ThresholdSpec>() {
+                Ok(_) => slos.push(text.trim().to_string()),
                 Err(problem) => problems.push(format!("--slo {problem}")),
             }
         }
@@ -120,7 +122,8 @@ struct Sweep<'a> {
     /// The simulation's session functions, given to every level's program.
     functions: Option<std::sync::Arc<dyn horde_engine::SessionFunctions>>,
     model: Model,
-    slos: Vec<Threshold>,
+    /// The SLOs every level is judged by: the plan's thresholds and the sweep's `--slo`s.
+    slos: Vec<String>,
     level_ms: u64,
     warmup_ms: u64,
     dir: PathBuf,
@@ -141,24 +144,31 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let (mut plan, functions) = if args.target.contains("://") {
         (url_plan(&args.target, model), None)
     } else {
-        let program = load_program(Path::new(&args.target), &args.params, loader)?;
+        let program = load_program(Path::new(&args.target), &args.params, &[], loader)?;
         (program.plan, program.session_functions)
     };
     if args.workers.is_some() {
         plan.options.workers = args.workers;
     }
-    // The percentiles the table and the SLOs need.
-    for p in [50.0, 99.0].into_iter().chain(settings.slos.iter().filter_map(Threshold::percentile)) {
+    // Each level's run judges the SLOs as thresholds (any percentile, any metric).
+    for slo in &settings.slos {
+        if !plan.thresholds.contains(slo) {
+            plan.thresholds.push(slo.clone());
+        }
+    }
+    // The percentiles the table needs.
+    for p in [50.0, 99.0] {
         if !plan.options.percentiles.contains(&p) {
             plan.options.percentiles.push(p);
         }
     }
     let front_end = loader.front_end();
+    let slos = plan.thresholds.clone();
     let mut sweep = Sweep {
         plan,
         functions,
         model,
-        slos: settings.slos,
+        slos,
         level_ms: settings.level_ms,
         warmup_ms: settings.warmup_ms,
         dir: PathBuf::new(),
@@ -190,7 +200,18 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let report = sweep.report();
     print_text(&report.render());
     status!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
-    Ok(if sweep.interrupted { exit::INTERRUPTED } else { exit::OK })
+    Ok(if sweep.interrupted {
+        exit::INTERRUPTED
+    } else if !report.slos.is_empty()
+        && report.highest_meeting_slos.is_none()
+        // Levels horde could not deliver say nothing of the server: only a judged level fails.
+        && report.levels.iter().any(|l| l.not_delivered.is_none() && !l.interrupted)
+    {
+        status!("horde sweep: no level met the SLOs ({})", report.slos.join(" and "));
+        exit::THRESHOLDS_FAILED
+    } else {
+        exit::OK
+    })
 }
 
 impl Sweep<'_> {
@@ -286,7 +307,7 @@ impl Sweep<'_> {
         let finished = run_into(program, &dir, self.progress, self.front_end)?;
         finished.results_written()?;
         let arrival_rate = (self.model == Model::Rate).then_some(level);
-        let result = SweepLevel::from_summary(level, &finished.summary, &self.slos, label, arrival_rate, run);
+        let result = SweepLevel::from_summary(level, &finished.summary, label, arrival_rate, run);
         status!(
             "horde sweep:   {} requests, p50 {:.2} ms, p99 {:.2} ms, errors {:.1} %, {:.1} req/s{}{}",
             result.requests,
@@ -417,6 +438,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
         base_dir: None,
         protocol: Default::default(),
         feeders: Vec::new(),
+        thresholds: Vec::new(),
         scenarios: vec![Scenario { name: "url".into(), steps, injection: vec![Injection::AtOnceUsers { users: 1 }], after: None }],
         options: horde_plan::RunOptions {
             on_check_failure: horde_plan::OnCheckFailure::Continue,

@@ -30,6 +30,7 @@ mod protocol;
 mod request_log;
 mod run;
 mod run_limits;
+mod thresholds;
 pub mod session;
 mod user;
 mod worker;

@@ -65,6 +65,8 @@ pub struct Program {
     pub session_functions: Option<Arc<dyn SessionFunctions>>,
     /// Their calls and time, across every worker.
     pub function_cost: Arc<FunctionCost>,
+    /// The plan's thresholds, parsed, their named scopes checked against `rows` and `groups`.
+    pub thresholds: Vec<horde_plan::ThresholdSpec>,
 }
 
 impl Program {
@@ -503,6 +505,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         horde_plan::Http2Mode::PriorKnowledge => &[b"h2"],
     };
     let tls = TlsSetup::new(&plan.protocol.tls, lowering.base_dir.as_deref(), alpn, &mut lowering.errors);
+    let thresholds = crate::thresholds::resolve(plan, &lowering.rows, &lowering.groups, &mut lowering.errors);
     for error in std::mem::take(&mut lowering.errors) {
         let named_already = errors.iter().any(|known| {
             error.path.strip_prefix(known.path.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
@@ -537,6 +540,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         session_function_keys: lowering.session_function_keys,
         session_functions: None,
         function_cost: Arc::default(),
+        thresholds,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),

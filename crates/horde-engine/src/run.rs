@@ -6,7 +6,7 @@ use crate::request_log::ActiveUsers;
 use crate::run_limits::RunLedger;
 use crate::session::functions::FunctionCost;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
-use horde_metrics::{Recorder, RequestLogOutput, RunStatus, Sink, Snapshot, Totals};
+use horde_metrics::{Recorder, RequestLogOutput, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, TryRecvError};
 use std::sync::Arc;
@@ -137,8 +137,9 @@ pub fn run_with_request_log(
             .spawn_scoped(scope, move || {
                 give_way_to_workers();
                 let function_cost = (!program.session_function_keys.is_empty()).then_some(&*program.function_cost);
+                let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options.snapshot_interval_ms);
                 let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost };
-                collect(&options, &run, control, received, &give_back, sink)
+                collect(&options, &run, control, received, &give_back, thresholds, sink)
             })
             .expect("spawning the collector thread")
             .join()
@@ -179,6 +180,7 @@ fn collect(
     control: &RunControl,
     received: mpsc::Receiver<Snapshot>,
     give_back: &[mpsc::Sender<Vec<Recorder>>],
+    mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
     let CollectorRun { workers, started_at, start, ledger, function_cost } = *run;
@@ -242,6 +244,16 @@ fn collect(
             totals.elapsed = totals.elapsed.max(interval * complete as u32);
             totals.generator_cpu = cpu_since_start();
             totals.session_functions = function_cost.map(FunctionCost::read);
+            // Judged before the sink takes the intervals; an abort stops the users as the
+            // deadline does, and everything measured is kept.
+            if let Some(reason) = thresholds.interval(&totals, complete) {
+                if !stop_sent {
+                    status = RunStatus::AbortedByThreshold;
+                    totals.stop_reason = Some(reason);
+                    control.stop.send_replace(StopSignal::Stop);
+                    stop_sent = true;
+                }
+            }
             sink.interval(&mut totals);
         } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
             totals.elapsed = start.elapsed();
@@ -279,6 +291,7 @@ fn collect(
     totals.elapsed = start.elapsed();
     totals.generator_cpu = cpu_since_start();
     totals.session_functions = function_cost.map(FunctionCost::read);
+    totals.thresholds = thresholds.finish(&totals);
     sink.finish(&mut totals, status);
     (totals, status)
 }

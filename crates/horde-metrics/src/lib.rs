@@ -32,6 +32,6 @@ pub use summary::{
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
     ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };
-pub use threshold::{Comparison, Metric, Observed, Threshold};
+pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};

@@ -1,175 +1,563 @@
-//! Thresholds: assertions on results, such as the SLOs of `horde sweep`
-//! (`p99<500ms`, `errors<1%`, `rps>=1000`).
+//! Judging thresholds (their grammar is horde_plan's [`ThresholdSpec`]) on what a run measured:
+//! at the end on the whole run, and while it runs for those with a window (`over 30s`: the last
+//! 30 s after every interval) or `abort` (a failure stops the run).
+//!
+//! A scope that saw no request has no data, and a threshold with no data fails (`no_data`): a
+//! gate that passes because its request was never sent is a gate that lets anything through.
 
-use crate::summary::LatencyStats;
-use std::fmt;
-use std::str::FromStr;
+use crate::recorder::{GroupRecorder, Recorder};
+use crate::totals::Totals;
+use hdrhistogram::Histogram;
+use horde_plan::{LatencySource, LatencyStat, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Metric {
-    /// A latency percentile (from the intended start), in microseconds.
-    Percentile(f64),
-    Mean,
-    Max,
-    /// KO / all, as a fraction.
-    ErrorRate,
-    /// OK requests per second.
-    Throughput,
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ThresholdStatus {
+    Pass,
+    Fail,
+    /// The scope saw no request (or no scheduled start): counts as a failure.
+    NoData,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Comparison {
-    Less,
-    LessOrEqual,
-    Greater,
-    GreaterOrEqual,
+impl ThresholdStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThresholdStatus::Pass => "pass",
+            ThresholdStatus::Fail => "fail",
+            ThresholdStatus::NoData => "no_data",
+        }
+    }
+
+    /// Of several verdicts on one threshold (rows of `each`, windows): any failure fails it;
+    /// it passes if something passed; otherwise there was no data.
+    fn combine(self, other: ThresholdStatus) -> ThresholdStatus {
+        use ThresholdStatus::*;
+        match (self, other) {
+            (Fail, _) | (_, Fail) => Fail,
+            (Pass, _) | (_, Pass) => Pass,
+            _ => NoData,
+        }
+    }
 }
 
-/// One assertion, e.g. `p99<500ms`: metric, comparison, and the bound in the metric's unit
-/// (microseconds, a fraction, requests per second).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Threshold {
-    pub metric: Metric,
-    pub comparison: Comparison,
-    pub bound: f64,
-    /// As the user wrote it.
+/// One threshold's verdict, as summary.json carries it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct ThresholdResult {
+    /// As written.
     pub text: String,
+    /// `global`, `each`, or a request or group name.
+    pub scope: String,
+    /// `p99`, `errors`, `connect.p99`, ...
+    pub metric: String,
+    /// `<`, `<=`, `>`, `>=`, `==`, `!=`.
+    pub comparison: String,
+    /// The bound in the metric's unit: microseconds, a fraction, per second, a count.
+    pub bound: f64,
+    pub bound_text: String,
+    /// What was measured, in the bound's unit: for `each` and windows, the worst value seen.
+    pub observed: Option<f64>,
+    pub observed_text: Option<String>,
+    pub status: ThresholdStatus,
+    /// `abort`: a failure stops the run.
+    pub abort: bool,
+    /// `over W`: judged on the last W after every interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
+    /// With a window: how many windows were judged, and how many failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowCounts>,
+    /// With `each`: the verdict of every request row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<RowVerdict>,
 }
 
-/// What a threshold is checked against.
-pub struct Observed<'a> {
-    pub latency: &'a LatencyStats,
-    pub error_rate: f64,
-    pub throughput: f64,
-}
-
-impl Threshold {
-    /// The value observed for this threshold's metric, in its unit; None when not computed.
-    pub fn observe(&self, observed: &Observed<'_>) -> Option<f64> {
-        Some(match self.metric {
-            Metric::Percentile(p) => observed.latency.percentile(p)? as f64,
-            Metric::Mean => observed.latency.mean_us,
-            Metric::Max => observed.latency.max_us as f64,
-            Metric::ErrorRate => observed.error_rate,
-            Metric::Throughput => observed.throughput,
-        })
+impl ThresholdResult {
+    pub fn passed(&self) -> bool {
+        self.status == ThresholdStatus::Pass
     }
+}
 
-    pub fn holds(&self, observed: &Observed<'_>) -> bool {
-        let Some(value) = self.observe(observed) else { return false };
-        match self.comparison {
-            Comparison::Less => value < self.bound,
-            Comparison::LessOrEqual => value <= self.bound,
-            Comparison::Greater => value > self.bound,
-            Comparison::GreaterOrEqual => value >= self.bound,
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Default)]
+pub struct WindowCounts {
+    pub judged: u64,
+    pub failed: u64,
+    /// When the first failing window ended, from the start of the run.
+    pub first_failure_ms: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+pub struct RowVerdict {
+    pub name: String,
+    pub observed: Option<f64>,
+    pub observed_text: Option<String>,
+    pub status: ThresholdStatus,
+}
+
+/// What a scope measured: a request row (or all of them merged), or a group's passes.
+#[derive(Clone, Copy)]
+enum Subject<'a> {
+    Requests(&'a Recorder),
+    Group(&'a GroupRecorder),
+}
+
+/// Over how long, and the run's scheduling (for `late_starts`).
+#[derive(Clone, Copy)]
+struct Span {
+    seconds: f64,
+    scheduled_starts: u64,
+    late_starts: u64,
+}
+
+/// A metric's value; None when the scope has no data for it.
+fn observe(metric: ThresholdMetric, subject: Subject<'_>, span: Span) -> Option<f64> {
+    if metric == ThresholdMetric::LateStarts {
+        return (span.scheduled_starts > 0).then(|| span.late_starts as f64 / span.scheduled_starts as f64);
+    }
+    let (count, failed) = match subject {
+        Subject::Requests(r) => (r.count(), r.ko.len() + r.unsent),
+        Subject::Group(g) => (g.ok.len() + g.ko.len(), g.ko.len()),
+    };
+    if count == 0 {
+        return None;
+    }
+    match metric {
+        ThresholdMetric::ErrorRate => Some(failed as f64 / count as f64),
+        ThresholdMetric::ErrorCount => Some(failed as f64),
+        ThresholdMetric::Count => Some(count as f64),
+        ThresholdMetric::Throughput => (span.seconds > 0.0).then(|| count as f64 / span.seconds),
+        ThresholdMetric::LateStarts => unreachable!("handled above"),
+        ThresholdMetric::Latency(source, stat) => {
+            let histogram = match (subject, source) {
+                (Subject::Requests(r), LatencySource::Corrected) => {
+                    let mut all = r.ok.clone();
+                    all.add(&r.ko).expect("auto-resizing histograms always merge");
+                    all
+                }
+                (Subject::Requests(r), LatencySource::Uncorrected) => r.uncorrected.clone(),
+                (Subject::Requests(r), LatencySource::Phase(phase)) => phase_histogram(r, phase).clone(),
+                (Subject::Group(g), _) => {
+                    let mut all = g.ok.clone();
+                    all.add(&g.ko).expect("auto-resizing histograms always merge");
+                    all
+                }
+            };
+            latency_stat(&histogram, stat)
         }
     }
+}
 
-    /// The percentile this threshold needs computed, if any.
-    pub fn percentile(&self) -> Option<f64> {
-        match self.metric {
-            Metric::Percentile(p) => Some(p),
-            _ => None,
+fn phase_histogram(recorder: &Recorder, phase: Phase) -> &Histogram<u64> {
+    match phase {
+        Phase::Dns => &recorder.dns,
+        Phase::Connect => &recorder.connect,
+        Phase::Tls => &recorder.tls,
+        Phase::Send => &recorder.send,
+        Phase::Wait => &recorder.wait,
+        Phase::Receive => &recorder.receive,
+    }
+}
+
+/// The statistic, computed as summary.json computes it (the same quantile function).
+fn latency_stat(histogram: &Histogram<u64>, stat: LatencyStat) -> Option<f64> {
+    if histogram.is_empty() {
+        return None;
+    }
+    Some(match stat {
+        LatencyStat::Percentile(p) => histogram.value_at_quantile(p / 100.0) as f64,
+        LatencyStat::Mean => histogram.mean(),
+        LatencyStat::Min => histogram.min() as f64,
+        LatencyStat::Max => histogram.max() as f64,
+        LatencyStat::Stddev => histogram.stdev(),
+    })
+}
+
+/// One judgement of a threshold: on the whole run, or on one window.
+struct Judgement {
+    observed: Option<f64>,
+    status: ThresholdStatus,
+    rows: Vec<RowVerdict>,
+}
+
+fn judge_one(spec: &ThresholdSpec, subject: Option<Subject<'_>>, span: Span) -> (Option<f64>, ThresholdStatus) {
+    let observed = match subject {
+        Some(subject) => observe(spec.metric, subject, span),
+        // `late_starts` is the run's; any subject will do.
+        None if spec.metric == ThresholdMetric::LateStarts => observe(spec.metric, Subject::Group(&EMPTY_GROUP), span),
+        None => None,
+    };
+    let status = match observed {
+        None => ThresholdStatus::NoData,
+        Some(value) if spec.comparison.holds(value, spec.bound) => ThresholdStatus::Pass,
+        Some(_) => ThresholdStatus::Fail,
+    };
+    (observed, status)
+}
+
+static EMPTY_GROUP: std::sync::LazyLock<GroupRecorder> = std::sync::LazyLock::new(GroupRecorder::default);
+
+/// Judges `spec` on measured rows: `rows` are the request rows (in order of first appearance),
+/// `global` all of them merged (computed only when a threshold needs it), `groups` the groups.
+fn judge(
+    spec: &ThresholdSpec,
+    rows: &[(Arc<str>, Recorder)],
+    global: &mut dyn FnMut() -> Recorder,
+    groups: &[(Arc<str>, GroupRecorder)],
+    span: Span,
+) -> Judgement {
+    match &spec.scope {
+        ThresholdScope::Global => {
+            let global = if spec.metric == ThresholdMetric::LateStarts { None } else { Some(global()) };
+            let (observed, status) = judge_one(spec, global.as_ref().map(Subject::Requests), span);
+            Judgement { observed, status, rows: Vec::new() }
+        }
+        ThresholdScope::Named(name) => {
+            let subject = match rows.iter().find(|(n, _)| **n == **name) {
+                Some((_, r)) => Some(Subject::Requests(r)),
+                None => groups.iter().find(|(n, _)| **n == **name).map(|(_, g)| Subject::Group(g)),
+            };
+            let (observed, status) = judge_one(spec, subject, span);
+            Judgement { observed, status, rows: Vec::new() }
+        }
+        ThresholdScope::Each => {
+            let mut judgement = Judgement { observed: None, status: ThresholdStatus::NoData, rows: Vec::new() };
+            for (name, recorder) in rows {
+                let (observed, status) = judge_one(spec, Some(Subject::Requests(recorder)), span);
+                // A row that saw nothing in this span has nothing to say (it may belong to a
+                // later part of the scenario); no row at all is no data.
+                if status == ThresholdStatus::NoData {
+                    continue;
+                }
+                judgement.status = judgement.status.combine(status);
+                judgement.observed = worse(spec, judgement.observed, observed);
+                judgement.rows.push(RowVerdict {
+                    name: name.to_string(),
+                    observed,
+                    observed_text: observed.map(|v| spec.metric.format_value(v)),
+                    status,
+                });
+            }
+            judgement
         }
     }
 }
 
-impl fmt::Display for Threshold {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+fn worse(spec: &ThresholdSpec, a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(spec.comparison.worse(a, b)),
+        (a, b) => a.or(b),
     }
 }
 
-impl FromStr for Threshold {
-    type Err = String;
+/// What a windowed threshold keeps: the last intervals of its scope, and its verdict so far.
+struct Window {
+    /// How many intervals make the window.
+    intervals: usize,
+    /// The most recent intervals' rows, oldest first: only the rows the scope needs.
+    recent: VecDeque<Vec<(Arc<str>, Recorder)>>,
+    counts: WindowCounts,
+    status: ThresholdStatus,
+    observed: Option<f64>,
+    rows: Vec<RowVerdict>,
+}
 
-    /// `p99<500ms`, `p99.9<=1s`, `mean<200ms`, `max<2s`, `errors<1%`, `errors<0.01`,
-    /// `rps>1000`; latency units `us`, `ms` (default), `s`.
-    fn from_str(text: &str) -> Result<Threshold, String> {
-        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let position = compact
-            .find(['<', '>'])
-            .ok_or_else(|| format!("{text:?}: expected METRIC<VALUE or METRIC>VALUE, such as p99<500ms or errors<1%"))?;
-        let (name, rest) = compact.split_at(position);
-        let (comparison, value) = if let Some(v) = rest.strip_prefix("<=") {
-            (Comparison::LessOrEqual, v)
-        } else if let Some(v) = rest.strip_prefix(">=") {
-            (Comparison::GreaterOrEqual, v)
-        } else if let Some(v) = rest.strip_prefix('<') {
-            (Comparison::Less, v)
-        } else {
-            (Comparison::Greater, &rest[1..])
-        };
-        let metric = match name.to_ascii_lowercase().as_str() {
-            "mean" | "avg" => Metric::Mean,
-            "max" => Metric::Max,
-            "errors" | "error_rate" | "ko" => Metric::ErrorRate,
-            "rps" | "throughput" => Metric::Throughput,
-            other => match other.strip_prefix('p').and_then(|p| p.parse::<f64>().ok()) {
-                Some(p) if p > 0.0 && p <= 100.0 => Metric::Percentile(p),
-                _ => return Err(format!("{text:?}: unknown metric {name:?} (p50, p99, p99.9, mean, max, errors, rps)")),
-            },
-        };
-        let number_end = value.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(value.len());
-        let (number, unit) = value.split_at(number_end);
-        let number: f64 = number.parse().map_err(|_| format!("{text:?}: {value:?} is not a number"))?;
-        let bound = match metric {
-            Metric::Percentile(_) | Metric::Mean | Metric::Max => match unit {
-                "us" | "µs" => number,
-                "" | "ms" => number * 1000.0,
-                "s" => number * 1_000_000.0,
-                _ => return Err(format!("{text:?}: unknown time unit {unit:?} (us, ms, s)")),
-            },
-            Metric::ErrorRate => match unit {
-                "%" => number / 100.0,
-                "" => number,
-                _ => return Err(format!("{text:?}: an error rate is a fraction or a percentage")),
-            },
-            Metric::Throughput => match unit {
-                "" | "/s" | "rps" => number,
-                _ => return Err(format!("{text:?}: throughput is in requests per second")),
-            },
-        };
-        Ok(Threshold { metric, comparison, bound, text: text.to_string() })
+/// Judges a run's thresholds as it goes and at its end. It lives on the collector's thread.
+pub struct ThresholdMonitor {
+    specs: Vec<ThresholdSpec>,
+    interval_ms: u64,
+    windows: Vec<Option<Window>>,
+    /// The last interval taken into the windows.
+    seen_interval: u64,
+    /// Some threshold with `abort` failed: why.
+    abort: Option<String>,
+}
+
+impl ThresholdMonitor {
+    pub fn new(specs: Vec<ThresholdSpec>, interval_ms: u64) -> ThresholdMonitor {
+        let interval_ms = interval_ms.max(1);
+        let windows = specs
+            .iter()
+            .map(|spec| {
+                spec.window_ms.map(|w| Window {
+                    intervals: w.div_ceil(interval_ms).max(1) as usize,
+                    recent: VecDeque::new(),
+                    counts: WindowCounts::default(),
+                    status: ThresholdStatus::NoData,
+                    observed: None,
+                    rows: Vec::new(),
+                })
+            })
+            .collect();
+        ThresholdMonitor { specs, interval_ms, windows, seen_interval: 0, abort: None }
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// Judges what needs judging while the run goes, after the collector merged intervals up to
+    /// `complete` (still pending in `totals.intervals`, not yet taken by the sink). Returns why
+    /// the run must stop when a threshold with `abort` failed (once).
+    pub fn interval(&mut self, totals: &Totals, complete: u64) -> Option<String> {
+        if self.specs.is_empty() || self.abort.is_some() {
+            return None;
+        }
+        self.take_intervals(totals, complete);
+        let elapsed_ms = totals.elapsed.as_millis() as u64;
+        let mut global_cache: Option<Recorder> = None;
+        for (spec, window) in self.specs.iter().zip(&self.windows) {
+            let Some(after_ms) = spec.abort_after_ms else { continue };
+            if elapsed_ms < after_ms {
+                continue;
+            }
+            let failed = match window {
+                // The window's latest verdict.
+                Some(window) => window.counts.failed > 0,
+                None => {
+                    let span = whole_run_span(totals);
+                    let mut global = || global_cache.get_or_insert_with(|| totals.global()).clone();
+                    judge(spec, &totals.requests, &mut global, &totals.groups, span).status == ThresholdStatus::Fail
+                }
+            };
+            if failed {
+                self.abort = Some(format!("threshold {} failed", spec.text));
+                return self.abort.clone();
+            }
+        }
+        None
+    }
+
+    /// The verdicts at the end of the run: every pending interval is taken first.
+    pub fn finish(&mut self, totals: &Totals) -> Vec<ThresholdResult> {
+        if let Some(last) = totals.intervals.last_interval() {
+            self.take_intervals(totals, last);
+        }
+        let span = whole_run_span(totals);
+        let mut global_cache: Option<Recorder> = None;
+        let mut results = Vec::with_capacity(self.specs.len());
+        for (spec, window) in self.specs.iter().zip(&self.windows) {
+            let mut global = || global_cache.get_or_insert_with(|| totals.global()).clone();
+            let (observed, status, rows, windows) = match window {
+                Some(window) if window.counts.judged > 0 => {
+                    (window.observed, window.status, window.rows.clone(), Some(window.counts))
+                }
+                // A run shorter than the window: judged once, on all of it.
+                _ => {
+                    let judgement = judge(spec, &totals.requests, &mut global, &totals.groups, span);
+                    let windows = window.as_ref().map(|_| WindowCounts {
+                        judged: 1,
+                        failed: u64::from(judgement.status == ThresholdStatus::Fail),
+                        first_failure_ms: None,
+                    });
+                    (judgement.observed, judgement.status, judgement.rows, windows)
+                }
+            };
+            results.push(ThresholdResult {
+                text: spec.text.clone(),
+                scope: spec.scope_name().to_string(),
+                metric: spec.metric.name(),
+                comparison: spec.comparison.symbol().to_string(),
+                bound: spec.bound,
+                bound_text: spec.bound_text(),
+                observed,
+                observed_text: observed.map(|v| spec.metric.format_value(v)),
+                status,
+                abort: spec.abort_after_ms.is_some(),
+                window_ms: spec.window_ms,
+                windows,
+                rows,
+            });
+        }
+        results
+    }
+
+    /// Adds the intervals after the last one seen, up to `last`, to the windows, judging each
+    /// full window.
+    fn take_intervals(&mut self, totals: &Totals, last: u64) {
+        if self.windows.iter().all(Option::is_none) {
+            self.seen_interval = last;
+            return;
+        }
+        while self.seen_interval < last {
+            self.seen_interval += 1;
+            let interval = self.seen_interval;
+            let rows = totals.intervals.rows(interval);
+            let end_ms = interval * self.interval_ms;
+            for (spec, window) in self.specs.iter().zip(self.windows.iter_mut()) {
+                let Some(window) = window else { continue };
+                window.recent.push_back(scope_rows(spec, rows));
+                if window.recent.len() > window.intervals {
+                    window.recent.pop_front();
+                }
+                if window.recent.len() < window.intervals {
+                    continue;
+                }
+                let merged = merge_rows(&window.recent);
+                let span = Span {
+                    seconds: (window.intervals as u64 * self.interval_ms) as f64 / 1000.0,
+                    scheduled_starts: 0,
+                    late_starts: 0,
+                };
+                let mut global = || merged.first().map(|(_, r)| r.clone()).unwrap_or_default();
+                let judgement = judge(spec, &merged, &mut global, &[], span);
+                window.counts.judged += 1;
+                if judgement.status == ThresholdStatus::Fail {
+                    window.counts.failed += 1;
+                    window.counts.first_failure_ms.get_or_insert(end_ms);
+                }
+                // The worst window is the one shown; once one failed, passing ones no longer
+                // change what is shown.
+                window.status = window.status.combine(judgement.status);
+                if judgement.status != ThresholdStatus::NoData {
+                    window.observed = worse(spec, window.observed, judgement.observed);
+                }
+                if judgement.status == ThresholdStatus::Fail || window.rows.is_empty() {
+                    window.rows = judgement.rows;
+                }
+            }
+        }
+    }
+}
+
+fn whole_run_span(totals: &Totals) -> Span {
+    Span {
+        seconds: totals.measured().as_secs_f64(),
+        scheduled_starts: totals.start_lag_us.len(),
+        late_starts: totals.late_starts,
+    }
+}
+
+/// The rows of one interval a window needs: all of them merged (global), the named one, or
+/// every one (each).
+fn scope_rows(spec: &ThresholdSpec, rows: &[(Arc<str>, Recorder)]) -> Vec<(Arc<str>, Recorder)> {
+    match &spec.scope {
+        ThresholdScope::Global => {
+            let mut all = Recorder::default();
+            for (_, r) in rows {
+                all.merge(r);
+            }
+            vec![(Arc::from("all"), all)]
+        }
+        ThresholdScope::Named(name) => rows.iter().filter(|(n, _)| **n == **name).cloned().collect(),
+        ThresholdScope::Each => rows.to_vec(),
+    }
+}
+
+/// The window's intervals merged row by row, rows in order of first appearance.
+fn merge_rows(intervals: &VecDeque<Vec<(Arc<str>, Recorder)>>) -> Vec<(Arc<str>, Recorder)> {
+    let mut merged: Vec<(Arc<str>, Recorder)> = Vec::new();
+    for rows in intervals {
+        for (name, recorder) in rows {
+            match merged.iter_mut().find(|(n, _)| n == name) {
+                Some((_, existing)) => existing.merge(recorder),
+                None => merged.push((name.clone(), recorder.clone())),
+            }
+        }
+    }
+    merged
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::Percentile;
+    use crate::recorder::{RequestTiming, Snapshot};
+    use std::time::{Duration, SystemTime};
 
-    #[test]
-    fn thresholds_parse_with_their_units() {
-        let t: Threshold = "p99<500ms".parse().unwrap();
-        assert_eq!((t.metric, t.comparison, t.bound), (Metric::Percentile(99.0), Comparison::Less, 500_000.0));
-        let t: Threshold = "p99.9 <= 1s".parse().unwrap();
-        assert_eq!((t.metric, t.comparison, t.bound), (Metric::Percentile(99.9), Comparison::LessOrEqual, 1_000_000.0));
-        let t: Threshold = "errors<1%".parse().unwrap();
-        assert_eq!((t.metric, t.bound), (Metric::ErrorRate, 0.01));
-        let t: Threshold = "rps>=1000".parse().unwrap();
-        assert_eq!((t.metric, t.comparison, t.bound), (Metric::Throughput, Comparison::GreaterOrEqual, 1000.0));
-        assert!("p99".parse::<Threshold>().unwrap_err().contains("expected METRIC<VALUE"));
-        assert!("q99<5".parse::<Threshold>().unwrap_err().contains("unknown metric"));
-        assert!("p99<5h".parse::<Threshold>().unwrap_err().contains("unknown time unit"));
+    fn recorder(latencies_ms: &[u64], failures: u64) -> Recorder {
+        let mut r = Recorder::default();
+        for &ms in latencies_ms {
+            r.record(&RequestTiming { latency_us: ms * 1000, uncorrected_us: ms * 1000, ..Default::default() }, true);
+        }
+        for _ in 0..failures {
+            r.record(&RequestTiming { latency_us: 1000, uncorrected_us: 1000, ..Default::default() }, false);
+        }
+        r
+    }
+
+    fn totals_with(rows: Vec<(&str, Recorder)>, seconds: u64) -> Totals {
+        let mut totals = Totals::new(SystemTime::now(), 1);
+        let snapshot = Snapshot {
+            worker: 0,
+            interval: 1,
+            requests: rows.into_iter().map(|(n, r)| (Arc::from(n), r)).collect(),
+            ..Default::default()
+        };
+        totals.absorb(snapshot);
+        totals.elapsed = Duration::from_secs(seconds);
+        totals
+    }
+
+    fn verdicts(thresholds: &[&str], totals: &Totals) -> Vec<ThresholdResult> {
+        let specs = thresholds.iter().map(|t| t.parse().unwrap()).collect();
+        ThresholdMonitor::new(specs, 1000).finish(totals)
     }
 
     #[test]
-    fn thresholds_check_observations() {
-        let latency = LatencyStats {
-            count: 10,
-            max_us: 900_000,
-            mean_us: 100_000.0,
-            percentiles: vec![Percentile { percentile: 99.0, value_us: 400_000 }],
-            ..Default::default()
-        };
-        let observed = Observed { latency: &latency, error_rate: 0.02, throughput: 500.0 };
-        let holds = |t: &str| t.parse::<Threshold>().unwrap().holds(&observed);
-        assert!(holds("p99<500ms"));
-        assert!(!holds("p99<400ms"));
-        assert!(holds("p99<=400ms"));
-        assert!(!holds("errors<1%"));
-        assert!(holds("rps>100"));
-        assert!(!holds("p50<1s"), "an uncomputed percentile does not hold");
+    fn thresholds_pass_and_fail_at_their_bounds() {
+        let latencies: Vec<u64> = (1..=100).collect();
+        let totals = totals_with(vec![("home", recorder(&latencies, 0)), ("login", recorder(&[500], 1))], 10);
+        let results = verdicts(
+            &["\"home\": p99<=100ms", "\"home\": p99<98ms", "errors<1%", "errors<=1%", "\"login\": errors<50%", "rps>=10.2", "rps>10.2", "count==102"],
+            &totals,
+        );
+        let statuses: Vec<_> = results.iter().map(|r| r.status.as_str()).collect();
+        // 102 requests, 1 failed: 0.98 % errors, 10.2/s.
+        assert_eq!(statuses, ["pass", "fail", "pass", "pass", "fail", "pass", "fail", "pass"]);
+        // The 99th of 1..=100 ms, as HDR keeps it (3 significant digits): what summary.json says.
+        assert_eq!(results[0].observed_text.as_deref(), Some("99.01 ms"));
+        assert_eq!(results[2].observed_text.as_deref(), Some("0.98 %"));
+    }
+
+    #[test]
+    fn a_scope_without_requests_fails_with_no_data() {
+        let totals = totals_with(vec![("home", recorder(&[5], 0))], 1);
+        let results = verdicts(&["\"home\": p99<1s", "\"later\": p99<1s", "late_starts<1%", "connect.p99<1ms"], &totals);
+        let statuses: Vec<_> = results.iter().map(|r| r.status.as_str()).collect();
+        assert_eq!(statuses, ["pass", "no_data", "no_data", "no_data"]);
+        assert!(!results[1].passed());
+    }
+
+    #[test]
+    fn each_judges_every_row_and_shows_the_worst() {
+        let totals = totals_with(vec![("fast", recorder(&[5, 5], 0)), ("slow", recorder(&[900], 0))], 1);
+        let result = &verdicts(&["each: p99<100ms"], &totals)[0];
+        assert_eq!(result.status, ThresholdStatus::Fail);
+        assert_eq!(result.rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["pass", "fail"]);
+        // HDR keeps 3 significant digits.
+        assert!((result.observed.unwrap() - 900_000.0).abs() < 1000.0, "{:?}", result.observed);
+    }
+
+    #[test]
+    fn a_window_judges_the_last_intervals_and_abort_stops_once() {
+        let spec: ThresholdSpec = "p50<100ms over 2s abort".parse().unwrap();
+        let mut monitor = ThresholdMonitor::new(vec![spec], 1000);
+        let mut totals = Totals::new(SystemTime::now(), 1);
+        // Intervals 1-3 fast, 4-5 slow: the window of 4 and 5 fails (2 s).
+        for (interval, ms) in [(1, 10), (2, 10), (3, 10), (4, 500), (5, 500)] {
+            totals.absorb(Snapshot {
+                worker: 0,
+                interval,
+                requests: vec![(Arc::from("home"), recorder(&[ms, ms], 0))],
+                ..Default::default()
+            });
+            totals.elapsed = Duration::from_secs(interval);
+            let abort = monitor.interval(&totals, interval);
+            if interval < 5 {
+                // The window (3, 4) has two fast and two slow requests: p50 is a fast one.
+                assert_eq!(abort, None, "interval {interval}");
+            } else {
+                assert_eq!(abort.as_deref(), Some("threshold p50<100ms over 2s abort failed"));
+            }
+        }
+        let result = &monitor.finish(&totals)[0];
+        assert_eq!(result.status, ThresholdStatus::Fail);
+        assert_eq!(result.windows, Some(WindowCounts { judged: 4, failed: 1, first_failure_ms: Some(5000) }));
+        assert!(result.observed.unwrap() >= 499_000.0);
+        // On the whole run, the median is fast: only the window saw the slowdown.
+        let whole = &verdicts(&["p50<100ms"], &totals)[0];
+        assert_eq!(whole.status, ThresholdStatus::Pass);
     }
 }

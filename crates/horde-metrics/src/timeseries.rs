@@ -147,6 +147,16 @@ impl PendingIntervals {
         }
     }
 
+    /// The rows measured in `interval` so far (empty when it is unknown or already taken).
+    pub fn rows(&self, interval: u64) -> &[(Arc<str>, Recorder)] {
+        self.by_interval.get(&interval).map(|p| p.rows.as_slice()).unwrap_or(&[])
+    }
+
+    /// The latest interval not yet taken.
+    pub fn last_interval(&self) -> Option<u64> {
+        self.by_interval.keys().next_back().copied()
+    }
+
     /// The intervals up to `last` (all of them when None), oldest first, merged across
     /// workers; those intervals are forgotten.
     pub fn take_completed(&mut self, last: Option<u64>, interval_ms: u64) -> Vec<CompletedInterval> {

@@ -22,6 +22,8 @@ pub enum RunStatus {
     /// A scenario stopped the run (`stop_load_generator`, a feeder that ran out with
     /// `stop_run`); `Totals::stop_reason` says why.
     Stopped,
+    /// A threshold with `abort` failed; `Totals::stop_reason` names it.
+    AbortedByThreshold,
 }
 
 impl RunStatus {
@@ -32,6 +34,7 @@ impl RunStatus {
             RunStatus::LimitReached => "limit_reached",
             RunStatus::Interrupted => "interrupted",
             RunStatus::Stopped => "stopped",
+            RunStatus::AbortedByThreshold => "aborted_by_threshold",
         }
     }
 }
@@ -70,6 +73,8 @@ pub struct Totals {
     /// Session functions (Python code the plan calls): calls and seconds spent in them, when
     /// the plan has any.
     pub session_functions: Option<(u64, f64)>,
+    /// The thresholds' verdicts, once the run has ended (the plan's order).
+    pub thresholds: Vec<crate::ThresholdResult>,
 }
 
 impl Totals {
@@ -96,6 +101,7 @@ impl Totals {
             couchdb_steps: Vec::new(),
             stop_reason: None,
             session_functions: None,
+            thresholds: Vec::new(),
         }
     }
 

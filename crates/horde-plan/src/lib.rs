@@ -23,6 +23,7 @@ mod feeder;
 pub mod input;
 mod schema_check;
 mod template;
+mod threshold;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
@@ -31,6 +32,7 @@ pub use template::{
     is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
     Segment,
 };
+pub use threshold::{Comparison, LatencySource, LatencyStat, MetricUnit, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec};
 pub use validate::MAX_DURATION_MS;
 
 use schemars::JsonSchema;
@@ -75,6 +77,11 @@ pub struct Plan {
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub options: RunOptions,
+    /// Assertions on the results, judged at the end of the run (and after every interval for
+    /// those with a window or `abort`): `p99<500ms`, `"login": p95<=300ms`, `each: errors<1%`,
+    /// `p99<2s over 30s abort`. A failed threshold makes the run exit 99. See docs/thresholds.md.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<String>,
 }
 
 fn default_plan_name() -> String {

@@ -93,6 +93,11 @@ impl Validator {
         if plan.version != PLAN_VERSION {
             self.error("version", format!("this horde reads plan version {PLAN_VERSION}, not {}", plan.version));
         }
+        for (i, text) in plan.thresholds.iter().enumerate() {
+            if let Err(message) = text.parse::<crate::ThresholdSpec>() {
+                self.error(format!("thresholds[{i}]"), message);
+            }
+        }
         let has_base_url = match &plan.protocol.base_url {
             Some(base) => {
                 if !is_http_url(base) {

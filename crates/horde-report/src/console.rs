@@ -3,7 +3,7 @@
 
 use crate::summary::Summary;
 use crate::terminal::printable;
-use horde_metrics::{LatencyStats, RequestStats};
+use horde_metrics::{LatencyStats, RequestStats, ThresholdStatus};
 use std::fmt::Write;
 
 const WIDTH: usize = 80;
@@ -96,6 +96,9 @@ pub fn render(summary: &Summary) -> String {
         summary.users.started,
         summary.users.interrupted
     );
+    if let Some(reason) = &summary.run.stop_reason {
+        let _ = writeln!(out, "stopped: {}", printable(reason));
+    }
     rule(&mut out, "Global Information");
     line(&mut out, "request count", g.count.to_string(), Some(g.ok.to_string()), Some(g.ko.to_string()));
     latency_lines(&mut out, g);
@@ -198,8 +201,44 @@ pub fn render(summary: &Summary) -> String {
             let _ = writeln!(out, "  {:.2}% of KO", e.percent);
         }
     }
+    threshold_lines(&mut out, summary);
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
     out
+}
+
+/// The thresholds' verdicts, last, where a CI log is read from: each with what was observed
+/// (for `each`, the worst row; with a window, the worst window).
+fn threshold_lines(out: &mut String, summary: &Summary) {
+    let thresholds = &summary.thresholds;
+    if thresholds.is_empty() {
+        return;
+    }
+    let passed = thresholds.iter().filter(|t| t.passed()).count();
+    rule(out, &format!("Thresholds: {passed} of {} passed", thresholds.len()));
+    for t in thresholds {
+        let verdict = match t.status {
+            ThresholdStatus::Pass => "PASS",
+            ThresholdStatus::Fail => "FAIL",
+            ThresholdStatus::NoData => "NO DATA",
+        };
+        let observed = match (&t.observed_text, t.status) {
+            (_, ThresholdStatus::NoData) => "no request in its scope".to_string(),
+            (Some(value), _) => value.clone(),
+            (None, _) => "-".to_string(),
+        };
+        let mut detail = String::new();
+        if let Some(worst) = t.rows.iter().find(|r| r.status == ThresholdStatus::Fail) {
+            let failing = t.rows.iter().filter(|r| r.status == ThresholdStatus::Fail).count();
+            detail = format!(" ({failing} of {} rows failed, such as {})", t.rows.len(), printable(&worst.name));
+        }
+        if let Some(windows) = &t.windows {
+            if windows.failed > 0 {
+                let at = windows.first_failure_ms.map(|ms| format!(", first at {:.0} s", ms as f64 / 1000.0)).unwrap_or_default();
+                detail.push_str(&format!(" ({} of {} windows failed{at})", windows.failed, windows.judged));
+            }
+        }
+        let _ = writeln!(out, "> {verdict:<7} {:<40} {observed}{detail}", printable(&t.text));
+    }
 }
 
 /// Where the time of the requests went: each phase's count, mean and 99th percentile. DNS,

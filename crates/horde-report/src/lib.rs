@@ -10,6 +10,8 @@
 mod console;
 mod histogram_log;
 mod iron_cushion;
+mod job_summary;
+mod junit;
 mod locust;
 mod percentile_distribution;
 mod request_log;
@@ -22,6 +24,8 @@ mod timeseries;
 pub use console::render as render_console;
 pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
 pub use iron_cushion::render_iron_cushion;
+pub use job_summary::render_job_summary;
+pub use junit::{render_junit, verdict_message};
 pub use locust::LocustExport;
 pub use percentile_distribution::{render as render_percentile_distribution, HgrmEntry, HGRM_DIR};
 pub use request_log::RequestLogWriter;

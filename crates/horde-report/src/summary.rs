@@ -3,7 +3,7 @@
 
 use horde_metrics::{
     ConnectionStats, CouchdbStepReport, GeneratorStats, SessionFunctionStats, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
-    SummaryOptions, Totals, UserStats,
+    SummaryOptions, ThresholdResult, Totals, UserStats,
 };
 use horde_plan::Plan;
 use schemars::JsonSchema;
@@ -33,6 +33,10 @@ pub struct Summary {
     /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub couchdb: Vec<CouchdbStepReport>,
+    /// The plan's thresholds and their verdicts, in the plan's order; judged when the run
+    /// ends (empty while it runs). Any that did not pass makes the run exit 99.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
     pub environment: Environment,
     pub plan: Plan,
 }
@@ -41,9 +45,11 @@ pub struct Summary {
 pub struct RunInfo {
     pub name: String,
     /// running (the run is still going or was killed), completed, limit_reached, interrupted,
-    /// stopped (by a scenario: `stop_reason` says why).
+    /// stopped (by a scenario: `stop_reason` says why), aborted_by_threshold (a threshold with
+    /// `abort` failed: `stop_reason` names it).
     pub status: String,
-    /// Why a scenario stopped the run (`stop_load_generator`, a feeder run out).
+    /// Why a scenario stopped the run (`stop_load_generator`, a feeder run out), or which
+    /// threshold aborted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
     /// UTC, RFC 3339.
@@ -185,6 +191,7 @@ impl Summary {
                 }
             },
             couchdb: totals.couchdb_reports(),
+            thresholds: totals.thresholds.clone(),
             environment: environment.clone(),
             plan: plan.clone(),
         }

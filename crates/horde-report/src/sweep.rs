@@ -3,7 +3,6 @@
 //! throughput stops growing, the level where errors begin), and a chart of it.
 
 use crate::summary::Summary;
-use horde_metrics::{Observed, Threshold};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -100,7 +99,6 @@ impl SweepLevel {
     pub fn from_summary(
         level: f64,
         summary: &Summary,
-        slos: &[Threshold],
         results: String,
         arrival_rate: Option<f64>,
         run: u32,
@@ -113,7 +111,6 @@ impl SweepLevel {
         let measured_s = run_ms.saturating_sub(summary.run.warmup_ms) as f64 / 1000.0;
         let error_rate = if global.count > 0 { global.ko as f64 / global.count as f64 } else { 0.0 };
         let throughput_rps = if measured_s > 0.0 { global.ok as f64 / measured_s } else { 0.0 };
-        let observed = Observed { latency, error_rate, throughput: throughput_rps };
         SweepLevel {
             level,
             requests: global.count,
@@ -124,7 +121,8 @@ impl SweepLevel {
             mean_us: latency.mean_us,
             error_rate,
             throughput_rps,
-            broken_slos: slos.iter().filter(|t| !t.holds(&observed)).map(|t| t.text.clone()).collect(),
+            // The level's SLOs are its plan's thresholds, judged by the run itself.
+            broken_slos: summary.thresholds.iter().filter(|t| !t.passed()).map(|t| t.text.clone()).collect(),
             results,
             interrupted: summary.run.status == "interrupted",
             run,
@@ -214,7 +212,7 @@ pub struct SweepReport {
 impl SweepReport {
     /// The conclusions from every run of the sweep. Runs whose load was not delivered are in
     /// the table, but not in the conclusions.
-    pub fn analyse(name: &str, model: &str, slos: &[Threshold], level_duration_ms: u64, warmup_ms: u64, mut levels: Vec<SweepLevel>) -> SweepReport {
+    pub fn analyse(name: &str, model: &str, slos: &[String], level_duration_ms: u64, warmup_ms: u64, mut levels: Vec<SweepLevel>) -> SweepReport {
         levels.sort_by(|a, b| a.level.total_cmp(&b.level).then(a.run.cmp(&b.run)));
         let judged = verdicts(&levels);
         let highest_meeting_slos = judged.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
@@ -225,7 +223,7 @@ impl SweepReport {
         SweepReport {
             name: name.to_string(),
             model: model.to_string(),
-            slos: slos.iter().map(|t| t.text.clone()).collect(),
+            slos: slos.to_vec(),
             level_duration_ms,
             warmup_ms,
             levels,
@@ -526,7 +524,7 @@ mod tests {
 
     #[test]
     fn the_analysis_names_the_slo_level_the_knee_and_the_first_errors() {
-        let slos = vec!["p99<500ms".parse().unwrap()];
+        let slos = vec!["p99<500ms".to_string()];
         // Seed 004's shape: throughput grows to 300 users, p99 breaks the SLO at 150.
         let levels = vec![
             level(300.0, 1000.0, 1700, 1),
@@ -552,7 +550,7 @@ mod tests {
 
     #[test]
     fn levels_whose_load_was_not_delivered_are_shown_but_not_judged() {
-        let slos = vec!["p99<500ms".parse().unwrap()];
+        let slos = vec!["p99<500ms".to_string()];
         let mut late = level(300.0, 120.0, 900, 50);
         late.not_delivered = Some("start lag p99 250 ms".into());
         let mut again = level(200.0, 940.0, 450, 0);
