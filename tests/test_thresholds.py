@@ -246,3 +246,15 @@ def test_an_internal_error_exits_3_not_1_nor_99(tmp_path):
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert completed.returncode == 3, completed.stderr
     assert "internal error" in completed.stderr and "RuntimeError: a bug" in completed.stderr
+
+
+def test_assertions_without_a_condition_are_refused_when_the_simulation_loads():
+    from horde import DslError, at_once_users, global_, http, scenario, setup
+
+    simulation = setup(scenario("s").exec(http("home").get("/")).inject(at_once_users(1)))
+    with pytest.raises(DslError, match=r"has no condition yet: end it with lt\(\)"):
+        simulation.assertions(global_().response_time().percentile(99))
+    with pytest.raises(DslError, match="successful_requests\\(\\).count\\(\\) is not a threshold"):
+        global_().successful_requests().count()
+    between = simulation.assertions(global_().response_time().mean().between(5, 50))
+    assert between.to_plan()["thresholds"] == ["mean>=5ms", "mean<=50ms"]

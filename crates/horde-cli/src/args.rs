@@ -73,16 +73,17 @@ pub struct RunArgs {
     #[arg(short = 'D', value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     #[command(flatten)]
-    pub thresholds: ThresholdArgs,
+    pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
 }
 
-/// Thresholds that gate CI, and the reports CI reads.
+/// What a run reports beyond its results directory: thresholds that gate CI, the JUnit report
+/// CI reads, live metrics for a scraper.
 #[derive(Args, Debug, Default)]
-pub struct ThresholdArgs {
+pub struct GateArgs {
     /// An assertion on the results, added to the plan's: '[scope:] metric op value unit
     /// [over WINDOW] [abort [after DELAY]]', e.g. 'p99<500ms', '"login": p95<=300ms',
     /// 'each: errors<1%', 'p99<2s over 30s abort' (docs/thresholds.md); repeatable. A failed
@@ -92,6 +93,10 @@ pub struct ThresholdArgs {
     /// Write the thresholds' verdicts as JUnit XML (a testcase per threshold), for CI.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics while the
+    /// run goes (Prometheus can scrape it), e.g. 127.0.0.1:9464.
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Args, Debug)]
@@ -207,7 +212,7 @@ pub struct HttpArgs {
     #[arg(long)]
     pub compressed: bool,
     #[command(flatten)]
-    pub thresholds: ThresholdArgs,
+    pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

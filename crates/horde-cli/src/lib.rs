@@ -14,6 +14,7 @@ mod couchdb;
 pub mod exit;
 mod exports;
 mod loader;
+mod metrics_endpoint;
 mod output;
 mod quick;
 mod signals;
@@ -139,7 +140,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, &[], loader)?;
-            let code = execute(program, &output, None, &args::ThresholdArgs::default(), &loader.front_end())?;
+            let code = execute(program, &output, None, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -331,7 +332,7 @@ fn execute(
     program: Program,
     output: &args::OutputArgs,
     exports: Option<&args::ExportArgs>,
-    gate: &args::ThresholdArgs,
+    gate: &args::GateArgs,
     front_end: &str,
 ) -> Result<i32, Failure> {
     check_capacity(&program)?;
@@ -340,14 +341,24 @@ fn execute(
         Some(exports) => exports::Requested::parse(exports)?,
         None => exports::Requested::default(),
     };
+    // Bound first: a port in use is found before anything is created or sent.
+    let live = gate.metrics.map(|address| (address, horde_report::LiveMetrics::new()));
+    let endpoint = match &live {
+        Some((address, live)) => Some(metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
+        None => None,
+    };
     let dir = results_directory(output, &program.plan.name)?;
     let extras = requested.open(&program)?;
     let hooks = program.session_functions.clone();
+    if let Some(endpoint) = &endpoint {
+        status!("horde: live metrics at http://{}/metrics", endpoint.address);
+    }
     if let Some(hooks) = &hooks {
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into_with(program, &dir, !output.quiet, front_end, extras)?;
+    let finished = run_into_with(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live), extras)?;
+    drop(endpoint);
     if !output.quiet {
         print_text(&render_console(&finished.summary));
     }
@@ -382,7 +393,7 @@ fn run_exit_code(status: RunStatus, thresholds_failed: bool) -> i32 {
 
 /// The thresholds' JUnit XML (`--junit`), and the job summary GitHub Actions shows when it
 /// names a file in `GITHUB_STEP_SUMMARY` (appended to, as GitHub expects).
-fn ci_reports(summary: &horde_report::Summary, gate: &args::ThresholdArgs) -> Result<(), Failure> {
+fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<(), Failure> {
     if let Some(path) = &gate.junit {
         std::fs::write(path, horde_report::render_junit(summary))
             .with_context(|| format!("writing the JUnit report {}", path.display()))?;
@@ -467,8 +478,14 @@ impl FinishedRun {
 
 /// Runs a lowered plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
 /// A directory where summary.json cannot be written is found before the run starts.
-pub(crate) fn run_into(program: Program, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
-    run_into_with(program, dir, progress, front_end, exports::Opened::default())
+pub(crate) fn run_into(
+    program: Program,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+    live: Option<horde_report::LiveMetrics>,
+) -> Result<FinishedRun, Failure> {
+    run_into_with(program, dir, progress, front_end, live, exports::Opened::default())
 }
 
 /// [`run_into`], also writing the exports asked for (Locust's files, the request log).
@@ -477,12 +494,16 @@ fn run_into_with(
     dir: &Path,
     progress: bool,
     front_end: &str,
+    live: Option<horde_report::LiveMetrics>,
     extras: exports::Opened,
 ) -> Result<FinishedRun, Failure> {
     let program = Arc::new(program);
     let workers = worker_count(&program);
     let environment = Environment::detect(workers, front_end);
     let mut sink = ResultsSink::new(dir.to_path_buf(), program.plan.clone(), environment, progress);
+    if let Some(live) = live {
+        sink.publish_live_metrics(live);
+    }
     if let Some(locust) = extras.locust {
         sink = sink.with_locust(locust);
     }

@@ -304,7 +304,7 @@ impl Sweep<'_> {
             self.warmup_ms as f64 / 1000.0,
             if run > 1 { format!(", run {run}") } else { String::new() }
         );
-        let finished = run_into(program, &dir, self.progress, self.front_end)?;
+        let finished = run_into(program, &dir, self.progress, self.front_end, None)?;
         finished.results_written()?;
         let arrival_rate = (self.model == Model::Rate).then_some(level);
         let result = SweepLevel::from_summary(level, &finished.summary, label, arrival_rate, run);

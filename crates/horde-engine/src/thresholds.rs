@@ -36,6 +36,15 @@ pub(crate) fn resolve(
                 ));
                 continue;
             }
+            if is_group && !is_row && spec.window_ms.is_some() {
+                errors.push(PlanError::new(
+                    path,
+                    format!(
+                        "threshold {text:?}: {name:?} is a group; windows (`over`) judge requests, since only they                          are kept per interval: judge the group on the whole run, or its requests over the window"
+                    ),
+                ));
+                continue;
+            }
         }
         specs.push(spec);
     }

@@ -7,6 +7,7 @@
 
 use crate::recorder::{GroupRecorder, Recorder};
 use crate::totals::Totals;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use horde_plan::{LatencySource, LatencyStat, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec};
 use schemars::JsonSchema;
@@ -97,11 +98,86 @@ pub struct RowVerdict {
     pub status: ThresholdStatus,
 }
 
-/// What a scope measured: a request row (or all of them merged), or a group's passes.
-#[derive(Clone, Copy)]
-enum Subject<'a> {
-    Requests(&'a Recorder),
-    Group(&'a GroupRecorder),
+/// What a threshold needs of a scope over some time: its counts, and the one latency
+/// histogram its metric reads (none for counts and rates). Kept this small because windows
+/// hold one per row per interval.
+#[derive(Clone, Default)]
+struct Measure {
+    count: u64,
+    failed: u64,
+    latency: Option<Histogram<u64>>,
+}
+
+impl Measure {
+    fn of_requests(recorder: &Recorder, metric: ThresholdMetric) -> Measure {
+        let latency = match metric {
+            ThresholdMetric::Latency(LatencySource::Corrected, _) => {
+                let mut all = recorder.ok.clone();
+                all.add(&recorder.ko).expect("auto-resizing histograms always merge");
+                Some(all)
+            }
+            ThresholdMetric::Latency(LatencySource::Uncorrected, _) => Some(recorder.uncorrected.clone()),
+            ThresholdMetric::Latency(LatencySource::Phase(phase), _) => Some(phase_histogram(recorder, phase).clone()),
+            _ => None,
+        };
+        Measure { count: recorder.count(), failed: recorder.ko.len() + recorder.unsent, latency }
+    }
+
+    /// A group's passes: their duration is its latency (lowering refuses phases on groups).
+    fn of_group(group: &GroupRecorder, metric: ThresholdMetric) -> Measure {
+        let latency = matches!(metric, ThresholdMetric::Latency(..)).then(|| {
+            let mut all = group.ok.clone();
+            all.add(&group.ko).expect("auto-resizing histograms always merge");
+            all
+        });
+        Measure { count: group.ok.len() + group.ko.len(), failed: group.ko.len(), latency }
+    }
+
+    fn add(&mut self, other: &Measure) {
+        self.count += other.count;
+        self.failed += other.failed;
+        match (&mut self.latency, &other.latency) {
+            (Some(mine), Some(theirs)) => mine.add(theirs).expect("auto-resizing histograms always merge"),
+            (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
+            _ => {}
+        }
+    }
+
+    /// Takes out an interval added before: exact, as every count it holds is in `self`.
+    fn subtract(&mut self, other: &Measure) {
+        self.count -= other.count;
+        self.failed -= other.failed;
+        if let (Some(mine), Some(theirs)) = (&mut self.latency, &other.latency) {
+            mine.subtract(theirs).expect("an interval added to a window is in it");
+        }
+    }
+}
+
+/// A [`Measure`] as a window keeps it for later subtraction: its histogram serialized
+/// (HdrHistogram's V2 encoding, a few hundred bytes for an interval's latencies instead of the
+/// tens of kilobytes of a live histogram).
+struct StoredMeasure {
+    count: u64,
+    failed: u64,
+    latency: Option<Vec<u8>>,
+}
+
+impl StoredMeasure {
+    fn store(measure: &Measure) -> StoredMeasure {
+        let latency = measure.latency.as_ref().map(|h| {
+            let mut bytes = Vec::new();
+            V2Serializer::new().serialize(h, &mut bytes).expect("serializing a histogram into memory");
+            bytes
+        });
+        StoredMeasure { count: measure.count, failed: measure.failed, latency }
+    }
+
+    fn load(&self) -> Measure {
+        let latency = self.latency.as_ref().map(|bytes| {
+            Deserializer::new().deserialize(&mut bytes.as_slice()).expect("a histogram this window serialized")
+        });
+        Measure { count: self.count, failed: self.failed, latency }
+    }
 }
 
 /// Over how long, and the run's scheduling (for `late_starts`).
@@ -113,40 +189,21 @@ struct Span {
 }
 
 /// A metric's value; None when the scope has no data for it.
-fn observe(metric: ThresholdMetric, subject: Subject<'_>, span: Span) -> Option<f64> {
+fn observe(metric: ThresholdMetric, measure: &Measure, span: Span) -> Option<f64> {
     if metric == ThresholdMetric::LateStarts {
         return (span.scheduled_starts > 0).then(|| span.late_starts as f64 / span.scheduled_starts as f64);
     }
-    let (count, failed) = match subject {
-        Subject::Requests(r) => (r.count(), r.ko.len() + r.unsent),
-        Subject::Group(g) => (g.ok.len() + g.ko.len(), g.ko.len()),
-    };
-    if count == 0 {
+    if measure.count == 0 {
         return None;
     }
+    let count = measure.count as f64;
     match metric {
-        ThresholdMetric::ErrorRate => Some(failed as f64 / count as f64),
-        ThresholdMetric::ErrorCount => Some(failed as f64),
-        ThresholdMetric::Count => Some(count as f64),
-        ThresholdMetric::Throughput => (span.seconds > 0.0).then(|| count as f64 / span.seconds),
+        ThresholdMetric::ErrorRate => Some(measure.failed as f64 / count),
+        ThresholdMetric::ErrorCount => Some(measure.failed as f64),
+        ThresholdMetric::Count => Some(count),
+        ThresholdMetric::Throughput => (span.seconds > 0.0).then(|| count / span.seconds),
         ThresholdMetric::LateStarts => unreachable!("handled above"),
-        ThresholdMetric::Latency(source, stat) => {
-            let histogram = match (subject, source) {
-                (Subject::Requests(r), LatencySource::Corrected) => {
-                    let mut all = r.ok.clone();
-                    all.add(&r.ko).expect("auto-resizing histograms always merge");
-                    all
-                }
-                (Subject::Requests(r), LatencySource::Uncorrected) => r.uncorrected.clone(),
-                (Subject::Requests(r), LatencySource::Phase(phase)) => phase_histogram(r, phase).clone(),
-                (Subject::Group(g), _) => {
-                    let mut all = g.ok.clone();
-                    all.add(&g.ko).expect("auto-resizing histograms always merge");
-                    all
-                }
-            };
-            latency_stat(&histogram, stat)
-        }
+        ThresholdMetric::Latency(_, stat) => latency_stat(measure.latency.as_ref()?, stat),
     }
 }
 
@@ -182,11 +239,11 @@ struct Judgement {
     rows: Vec<RowVerdict>,
 }
 
-fn judge_one(spec: &ThresholdSpec, subject: Option<Subject<'_>>, span: Span) -> (Option<f64>, ThresholdStatus) {
-    let observed = match subject {
-        Some(subject) => observe(spec.metric, subject, span),
-        // `late_starts` is the run's; any subject will do.
-        None if spec.metric == ThresholdMetric::LateStarts => observe(spec.metric, Subject::Group(&EMPTY_GROUP), span),
+fn judge_one(spec: &ThresholdSpec, measure: Option<&Measure>, span: Span) -> (Option<f64>, ThresholdStatus) {
+    let observed = match measure {
+        Some(measure) => observe(spec.metric, measure, span),
+        // `late_starts` is the run's; it reads no measure.
+        None if spec.metric == ThresholdMetric::LateStarts => observe(spec.metric, &Measure::default(), span),
         None => None,
     };
     let status = match observed {
@@ -197,51 +254,56 @@ fn judge_one(spec: &ThresholdSpec, subject: Option<Subject<'_>>, span: Span) -> 
     (observed, status)
 }
 
-static EMPTY_GROUP: std::sync::LazyLock<GroupRecorder> = std::sync::LazyLock::new(GroupRecorder::default);
+/// Judges `spec` on the measures of its scope: one (global, a name) or one per row (each).
+fn judge(spec: &ThresholdSpec, measures: &[(Arc<str>, Measure)], span: Span) -> Judgement {
+    if spec.scope != ThresholdScope::Each {
+        let (observed, status) = judge_one(spec, measures.first().map(|(_, m)| m), span);
+        return Judgement { observed, status, rows: Vec::new() };
+    }
+    let mut judgement = Judgement { observed: None, status: ThresholdStatus::NoData, rows: Vec::new() };
+    for (name, measure) in measures {
+        let (observed, status) = judge_one(spec, Some(measure), span);
+        // A row that saw nothing in this span has nothing to say (it may belong to a later
+        // part of the scenario); no row at all is no data.
+        if status == ThresholdStatus::NoData {
+            continue;
+        }
+        judgement.status = judgement.status.combine(status);
+        judgement.observed = worse(spec, judgement.observed, observed);
+        judgement.rows.push(RowVerdict {
+            name: name.to_string(),
+            observed,
+            observed_text: observed.map(|v| spec.metric.format_value(v)),
+            status,
+        });
+    }
+    judgement
+}
 
-/// Judges `spec` on measured rows: `rows` are the request rows (in order of first appearance),
-/// `global` all of them merged (computed only when a threshold needs it), `groups` the groups.
-fn judge(
+/// The measures of a threshold's scope in `rows` (request rows) and `groups`: all rows
+/// merged (global), the named row or group, or every row (each).
+fn scope_measures(
     spec: &ThresholdSpec,
     rows: &[(Arc<str>, Recorder)],
-    global: &mut dyn FnMut() -> Recorder,
     groups: &[(Arc<str>, GroupRecorder)],
-    span: Span,
-) -> Judgement {
+) -> Vec<(Arc<str>, Measure)> {
     match &spec.scope {
         ThresholdScope::Global => {
-            let global = if spec.metric == ThresholdMetric::LateStarts { None } else { Some(global()) };
-            let (observed, status) = judge_one(spec, global.as_ref().map(Subject::Requests), span);
-            Judgement { observed, status, rows: Vec::new() }
-        }
-        ThresholdScope::Named(name) => {
-            let subject = match rows.iter().find(|(n, _)| **n == **name) {
-                Some((_, r)) => Some(Subject::Requests(r)),
-                None => groups.iter().find(|(n, _)| **n == **name).map(|(_, g)| Subject::Group(g)),
-            };
-            let (observed, status) = judge_one(spec, subject, span);
-            Judgement { observed, status, rows: Vec::new() }
-        }
-        ThresholdScope::Each => {
-            let mut judgement = Judgement { observed: None, status: ThresholdStatus::NoData, rows: Vec::new() };
-            for (name, recorder) in rows {
-                let (observed, status) = judge_one(spec, Some(Subject::Requests(recorder)), span);
-                // A row that saw nothing in this span has nothing to say (it may belong to a
-                // later part of the scenario); no row at all is no data.
-                if status == ThresholdStatus::NoData {
-                    continue;
-                }
-                judgement.status = judgement.status.combine(status);
-                judgement.observed = worse(spec, judgement.observed, observed);
-                judgement.rows.push(RowVerdict {
-                    name: name.to_string(),
-                    observed,
-                    observed_text: observed.map(|v| spec.metric.format_value(v)),
-                    status,
-                });
+            let mut all = Measure::default();
+            for (_, recorder) in rows {
+                all.add(&Measure::of_requests(recorder, spec.metric));
             }
-            judgement
+            vec![(Arc::from("all"), all)]
         }
+        ThresholdScope::Named(name) => match rows.iter().find(|(n, _)| **n == **name) {
+            Some((n, recorder)) => vec![(n.clone(), Measure::of_requests(recorder, spec.metric))],
+            None => groups
+                .iter()
+                .filter(|(n, _)| **n == **name)
+                .map(|(n, group)| (n.clone(), Measure::of_group(group, spec.metric)))
+                .collect(),
+        },
+        ThresholdScope::Each => rows.iter().map(|(n, r)| (n.clone(), Measure::of_requests(r, spec.metric))).collect(),
     }
 }
 
@@ -252,16 +314,43 @@ fn worse(spec: &ThresholdSpec, a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// What a windowed threshold keeps: the last intervals of its scope, and its verdict so far.
+/// What a windowed threshold keeps: the sum of its last intervals per row (added to as
+/// intervals come, the oldest subtracted as it leaves), those intervals stored compactly, and
+/// its verdict so far.
 struct Window {
     /// How many intervals make the window.
     intervals: usize,
-    /// The most recent intervals' rows, oldest first: only the rows the scope needs.
-    recent: VecDeque<Vec<(Arc<str>, Recorder)>>,
+    sums: Vec<(Arc<str>, Measure)>,
+    /// The window's intervals, oldest first, row by row.
+    recent: VecDeque<Vec<(Arc<str>, StoredMeasure)>>,
     counts: WindowCounts,
     status: ThresholdStatus,
     observed: Option<f64>,
     rows: Vec<RowVerdict>,
+}
+
+impl Window {
+    /// Adds an interval; returns whether the window is full (and so to be judged).
+    fn push(&mut self, interval: Vec<(Arc<str>, Measure)>) -> bool {
+        let mut stored = Vec::with_capacity(interval.len());
+        for (name, measure) in interval {
+            stored.push((name.clone(), StoredMeasure::store(&measure)));
+            match self.sums.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, sum)) => sum.add(&measure),
+                None => self.sums.push((name, measure)),
+            }
+        }
+        self.recent.push_back(stored);
+        if self.recent.len() > self.intervals {
+            let oldest = self.recent.pop_front().expect("longer than the window");
+            for (name, measure) in oldest {
+                if let Some((_, sum)) = self.sums.iter_mut().find(|(n, _)| *n == name) {
+                    sum.subtract(&measure.load());
+                }
+            }
+        }
+        self.recent.len() == self.intervals
+    }
 }
 
 /// Judges a run's thresholds as it goes and at its end. It lives on the collector's thread.
@@ -283,6 +372,7 @@ impl ThresholdMonitor {
             .map(|spec| {
                 spec.window_ms.map(|w| Window {
                     intervals: w.div_ceil(interval_ms).max(1) as usize,
+                    sums: Vec::new(),
                     recent: VecDeque::new(),
                     counts: WindowCounts::default(),
                     status: ThresholdStatus::NoData,
@@ -307,19 +397,17 @@ impl ThresholdMonitor {
         }
         self.take_intervals(totals, complete);
         let elapsed_ms = totals.elapsed.as_millis() as u64;
-        let mut global_cache: Option<Recorder> = None;
         for (spec, window) in self.specs.iter().zip(&self.windows) {
             let Some(after_ms) = spec.abort_after_ms else { continue };
             if elapsed_ms < after_ms {
                 continue;
             }
             let failed = match window {
-                // The window's latest verdict.
+                // A window is judged as it fills: any failed window aborts.
                 Some(window) => window.counts.failed > 0,
                 None => {
-                    let span = whole_run_span(totals);
-                    let mut global = || global_cache.get_or_insert_with(|| totals.global()).clone();
-                    judge(spec, &totals.requests, &mut global, &totals.groups, span).status == ThresholdStatus::Fail
+                    let measures = scope_measures(spec, &totals.requests, &totals.groups);
+                    judge(spec, &measures, whole_run_span(totals)).status == ThresholdStatus::Fail
                 }
             };
             if failed {
@@ -336,17 +424,15 @@ impl ThresholdMonitor {
             self.take_intervals(totals, last);
         }
         let span = whole_run_span(totals);
-        let mut global_cache: Option<Recorder> = None;
         let mut results = Vec::with_capacity(self.specs.len());
         for (spec, window) in self.specs.iter().zip(&self.windows) {
-            let mut global = || global_cache.get_or_insert_with(|| totals.global()).clone();
             let (observed, status, rows, windows) = match window {
                 Some(window) if window.counts.judged > 0 => {
                     (window.observed, window.status, window.rows.clone(), Some(window.counts))
                 }
                 // A run shorter than the window: judged once, on all of it.
                 _ => {
-                    let judgement = judge(spec, &totals.requests, &mut global, &totals.groups, span);
+                    let judgement = judge(spec, &scope_measures(spec, &totals.requests, &totals.groups), span);
                     let windows = window.as_ref().map(|_| WindowCounts {
                         judged: 1,
                         failed: u64::from(judgement.status == ThresholdStatus::Fail),
@@ -388,28 +474,22 @@ impl ThresholdMonitor {
             let end_ms = interval * self.interval_ms;
             for (spec, window) in self.specs.iter().zip(self.windows.iter_mut()) {
                 let Some(window) = window else { continue };
-                window.recent.push_back(scope_rows(spec, rows));
-                if window.recent.len() > window.intervals {
-                    window.recent.pop_front();
-                }
-                if window.recent.len() < window.intervals {
+                // Groups are not kept per interval: a window judges requests.
+                if !window.push(scope_measures(spec, rows, &[])) {
                     continue;
                 }
-                let merged = merge_rows(&window.recent);
                 let span = Span {
                     seconds: (window.intervals as u64 * self.interval_ms) as f64 / 1000.0,
                     scheduled_starts: 0,
                     late_starts: 0,
                 };
-                let mut global = || merged.first().map(|(_, r)| r.clone()).unwrap_or_default();
-                let judgement = judge(spec, &merged, &mut global, &[], span);
+                let judgement = judge(spec, &window.sums, span);
                 window.counts.judged += 1;
                 if judgement.status == ThresholdStatus::Fail {
                     window.counts.failed += 1;
                     window.counts.first_failure_ms.get_or_insert(end_ms);
                 }
-                // The worst window is the one shown; once one failed, passing ones no longer
-                // change what is shown.
+                // The worst window is the one shown.
                 window.status = window.status.combine(judgement.status);
                 if judgement.status != ThresholdStatus::NoData {
                     window.observed = worse(spec, window.observed, judgement.observed);
@@ -428,36 +508,6 @@ fn whole_run_span(totals: &Totals) -> Span {
         scheduled_starts: totals.start_lag_us.len(),
         late_starts: totals.late_starts,
     }
-}
-
-/// The rows of one interval a window needs: all of them merged (global), the named one, or
-/// every one (each).
-fn scope_rows(spec: &ThresholdSpec, rows: &[(Arc<str>, Recorder)]) -> Vec<(Arc<str>, Recorder)> {
-    match &spec.scope {
-        ThresholdScope::Global => {
-            let mut all = Recorder::default();
-            for (_, r) in rows {
-                all.merge(r);
-            }
-            vec![(Arc::from("all"), all)]
-        }
-        ThresholdScope::Named(name) => rows.iter().filter(|(n, _)| **n == **name).cloned().collect(),
-        ThresholdScope::Each => rows.to_vec(),
-    }
-}
-
-/// The window's intervals merged row by row, rows in order of first appearance.
-fn merge_rows(intervals: &VecDeque<Vec<(Arc<str>, Recorder)>>) -> Vec<(Arc<str>, Recorder)> {
-    let mut merged: Vec<(Arc<str>, Recorder)> = Vec::new();
-    for rows in intervals {
-        for (name, recorder) in rows {
-            match merged.iter_mut().find(|(n, _)| n == name) {
-                Some((_, existing)) => existing.merge(recorder),
-                None => merged.push((name.clone(), recorder.clone())),
-            }
-        }
-    }
-    merged
 }
 
 #[cfg(test)]
@@ -559,5 +609,37 @@ mod tests {
         // On the whole run, the median is fast: only the window saw the slowdown.
         let whole = &verdicts(&["p50<100ms"], &totals)[0];
         assert_eq!(whole.status, ThresholdStatus::Pass);
+    }
+
+    #[test]
+    fn a_window_keeps_its_intervals_small_and_its_sums_exact() {
+        let latencies: Vec<u64> = (1..=1000).collect();
+        let interval = Measure::of_requests(&recorder(&latencies, 0), "p99<1s".parse::<ThresholdSpec>().unwrap().metric);
+        let stored = StoredMeasure::store(&interval);
+        // A live histogram of these is tens of kilobytes; stored, a window of 5 minutes of
+        // 1 s intervals holds 300 of these.
+        assert!(stored.latency.as_ref().unwrap().len() < 4096, "{} bytes", stored.latency.unwrap().len());
+        let mut window = Window {
+            intervals: 3,
+            sums: Vec::new(),
+            recent: VecDeque::new(),
+            counts: WindowCounts::default(),
+            status: ThresholdStatus::NoData,
+            observed: None,
+            rows: Vec::new(),
+        };
+        for n in 1..=10u64 {
+            let measure = Measure::of_requests(&recorder(&vec![n; n as usize], 0), interval_metric());
+            window.push(vec![(Arc::from("all"), measure)]);
+        }
+        // Intervals 8, 9 and 10 remain.
+        let sum = &window.sums[0].1;
+        assert_eq!(sum.count, 8 + 9 + 10);
+        assert_eq!(sum.latency.as_ref().unwrap().len(), 27);
+        assert_eq!(sum.latency.as_ref().unwrap().min(), 8000);
+    }
+
+    fn interval_metric() -> ThresholdMetric {
+        "p50<1s".parse::<ThresholdSpec>().unwrap().metric
     }
 }

@@ -85,6 +85,8 @@ pub struct ResultsSink {
     timeseries: Option<TimeSeriesWriter>,
     histogram_log: Option<HistogramLogWriter>,
     locust: Option<LocustExport>,
+    /// `--metrics`: the live OpenMetrics text, brought up to date every interval.
+    live: Option<crate::openmetrics::LiveMetrics>,
     /// The first write error, reported at the end; the run itself goes on.
     pub write_error: Option<ResultsError>,
     pub final_summary: Option<Summary>,
@@ -118,9 +120,15 @@ impl ResultsSink {
             timeseries,
             histogram_log,
             locust: None,
+            live: None,
             write_error,
             final_summary: None,
         }
+    }
+
+    /// Publishes the run's metrics to `live` every interval (`--metrics`).
+    pub fn publish_live_metrics(&mut self, live: crate::openmetrics::LiveMetrics) {
+        self.live = Some(live);
     }
 
     /// Also writes Locust's CSV files (`--export locust:PREFIX`).
@@ -223,6 +231,9 @@ impl ResultsSink {
 
 impl Sink for ResultsSink {
     fn interval(&mut self, totals: &mut Totals) {
+        if let Some(live) = &self.live {
+            live.publish(totals);
+        }
         self.write_intervals(totals, false);
         self.write(totals, RunStatus::Running);
         if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
@@ -231,6 +242,9 @@ impl Sink for ResultsSink {
     }
 
     fn finish(&mut self, totals: &mut Totals, status: RunStatus) {
+        if let Some(live) = &self.live {
+            live.publish(totals);
+        }
         self.write_intervals(totals, true);
         self.write_final_exports(totals);
         let summary = self.write(totals, status);
