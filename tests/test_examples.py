@@ -69,6 +69,20 @@ def test_quick_mode(nginx, tmp_path):
     assert counted <= nginx.requests_served() - before <= counted + in_flight_at_the_end
 
 
+def test_exports(target, tmp_path):
+    completed = run_example(["horde", "run", EXAMPLES / "exports.py", "-D", f"base_url={target.url}", "-D", "seconds=1",
+                             "--results-dir", "out/run1", "-q", "--export", "locust:out/locust",
+                             "--request-log", "out/requests.jtl"], tmp_path)
+    run = tmp_path / "out" / "run1"
+    assert completed.stdout.splitlines()[-1] == "out/run1"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["global"]["count"] == target.stats()["total"] == 60 and summary["global"]["ko"] == 0
+    assert (run / "histograms.hlog").exists() and (run / "hgrm" / "all.hgrm").exists()
+    with open(tmp_path / "out" / "locust_stats.csv", newline="") as f:
+        assert list(csv.DictReader(f))[-1]["Request Count"] == "60"
+    assert len((tmp_path / "out" / "requests.jtl").read_text().splitlines()) == 1 + 60
+
+
 def test_workload_models(target, tmp_path):
     run_example(["horde", "run", EXAMPLES / "workload_models.py", "-D", f"base_url={target.url}"], tmp_path)
     [summary] = summaries(tmp_path)
@@ -156,7 +170,7 @@ def test_every_example_is_covered():
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
-               "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh"}
+               "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

@@ -89,6 +89,8 @@ pub struct RunArgs {
     pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub exports: ExportArgs,
 }
 
 /// What a run reports beyond its results directory: thresholds that gate CI, the JUnit report
@@ -159,12 +161,32 @@ pub struct TargetArgs {
 
 #[derive(Args, Debug)]
 pub struct OutputArgs {
-    /// Where results directories are created.
+    /// Where results directories are created (each run gets a new one, named after the plan
+    /// and the time).
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub results: PathBuf,
-    /// No progress line and no console summary (results are still written).
+    /// Write the results into exactly this directory, for CI: created if missing; refused if
+    /// it holds anything but hidden files (such as .gitkeep).
+    #[arg(long, value_name = "DIR", conflicts_with = "results")]
+    pub results_dir: Option<PathBuf>,
+    /// No progress line and no console summary (results are still written); the results
+    /// directory's path is the last line on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// Outputs for other tools, beyond the results directory.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Also write another tool's files: locust:PREFIX writes Locust's CSV files
+    /// (PREFIX_stats.csv, PREFIX_stats_history.csv, PREFIX_failures.csv, PREFIX_exceptions.csv),
+    /// PREFIX relative to the current directory as Locust's --csv. Repeatable.
+    #[arg(long = "export", value_name = "FORMAT:PREFIX")]
+    pub exports: Vec<String>,
+    /// Log every request as it completes to FILE: .jsonl (a JSON object per request) or .jtl
+    /// (JMeter's CSV results, which `jmeter -g` reads).
+    #[arg(long, value_name = "FILE")]
+    pub request_log: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -229,6 +251,8 @@ pub struct HttpArgs {
     pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub exports: ExportArgs,
 }
 
 #[derive(Args, Debug)]

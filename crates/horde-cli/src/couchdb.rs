@@ -5,14 +5,14 @@
 
 use crate::args::CouchdbArgs;
 use crate::output::{print_text, status};
-use crate::{exit, invalid_flags, prepare, run_into, Failure};
+use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_report::terminal::printable;
 use horde_metrics::RunStatus;
 use horde_plan::{
     crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudRule, CrudWeights, HttpProtocol, Injection, Plan,
     RunOptions, Scenario, Step, PLAN_VERSION,
 };
-use horde_report::{create_results_dir, render_console};
+use horde_report::render_console;
 
 const BULK_SCENARIO: &str = "bulk insert";
 const CRUD_SCENARIO: &str = "crud";
@@ -252,7 +252,7 @@ pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
     }
     let before = document_count(&database)?;
 
-    let dir = create_results_dir(&args.output.results, &plan.name)?;
+    let dir = results_directory(&args.output, &plan.name)?;
     status!("horde couchdb: {} connections against {database}; results in {}", benchmark.connections, dir.display());
     let finished = run_into(program, &dir, !args.output.quiet, "cli", None)?;
     let summary = &finished.summary;

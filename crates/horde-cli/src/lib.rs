@@ -13,6 +13,7 @@ mod args;
 mod compare;
 mod couchdb;
 pub mod exit;
+mod exports;
 mod loader;
 mod metrics_endpoint;
 mod output;
@@ -27,7 +28,7 @@ pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
 use anyhow::Context;
 use args::{Cli, Command, TargetArgs};
 use clap::Parser;
-use horde_engine::{lower, run, worker_count, Program, RunControl};
+use horde_engine::{lower, run_with_request_log, worker_count, Program, RunControl};
 use horde_metrics::RunStatus;
 use horde_plan::input::{read_text_bounded, MAX_PLAN_BYTES};
 use horde_plan::{Plan, PlanError};
@@ -115,7 +116,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             (Some(count), _) => trials::trials(&args, count, loader),
             (None, [file]) => {
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, loader)?;
-                execute(program, &args.output, &args.thresholds, &loader.front_end())
+                execute(program, &args.output, Some(&args.exports), &args.thresholds, &loader.front_end())
             }
             (None, _) => Err(Failure::Invalid(
                 "two plans are run with --trials N (interleaved, then compared): horde run --trials 5 A.py B.py".into(),
@@ -129,7 +130,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            execute(program, &args.output, &args.thresholds, "cli")
+            execute(program, &args.output, Some(&args.exports), &args.thresholds, "cli")
         }
         Command::Demo { users, output } => {
             // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
@@ -148,7 +149,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, &[], loader)?;
-            let code = execute(program, &output, &args::GateArgs::default(), &loader.front_end())?;
+            let code = execute(program, &output, None, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -348,17 +349,30 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs a plan with results on disk, progress on stderr and the summary on stdout; the
-/// thresholds' verdicts decide the exit code and go where CI reads them.
-fn execute(program: Program, output: &args::OutputArgs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
+/// Runs a plan with results on disk, progress on stderr and the summary on stdout (with
+/// `-q`, only the results directory's path, as the last line); the thresholds' verdicts decide
+/// the exit code and go where CI reads them.
+fn execute(
+    program: Program,
+    output: &args::OutputArgs,
+    exports: Option<&args::ExportArgs>,
+    gate: &args::GateArgs,
+    front_end: &str,
+) -> Result<i32, Failure> {
     check_capacity(&program)?;
+    // Every flag is checked before anything is created.
+    let requested = match exports {
+        Some(exports) => exports::Requested::parse(exports)?,
+        None => exports::Requested::default(),
+    };
     // Bound first: a port in use is found before anything is created or sent.
     let live = gate.metrics.map(|address| (address, horde_report::LiveMetrics::new()));
     let endpoint = match &live {
         Some((address, live)) => Some(metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
-    let dir = create_results_dir(&output.results, &program.plan.name)?;
+    let dir = results_directory(output, &program.plan.name)?;
+    let extras = requested.open(&program)?;
     let hooks = program.session_functions.clone();
     if let Some(endpoint) = &endpoint {
         status!("horde: live metrics at http://{}/metrics", endpoint.address);
@@ -367,7 +381,7 @@ fn execute(program: Program, output: &args::OutputArgs, gate: &args::GateArgs, f
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live))?;
+    let finished = run_into_with(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live), extras)?;
     drop(endpoint);
     if !output.quiet {
         print_text(&render_console(&finished.summary));
@@ -384,6 +398,10 @@ fn execute(program: Program, output: &args::OutputArgs, gate: &args::GateArgs, f
     if thresholds_failed && finished.status != RunStatus::Interrupted {
         let failed = finished.summary.thresholds.iter().filter(|t| !t.passed()).count();
         status!("horde: {failed} of {} thresholds failed", finished.summary.thresholds.len());
+    }
+    if output.quiet {
+        // Scripts and CI read the last line of stdout to find the results.
+        print_text(&format!("{}\n", dir.display()));
     }
     Ok(run_exit_code(finished.status, thresholds_failed))
 }
@@ -421,6 +439,46 @@ fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<
     Ok(())
 }
 
+/// The run's results directory: exactly `--results-dir`, or a new one under `--results`.
+pub(crate) fn results_directory(output: &args::OutputArgs, plan_name: &str) -> Result<PathBuf, Failure> {
+    match &output.results_dir {
+        Some(dir) => exact_results_dir(dir),
+        None => Ok(create_results_dir(&output.results, plan_name)?),
+    }
+}
+
+/// `--results-dir DIR`: used as it is, created if missing. One that holds anything but hidden
+/// files (a `.gitkeep`) is refused: results are never mixed with, or written over, others.
+fn exact_results_dir(dir: &Path) -> Result<PathBuf, Failure> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let visible: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| !name.starts_with('.'))
+                .collect();
+            if let Some(first) = visible.first() {
+                return Err(Failure::Invalid(format!(
+                    "--results-dir {}: the directory is not empty (it holds {first:?}{}); give a new or empty \
+                     directory, or remove this one first",
+                    dir.display(),
+                    if visible.len() > 1 { format!(" and {} more", visible.len() - 1) } else { String::new() }
+                )));
+            }
+            Ok(dir.to_path_buf())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)
+                .map_err(|cause| ResultsError::Create { path: dir.to_path_buf(), cause })?;
+            Ok(dir.to_path_buf())
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Failure::Invalid(format!("--results-dir {}: this is a file, not a directory", dir.display())))
+        }
+        Err(cause) => Err(ResultsError::Create { path: dir.to_path_buf(), cause }.into()),
+    }
+}
+
 /// A run that ended: how, what it measured, and whether its results reached the disk.
 pub(crate) struct FinishedRun {
     pub status: RunStatus,
@@ -452,6 +510,18 @@ pub(crate) fn run_into(
     front_end: &str,
     live: Option<horde_report::LiveMetrics>,
 ) -> Result<FinishedRun, Failure> {
+    run_into_with(program, dir, progress, front_end, live, exports::Opened::default())
+}
+
+/// [`run_into`], also writing the exports asked for (Locust's files, the request log).
+fn run_into_with(
+    program: Program,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+    live: Option<horde_report::LiveMetrics>,
+    extras: exports::Opened,
+) -> Result<FinishedRun, Failure> {
     let program = Arc::new(program);
     let workers = worker_count(&program);
     let environment = Environment::detect(workers, front_end);
@@ -459,14 +529,28 @@ pub(crate) fn run_into(
     if let Some(live) = live {
         sink.publish_live_metrics(live);
     }
+    if let Some(locust) = extras.locust {
+        sink = sink.with_locust(locust);
+    }
     sink.write_initial(workers)?;
     if let Some(err) = sink.write_error.take() {
         return Err(err.into());
     }
+    let (log_writer, log_output) = match extras.request_log {
+        Some((writer, output)) => (Some(writer), Some(output)),
+        None => (None, None),
+    };
     let control = RunControl::new();
     signals::route_interruptions_to(&control);
-    let result = run(program, &control, &mut sink);
+    let result = run_with_request_log(program, &control, &mut sink, log_output);
     signals::stop_routing();
     let summary = sink.final_summary.take().expect("a finished run has a final summary");
-    Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error: sink.write_error.take() })
+    let mut write_error = sink.write_error.take();
+    if let Some(writer) = log_writer {
+        let path = writer.path().to_path_buf();
+        if let Err(cause) = writer.finish() {
+            write_error.get_or_insert(ResultsError::Write { path, cause });
+        }
+    }
+    Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error })
 }

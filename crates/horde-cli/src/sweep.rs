@@ -16,7 +16,7 @@ use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failu
 use horde_metrics::RunStatus;
 use horde_plan::ThresholdSpec;
 use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
-use horde_report::{create_results_dir, format_level, Boundary, SweepLevel, SweepReport};
+use horde_report::{format_level, Boundary, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
 
 /// What is swept.
@@ -185,7 +185,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         None => sweep.first_auto_level(args),
     };
     prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
-    sweep.dir = create_results_dir(&args.output.results, &format!("sweep-{}", sweep.plan.name))?;
+    sweep.dir = crate::results_directory(&args.output, &format!("sweep-{}", sweep.plan.name))?;
     status!("horde sweep: results in {}", sweep.dir.display());
     match settings.levels {
         None => sweep.search(args)?,

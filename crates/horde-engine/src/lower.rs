@@ -42,6 +42,9 @@ pub struct Program {
     pub variables: Vec<String>,
     /// Row index -> statistics row name, for every request in the plan.
     pub rows: Vec<Arc<str>>,
+    /// Row index -> the HTTP method of the requests on that row, for rows of HTTP requests
+    /// (Locust's `Type` column).
+    pub row_methods: Vec<Option<&'static str>>,
     pub groups: Vec<Arc<str>>,
     pub protocol: ProtocolProgram,
     /// Some check reads a response header: the client then keeps every header.
@@ -443,6 +446,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         variables: HashMap::new(),
         variable_names: Vec::new(),
         rows: Vec::new(),
+        row_methods: Vec::new(),
         groups: Vec::new(),
         errors: Vec::new(),
         base_url: plan.protocol.base_url.as_deref().and_then(|u| Url::parse(u).ok()),
@@ -520,6 +524,11 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         plan: plan.clone(),
         scenarios,
         variables: lowering.variable_names,
+        row_methods: {
+            let mut methods = lowering.row_methods;
+            methods.resize(lowering.rows.len(), None);
+            methods
+        },
         rows: lowering.rows,
         groups: lowering.groups,
         reads_response_headers,
@@ -549,10 +558,28 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     })
 }
 
+/// A method's name as a static string: the standard ones by name, any other as `OTHER`.
+fn standard_method_name(method: &Method) -> &'static str {
+    const STANDARD: [Method; 9] = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::HEAD,
+        Method::OPTIONS,
+        Method::PATCH,
+        Method::TRACE,
+        Method::CONNECT,
+    ];
+    const NAMES: [&str; 9] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "TRACE", "CONNECT"];
+    STANDARD.iter().position(|m| m == method).map_or("OTHER", |i| NAMES[i])
+}
+
 struct Lowering {
     variables: HashMap<String, usize>,
     variable_names: Vec<String>,
     rows: Vec<Arc<str>>,
+    row_methods: Vec<Option<&'static str>>,
     groups: Vec<Arc<str>>,
     errors: Vec<PlanError>,
     base_url: Option<Url>,
@@ -1076,6 +1103,11 @@ impl Lowering {
         let needs_body = checks.iter().any(|c| c.extractor.reads_body());
         let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
         let row_id = self.row(row.clone());
+        if self.row_methods.len() <= row_id {
+            self.row_methods.resize(row_id + 1, None);
+        }
+        // Method's standard names are static; an extension method is named by the plan only.
+        self.row_methods[row_id] = Some(standard_method_name(&method));
         let sets_host = headers.iter().any(|h| h.name == http::header::HOST);
         RequestProgram {
             row,

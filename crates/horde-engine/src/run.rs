@@ -2,10 +2,11 @@
 //! merging their snapshots and feeding the sink, while the caller's thread waits.
 
 use crate::lower::Program;
+use crate::request_log::ActiveUsers;
 use crate::run_limits::RunLedger;
 use crate::session::functions::FunctionCost;
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
-use horde_metrics::{Recorder, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
+use horde_metrics::{Recorder, RequestLogOutput, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, TryRecvError};
 use std::sync::Arc;
@@ -58,6 +59,17 @@ pub fn worker_count(program: &Program) -> usize {
 /// Runs the program to its end (or its limits, or an interruption), calling `sink` at every
 /// snapshot interval and once at the end.
 pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + Send)) -> RunResult {
+    run_with_request_log(program, control, sink, None)
+}
+
+/// [`run`], with every measured request also logged to `request_log` (`--request-log`): its
+/// channel is closed when this returns, once every worker has handed in its last records.
+pub fn run_with_request_log(
+    program: Arc<Program>,
+    control: &RunControl,
+    sink: &mut (dyn Sink + Send),
+    request_log: Option<RequestLogOutput>,
+) -> RunResult {
     let options = program.plan.options.clone();
     let workers = worker_count(&program).max(1);
     let seed = options.seed.unwrap_or_else(|| {
@@ -70,6 +82,8 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
     crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program.plan));
+    let started_epoch_us = started_at.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
+    let active_users = Arc::new(ActiveUsers::new(workers, program.scenarios.len()));
     let mut give_back = Vec::with_capacity(workers);
     let threads: Vec<_> = (0..workers)
         .map(|worker| {
@@ -87,6 +101,7 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
                 gates: gates.clone(),
                 ledger: ledger.clone(),
                 run_token: run_token.clone(),
+                request_log: request_log.clone().map(|output| (output, started_epoch_us, active_users.clone())),
             };
             let functions = program.session_functions.clone();
             std::thread::Builder::new()
@@ -108,6 +123,8 @@ pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + S
         })
         .collect();
     drop(snapshots);
+    // The workers hold the only senders now: the log's writer sees its end when they do.
+    drop(request_log);
 
     // The collector runs on a thread of its own, below the workers' priority: its work once
     // an interval (merging snapshots, every row's percentiles, summary.json) takes tens of

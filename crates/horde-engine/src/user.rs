@@ -4,6 +4,7 @@
 use crate::failure::Failure;
 use crate::lower::{PauseKind, StepProgram};
 use crate::precise_timer::PreciseTimer;
+use crate::request_log::Logged;
 use crate::protocol::http::HttpSession;
 use crate::session::expression::EvalError;
 use crate::session::Session;
@@ -87,6 +88,8 @@ pub(crate) struct VirtualUser {
     seed: u64,
     /// Unique within the scenario (the arrival's index in the open model).
     pub(crate) number: u64,
+    /// The scenario's index in the program.
+    scenario: usize,
 }
 
 impl VirtualUser {
@@ -106,6 +109,7 @@ impl VirtualUser {
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
             seed,
             number,
+            scenario,
             session: Session {
                 variables: vec![None; slots],
                 rng: SmallRng::seed_from_u64(seed),
@@ -324,7 +328,32 @@ impl VirtualUser {
     pub(crate) fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming) {
         if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, true);
+            self.log(&metrics, row_id, started, timing, LogOutcome::Ok);
         }
+    }
+
+    /// Logs an outcome just recorded, when the run keeps a request log (`--request-log`):
+    /// what is logged is exactly what the recorders count.
+    fn log(&self, metrics: &WorkerMetrics, row_id: usize, started: Instant, timing: &RequestTiming, outcome: LogOutcome<'_>) {
+        if self.ctx.request_log.is_none() {
+            return;
+        }
+        let (ok, unsent, retried, failure) = match outcome {
+            LogOutcome::Ok => (true, false, false, None),
+            LogOutcome::Failed(failure) => (false, failure.unsent, false, Some(failure)),
+            LogOutcome::Retried(failure) => (false, failure.unsent, true, Some(failure)),
+        };
+        self.ctx.log_request(Logged {
+            row_name: metrics.row_name(row_id),
+            scenario: self.scenario,
+            user: self.number,
+            started,
+            timing,
+            ok,
+            unsent,
+            retried,
+            error: failure.map(|f| (f.kind, f.message.as_str())),
+        });
     }
 
     /// The worker's recorders if the exchange on `row_id` that began at `started` and ends
@@ -360,12 +389,14 @@ impl VirtualUser {
         if self.count_failure(failure) {
             if let Some(mut metrics) = self.measured(row_id, started, timing) {
                 metrics.row(row_id).record_retried();
+                self.log(&metrics, row_id, started, timing, LogOutcome::Retried(failure));
             }
             return;
         }
         if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, false);
             metrics.error(failure.kind, row_id, detail, || failure.message.clone());
+            self.log(&metrics, row_id, started, timing, LogOutcome::Failed(failure));
         }
     }
 
@@ -376,12 +407,15 @@ impl VirtualUser {
             return;
         }
         let mut metrics = self.ctx.metrics.borrow_mut();
+        let unsent_timing = RequestTiming::default();
         if retried {
             metrics.row(row_id).record_retried();
+            self.log(&metrics, row_id, Instant::now(), &unsent_timing, LogOutcome::Retried(failure));
             return;
         }
         metrics.row(row_id).record_unsent();
         metrics.error(failure.kind, row_id, detail, || failure.message.clone());
+        self.log(&metrics, row_id, Instant::now(), &unsent_timing, LogOutcome::Failed(failure));
     }
 
     /// Counts a failure; true when it is in an attempt that will be tried again, and so is no
@@ -413,6 +447,16 @@ impl VirtualUser {
         }
         self.after_failure()
     }
+}
+
+/// What happened to a request, for the request log.
+#[derive(Clone, Copy)]
+enum LogOutcome<'a> {
+    Ok,
+    /// A KO (sent or not).
+    Failed(&'a Failure),
+    /// A failed attempt that is tried again.
+    Retried(&'a Failure),
 }
 
 #[cfg(test)]

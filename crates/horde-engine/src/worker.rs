@@ -5,9 +5,12 @@
 use crate::injection::{arrivals, closed_slots};
 use crate::lower::Program;
 use crate::precise_timer::PreciseTimer;
+use crate::request_log::{ActiveUsers, WorkerRequestLog};
 use crate::run_limits::{RunLedger, WorkerLimits};
 use crate::user::{UserOutcome, VirtualUser};
-use horde_metrics::{new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Histogram, Recorder, Snapshot};
+use horde_metrics::{
+    new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Histogram, Recorder, RequestLogOutput, Snapshot,
+};
 use horde_plan::Injection;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -89,6 +92,8 @@ pub(crate) struct WorkerContext {
     scenario_idle: Vec<Notify>,
     /// Run-wide: when each scenario has finished on every worker (`after`).
     gates: Arc<[ScenarioGate]>,
+    /// The per-request log, when the run keeps one.
+    pub request_log: Option<RefCell<WorkerRequestLog>>,
 }
 
 impl WorkerContext {
@@ -111,6 +116,16 @@ impl WorkerContext {
     /// a seeded run generates the same documents whatever the number of workers.
     fn user_seed(&self, scenario: usize, number: u64) -> u64 {
         splitmix64(self.seed ^ ((scenario as u64) << 48) ^ number)
+    }
+
+    /// Users running on this worker.
+    pub(crate) fn active_users_now(&self) -> u64 {
+        self.active_users.get()
+    }
+
+    /// Users of `scenario` running on this worker.
+    pub(crate) fn scenario_users_now(&self, scenario: usize) -> u64 {
+        self.scenario_users[scenario].get()
     }
 
     fn user_started(&self, scenario: usize) {
@@ -221,6 +236,10 @@ impl WorkerMetrics {
         id
     }
 
+    pub fn row_name(&self, row_id: usize) -> &str {
+        &self.rows[row_id].0
+    }
+
     pub fn group(&mut self, group: usize) -> &mut GroupRecorder {
         &mut self.groups[group].1
     }
@@ -281,6 +300,8 @@ pub(crate) struct WorkerSetup {
     pub gates: Arc<[ScenarioGate]>,
     pub ledger: Arc<RunLedger>,
     pub run_token: Arc<str>,
+    /// The per-request log's output, the run's start (Unix time, µs) and the users running.
+    pub request_log: Option<(RequestLogOutput, u64, Arc<ActiveUsers>)>,
 }
 
 /// Runs one worker to the end of its share of the plan, or until told to stop.
@@ -296,8 +317,20 @@ pub(crate) fn run_worker(setup: WorkerSetup) {
 }
 
 async fn worker_main(setup: WorkerSetup) {
-    let WorkerSetup { program, worker, workers, start, seed, snapshots, emptied, mut stop, gates, ledger, run_token } =
-        setup;
+    let WorkerSetup {
+        program,
+        worker,
+        workers,
+        start,
+        seed,
+        snapshots,
+        emptied,
+        mut stop,
+        gates,
+        ledger,
+        run_token,
+        request_log,
+    } = setup;
     let start = Instant::from_std(start);
     let options = &program.plan.options;
     let ctx = Rc::new(WorkerContext {
@@ -317,6 +350,8 @@ async fn worker_main(setup: WorkerSetup) {
         scenario_users: program.scenarios.iter().map(|_| Cell::new(0)).collect(),
         scenario_idle: program.scenarios.iter().map(|_| Notify::new()).collect(),
         gates,
+        request_log: request_log
+            .map(|(output, started_epoch_us, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
     });
 
     for scenario in 0..program.scenarios.len() {
@@ -355,6 +390,9 @@ async fn worker_main(setup: WorkerSetup) {
                 }
                 let snapshot = metrics.take_snapshot(worker, ctx.active_users.get(), false, intervals_done);
                 drop(metrics);
+                if let Some(log) = &ctx.request_log {
+                    log.borrow_mut().hand_over();
+                }
                 if snapshots.send(snapshot).is_err() {
                     return;
                 }
@@ -372,6 +410,11 @@ async fn worker_main(setup: WorkerSetup) {
     let mut metrics = ctx.metrics.borrow_mut();
     metrics.users_interrupted += interrupted;
     let snapshot = metrics.take_snapshot(worker, 0, true, intervals_done + 1);
+    // Users cut off now record nothing more (the LocalSet is dropped next): the log ends with
+    // exactly what the last snapshot counted, also when the run was interrupted.
+    if let Some(log) = &ctx.request_log {
+        log.borrow_mut().hand_over();
+    }
     let _ = snapshots.send(snapshot);
 }
 

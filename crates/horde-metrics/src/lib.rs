@@ -15,6 +15,7 @@
 
 mod couchdb;
 mod recorder;
+mod request_log;
 mod summary;
 mod threshold;
 mod timeseries;
@@ -25,11 +26,12 @@ pub use hdrhistogram::Histogram;
 pub use recorder::{
     new_histogram, record_value, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
 };
+pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEADER};
 pub use summary::{
     AttemptStats, SessionFunctionStats,
     DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
     ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
-pub use timeseries::{IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
+pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
 pub use totals::{RunStatus, Sink, Totals};

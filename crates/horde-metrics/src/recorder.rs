@@ -43,6 +43,8 @@ pub struct RequestTiming {
     /// Not a request and its response but a socket's opening or an awaited message: timed as
     /// a whole, it has no send, wait and receive phases.
     pub without_phases: bool,
+    /// The response's status code, when there was one: only the request log reads it.
+    pub status: Option<u16>,
 }
 
 /// Histograms and counters of one request name.
@@ -133,6 +135,13 @@ impl Recorder {
         self.retried += 1;
     }
 
+    /// Latency from the intended start of every exchange, OK and KO together.
+    pub fn corrected(&self) -> Histogram<u64> {
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        all
+    }
+
     /// Requests with an outcome: OK, KO and unsent.
     pub fn count(&self) -> u64 {
         self.ok.len() + self.ko.len() + self.unsent
@@ -214,6 +223,13 @@ impl Default for GroupRecorder {
 }
 
 impl GroupRecorder {
+    /// Every pass's duration, OK and KO together.
+    pub fn durations(&self) -> Histogram<u64> {
+        let mut all = self.ok.clone();
+        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        all
+    }
+
     pub fn record(&mut self, duration_us: u64, ok: bool) {
         let histogram = if ok { &mut self.ok } else { &mut self.ko };
         record_value(histogram, duration_us);

@@ -1,7 +1,7 @@
 //! Time series: what happened in each snapshot interval, per request row and for all rows
 //! together, for the report's charts and for users' own tools.
 
-use crate::recorder::{Recorder, Snapshot};
+use crate::recorder::{GroupRecorder, Recorder, Snapshot};
 use crate::summary::{LatencyStats, SummaryOptions};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,6 +18,10 @@ pub struct IntervalSample {
     pub interval: u64,
     /// Offset of the interval's start from the start of the run.
     pub start_ms: u64,
+    /// The interval's start as a Unix time in milliseconds (the run's start plus `start_ms`),
+    /// to line the series up with other tools' clocks.
+    #[serde(default)]
+    pub epoch_ms: u64,
     pub duration_ms: u64,
     /// A request row, or `all`.
     pub name: String,
@@ -63,6 +67,7 @@ impl PhaseMeans {
 #[derive(Default, Debug, Clone)]
 struct PendingInterval {
     rows: Vec<(Arc<str>, Recorder)>,
+    groups: Vec<(Arc<str>, GroupRecorder)>,
     users_by_worker: BTreeMap<usize, u64>,
 }
 
@@ -70,9 +75,58 @@ struct PendingInterval {
 #[derive(Default, Debug, Clone)]
 pub struct PendingIntervals {
     by_interval: BTreeMap<u64, PendingInterval>,
+    /// When the run started, Unix time in milliseconds: intervals are stamped from it.
+    pub run_started_epoch_ms: u64,
+}
+
+/// One snapshot interval every worker has handed in: its recorders merged across workers,
+/// per request row (in order of first appearance within the interval) and per group.
+#[derive(Debug, Clone)]
+pub struct CompletedInterval {
+    pub interval: u64,
+    pub start_ms: u64,
+    pub epoch_ms: u64,
+    pub duration_ms: u64,
+    pub users_active: u64,
+    pub rows: Vec<(Arc<str>, Recorder)>,
+    /// All the rows merged.
+    pub all: Recorder,
+    pub groups: Vec<(Arc<str>, GroupRecorder)>,
+}
+
+impl CompletedInterval {
+    /// The time series lines of this interval: `all` first, then each row.
+    pub fn samples(&self, options: &SummaryOptions) -> Vec<IntervalSample> {
+        let sample = |name: &str, recorder: &Recorder| IntervalSample {
+            interval: self.interval,
+            start_ms: self.start_ms,
+            epoch_ms: self.epoch_ms,
+            duration_ms: self.duration_ms,
+            name: name.to_string(),
+            ok: recorder.ok.len(),
+            ko: recorder.ko.len() + recorder.unsent,
+            rps: recorder.count() as f64 * 1000.0 / self.duration_ms.max(1) as f64,
+            latency: LatencyStats::from_histogram(&recorder.corrected(), &options.percentiles),
+            users_active: self.users_active,
+            phases_mean_us: PhaseMeans::of(recorder),
+        };
+        let mut samples = Vec::with_capacity(self.rows.len() + 1);
+        samples.push(sample(ALL_REQUESTS, &self.all));
+        for (name, recorder) in &self.rows {
+            samples.push(sample(name, recorder));
+        }
+        samples
+    }
 }
 
 impl PendingIntervals {
+    /// No intervals yet, of a run that started at `started_at`.
+    pub fn starting_at(started_at: std::time::SystemTime) -> PendingIntervals {
+        let run_started_epoch_ms =
+            started_at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        PendingIntervals { by_interval: BTreeMap::new(), run_started_epoch_ms }
+    }
+
     /// Adds what a snapshot measured to its interval (the snapshot itself goes on to the totals).
     pub fn add(&mut self, snapshot: &Snapshot) {
         let pending = self.by_interval.entry(snapshot.interval).or_default();
@@ -80,6 +134,12 @@ impl PendingIntervals {
             match pending.rows.iter_mut().find(|(n, _)| n == name) {
                 Some((_, existing)) => existing.merge(recorder),
                 None => pending.rows.push((name.clone(), recorder.clone())),
+            }
+        }
+        for (name, recorder) in &snapshot.groups {
+            match pending.groups.iter_mut().find(|(n, _)| n == name) {
+                Some((_, existing)) => existing.merge(recorder),
+                None => pending.groups.push((name.clone(), recorder.clone())),
             }
         }
         if !snapshot.finished {
@@ -97,44 +157,39 @@ impl PendingIntervals {
         self.by_interval.keys().next_back().copied()
     }
 
-    /// Samples of the intervals up to `last` (all of them when None), oldest first; those
-    /// intervals are forgotten.
-    pub fn take(&mut self, last: Option<u64>, interval_ms: u64, options: &SummaryOptions) -> Vec<IntervalSample> {
+    /// The intervals up to `last` (all of them when None), oldest first, merged across
+    /// workers; those intervals are forgotten.
+    pub fn take_completed(&mut self, last: Option<u64>, interval_ms: u64) -> Vec<CompletedInterval> {
         let keep = match last {
             Some(last) => self.by_interval.split_off(&(last + 1)),
             None => BTreeMap::new(),
         };
         let done = std::mem::replace(&mut self.by_interval, keep);
-        let mut samples = Vec::new();
-        for (interval, pending) in done {
-            let users_active = pending.users_by_worker.values().sum();
-            let start_ms = interval.saturating_sub(1) * interval_ms;
-            let sample = |name: &str, recorder: &Recorder| {
-                let mut all = recorder.ok.clone();
-                all.add(&recorder.ko).expect("auto-resizing histograms always merge");
-                IntervalSample {
+        done.into_iter()
+            .map(|(interval, pending)| {
+                let start_ms = interval.saturating_sub(1) * interval_ms;
+                let mut all = Recorder::default();
+                for (_, recorder) in &pending.rows {
+                    all.merge(recorder);
+                }
+                CompletedInterval {
                     interval,
                     start_ms,
+                    epoch_ms: self.run_started_epoch_ms + start_ms,
                     duration_ms: interval_ms,
-                    name: name.to_string(),
-                    ok: recorder.ok.len(),
-                    ko: recorder.ko.len() + recorder.unsent,
-                    rps: recorder.count() as f64 * 1000.0 / interval_ms.max(1) as f64,
-                    latency: LatencyStats::from_histogram(&all, &options.percentiles),
-                    users_active,
-                    phases_mean_us: PhaseMeans::of(recorder),
+                    users_active: pending.users_by_worker.values().sum(),
+                    rows: pending.rows,
+                    all,
+                    groups: pending.groups,
                 }
-            };
-            let mut global = Recorder::default();
-            for (_, recorder) in &pending.rows {
-                global.merge(recorder);
-            }
-            samples.push(sample(ALL_REQUESTS, &global));
-            for (name, recorder) in &pending.rows {
-                samples.push(sample(name, recorder));
-            }
-        }
-        samples
+            })
+            .collect()
+    }
+
+    /// Samples of the intervals up to `last` (all of them when None), oldest first; those
+    /// intervals are forgotten.
+    pub fn take(&mut self, last: Option<u64>, interval_ms: u64, options: &SummaryOptions) -> Vec<IntervalSample> {
+        self.take_completed(last, interval_ms).iter().flat_map(|interval| interval.samples(options)).collect()
     }
 }
 
@@ -165,5 +220,16 @@ mod tests {
         let rest = pending.take(None, 1000, &options);
         assert_eq!((rest[0].interval, rest[0].start_ms, rest[0].ok), (2, 1000, 5));
         assert!(pending.take(None, 1000, &options).is_empty());
+    }
+
+    #[test]
+    fn intervals_are_stamped_from_the_run_start() {
+        let mut pending = PendingIntervals { run_started_epoch_ms: 1_700_000_000_000, ..Default::default() };
+        pending.add(&snapshot(0, 3, 1, 1));
+        let completed = pending.take_completed(None, 500);
+        assert_eq!((completed[0].start_ms, completed[0].epoch_ms), (1000, 1_700_000_001_000));
+        assert_eq!(completed[0].all.count(), 1);
+        let samples = completed[0].samples(&SummaryOptions::default());
+        assert!(samples.iter().all(|s| s.epoch_ms == 1_700_000_001_000));
     }
 }

@@ -96,7 +96,7 @@ impl Totals {
             late_starts: 0,
             connections: ConnectionEvents::default(),
             generator_cpu: None,
-            intervals: PendingIntervals::default(),
+            intervals: PendingIntervals::starting_at(started_at),
             complete_intervals: 0,
             couchdb_steps: Vec::new(),
             stop_reason: None,
@@ -164,6 +164,11 @@ impl Totals {
             .iter()
             .map(|(name, kind, records)| CouchdbStepReport::from_connections(name, *kind, records))
             .collect()
+    }
+
+    /// A request row's index in `requests` (the order of summary.json's `requests[]`).
+    pub fn row_position(&self, name: &str) -> Option<usize> {
+        self.row_index.get(name).copied()
     }
 
     /// Worker threads of the run.

@@ -1,5 +1,8 @@
 //! The results directory, written as the run goes, and the live progress line.
 
+use crate::histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
+use crate::locust::LocustExport;
+use crate::percentile_distribution::{write_percentile_distributions, HGRM_DIR};
 use crate::summary::{Environment, Summary};
 use crate::timeseries::TimeSeriesWriter;
 use horde_metrics::{RunStatus, Sink, SummaryOptions, Totals};
@@ -80,6 +83,8 @@ pub struct ResultsSink {
     last_progress_counts: (u64, u64),
     show_progress: bool,
     timeseries: Option<TimeSeriesWriter>,
+    histogram_log: Option<HistogramLogWriter>,
+    locust: Option<LocustExport>,
     /// `--metrics`: the live OpenMetrics text, brought up to date every interval.
     live: Option<crate::openmetrics::LiveMetrics>,
     /// The first write error, reported at the end; the run itself goes on.
@@ -97,6 +102,13 @@ impl ResultsSink {
                 None
             }
         };
+        let histogram_log = match HistogramLogWriter::create(&dir) {
+            Ok(writer) => Some(writer),
+            Err(cause) => {
+                write_error.get_or_insert(ResultsError::Write { path: dir.join(HISTOGRAM_LOG), cause });
+                None
+            }
+        };
         ResultsSink {
             dir,
             plan,
@@ -106,6 +118,8 @@ impl ResultsSink {
             last_progress_counts: (0, 0),
             show_progress,
             timeseries,
+            histogram_log,
+            locust: None,
             live: None,
             write_error,
             final_summary: None,
@@ -115,6 +129,12 @@ impl ResultsSink {
     /// Publishes the run's metrics to `live` every interval (`--metrics`).
     pub fn publish_live_metrics(&mut self, live: crate::openmetrics::LiveMetrics) {
         self.live = Some(live);
+    }
+
+    /// Also writes Locust's CSV files (`--export locust:PREFIX`).
+    pub fn with_locust(mut self, export: LocustExport) -> ResultsSink {
+        self.locust = Some(export);
+        self
     }
 
     /// Appends the intervals no worker will add to any more (all of them at the end).
@@ -127,10 +147,38 @@ impl ResultsSink {
         // Only intervals every worker has handed in: a late worker's snapshot still belongs
         // to an interval not yet written.
         let last = if finished { None } else { Some(totals.complete_intervals) };
-        let samples = totals.intervals.take(last, interval_ms, &options);
+        let completed = totals.intervals.take_completed(last, interval_ms);
+        if completed.is_empty() {
+            return;
+        }
+        let samples: Vec<_> = completed.iter().flat_map(|interval| interval.samples(&options)).collect();
         if let Some(writer) = &mut self.timeseries {
             if let Err(cause) = writer.write(&samples) {
                 self.write_failed(ResultsError::Write { path: self.dir.join("timeseries.csv"), cause });
+            }
+        }
+        if let Some(writer) = &mut self.histogram_log {
+            if let Err(cause) = writer.write(&completed, totals) {
+                self.write_failed(ResultsError::Write { path: self.dir.join(HISTOGRAM_LOG), cause });
+            }
+        }
+        if let Some(locust) = &mut self.locust {
+            if let Err(cause) = locust.write_intervals(&completed) {
+                let path = crate::locust::file_path(locust.prefix(), "_stats_history.csv");
+                self.write_failed(ResultsError::Write { path, cause });
+            }
+        }
+    }
+
+    /// The exports made once, from the run's totals: the .hgrm files and Locust's stats.
+    fn write_final_exports(&mut self, totals: &Totals) {
+        if let Err(cause) = write_percentile_distributions(&self.dir, totals) {
+            self.write_failed(ResultsError::Write { path: self.dir.join(HGRM_DIR), cause });
+        }
+        if let Some(locust) = &mut self.locust {
+            if let Err(cause) = locust.write_stats(totals) {
+                let path = crate::locust::file_path(locust.prefix(), "_stats.csv");
+                self.write_failed(ResultsError::Write { path, cause });
             }
         }
     }
@@ -198,6 +246,7 @@ impl Sink for ResultsSink {
             live.publish(totals);
         }
         self.write_intervals(totals, true);
+        self.write_final_exports(totals);
         let summary = self.write(totals, status);
         self.final_summary = Some(summary);
         // Rendered from the files just written, as `horde report DIR --html` would.

@@ -19,7 +19,7 @@ impl TimeSeriesWriter {
         writeln!(
             csv,
             "start_ms,duration_ms,name,ok,ko,rps,mean_us,{},max_us,users_active,\
-             dns_mean_us,connect_mean_us,tls_mean_us,send_mean_us,wait_mean_us,receive_mean_us",
+             dns_mean_us,connect_mean_us,tls_mean_us,send_mean_us,wait_mean_us,receive_mean_us,epoch_ms",
             columns.join(",")
         )?;
         csv.flush()?;
@@ -38,7 +38,7 @@ impl TimeSeriesWriter {
             let phases = &sample.phases_mean_us;
             writeln!(
                 self.csv,
-                "{},{},{},{},{},{:.3},{:.1},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1}",
+                "{},{},{},{},{},{:.3},{:.1},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{}",
                 sample.start_ms,
                 sample.duration_ms,
                 csv_field(&sample.name),
@@ -54,7 +54,8 @@ impl TimeSeriesWriter {
                 phases.tls,
                 phases.send,
                 phases.wait,
-                phases.receive
+                phases.receive,
+                sample.epoch_ms
             )?;
             serde_json::to_writer(&mut self.jsonl, sample)?;
             self.jsonl.write_all(b"\n")?;
@@ -69,7 +70,7 @@ fn percentile_label(p: f64) -> String {
     format!("{p}").replace('.', "_")
 }
 
-fn csv_field(text: &str) -> String {
+pub(crate) fn csv_field(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -95,6 +95,7 @@ fn results(names: &[&str], seconds: u64, hlog: bool) -> TempDir {
                 interval,
                 start_ms: (interval - 1) * 1000,
                 duration_ms: 1000,
+                epoch_ms: summary.run.started_at_unix_ms + (interval - 1) * 1000,
                 name: name.to_string(),
                 ok: 3,
                 ko: 0,

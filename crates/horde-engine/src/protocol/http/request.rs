@@ -155,6 +155,7 @@ impl VirtualUser {
         hop: u32,
     ) -> Answer {
         let max_redirects = self.ctx.program.protocol.max_redirects;
+        timing.status = Some(response.status.as_u16());
         self.store_cookies(&response.headers, &prepared.target.url);
         let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
         if let (Some(location), true) = (location, max_redirects > 0) {
