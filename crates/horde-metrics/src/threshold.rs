@@ -330,6 +330,19 @@ struct Window {
 }
 
 impl Window {
+    /// An empty window of `intervals` intervals, with nothing judged yet.
+    fn new(intervals: usize) -> Window {
+        Window {
+            intervals,
+            sums: Vec::new(),
+            recent: VecDeque::new(),
+            counts: WindowCounts::default(),
+            status: ThresholdStatus::NoData,
+            observed: None,
+            rows: Vec::new(),
+        }
+    }
+
     /// Adds an interval; returns whether the window is full (and so to be judged).
     fn push(&mut self, interval: Vec<(Arc<str>, Measure)>) -> bool {
         let mut stored = Vec::with_capacity(interval.len());
@@ -370,15 +383,7 @@ impl ThresholdMonitor {
         let windows = specs
             .iter()
             .map(|spec| {
-                spec.window_ms.map(|w| Window {
-                    intervals: w.div_ceil(interval_ms).max(1) as usize,
-                    sums: Vec::new(),
-                    recent: VecDeque::new(),
-                    counts: WindowCounts::default(),
-                    status: ThresholdStatus::NoData,
-                    observed: None,
-                    rows: Vec::new(),
-                })
+                spec.window_ms.map(|w| Window::new(w.div_ceil(interval_ms).max(1) as usize))
             })
             .collect();
         ThresholdMonitor { specs, interval_ms, windows, seen_interval: 0, abort: None }
@@ -619,15 +624,7 @@ mod tests {
         // A live histogram of these is tens of kilobytes; stored, a window of 5 minutes of
         // 1 s intervals holds 300 of these.
         assert!(stored.latency.as_ref().unwrap().len() < 4096, "{} bytes", stored.latency.unwrap().len());
-        let mut window = Window {
-            intervals: 3,
-            sums: Vec::new(),
-            recent: VecDeque::new(),
-            counts: WindowCounts::default(),
-            status: ThresholdStatus::NoData,
-            observed: None,
-            rows: Vec::new(),
-        };
+        let mut window = Window::new(3);
         for n in 1..=10u64 {
             let measure = Measure::of_requests(&recorder(&vec![n; n as usize], 0), interval_metric());
             window.push(vec![(Arc::from("all"), measure)]);
