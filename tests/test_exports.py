@@ -125,6 +125,9 @@ def test_the_example_writes_every_export_and_they_agree(target, tmp_path):
     assert {r["label"] for r in records} == {r["name"] for r in summary["requests"]}
     assert all(r["success"] == "true" and r["threadName"].startswith("shop 1-") for r in records)
     assert {r["responseCode"] for r in records} == {"200", "404"}
+    # JMeter's URL column: where each request went, at the target the run was given.
+    assert all(r["URL"].startswith(target.url + "/") for r in records)
+    assert {r["URL"] for r in records if r["responseCode"] == "404"} == {target.url + "/api/items/99"}
     assert all(started - 1000 <= int(r["timeStamp"]) <= started + summary["run"]["duration_ms"] for r in records)
 
     # The time series carries each interval's absolute start.
@@ -142,6 +145,7 @@ def test_the_jsonl_request_log_has_a_line_per_request(target, tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert len(records) == summary["global"]["count"] == target.stats()["total"] == 150
     assert all(r["status"] == 503 and r["ok"] is False and r["error"] == "check_failed" for r in records)
+    assert all(r["url"] == target.url + "/status/503" for r in records)
     assert all(r["latency_ms"] >= r["uncorrected_ms"] > 0 for r in records)
     assert {r["user"] for r in records} == {0, 1, 2}
 
