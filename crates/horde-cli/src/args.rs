@@ -107,7 +107,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics while the
-    /// run goes (Prometheus can scrape it), e.g. 127.0.0.1:9464.
+    /// run goes (Prometheus can scrape it), e.g. 127.0.0.1:9464; with --trials, for all of
+    /// them, each sample labelled with its trial (trial="3", and arm="A" with two plans).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics: Option<std::net::SocketAddr>,
 }
@@ -302,6 +303,10 @@ pub struct SweepArgs {
     /// Worker threads of every level (default: the plan's, else one per core).
     #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
+    /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics for the
+    /// whole sweep, each sample labelled with its level (level="25", level_run="1").
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
