@@ -99,6 +99,8 @@ fn display_name(comparison: &Comparison) -> String {
     match comparison.scope {
         Scope::Global => "all requests".to_string(),
         Scope::Request => printable(&comparison.name).into_owned(),
+        // Said, since a group may share its name with a request.
+        Scope::Group => format!("{} (group)", printable(&comparison.name)),
     }
 }
 
