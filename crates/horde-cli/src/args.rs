@@ -131,6 +131,10 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON (schema: docs/compare.schema.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the comparison as a self-contained HTML page (report.html's compare page:
+    /// the tables, a chart of each metric's changes and of every run's values).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Compare even when the runs' plans differ (beyond base URLs and names).
     #[arg(long)]
     pub force: bool,

@@ -102,7 +102,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let json = parent.join("compare.json");
     compare::write_json(&report, &json)?;
     status!("horde: comparison written to {}", json.display());
-    let code = compare::finish(&report, None)?;
+    let code = compare::finish(&report, None, Some(&parent.join("compare.html")))?;
     Ok(if code == exit::OK { thresholds_code } else { code })
 }
 

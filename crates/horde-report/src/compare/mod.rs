@@ -20,7 +20,7 @@
 
 mod load;
 mod plan_diff;
-mod render;
+pub(crate) mod render;
 mod samples;
 pub mod stats;
 mod within_run;
