@@ -8,9 +8,12 @@ Prints the medians and the horde/wrk ratios as a Markdown table.
 
     python3 bench/http_vs_wrk.py                 # 50 connections, 10 s, 3 repetitions
     python3 bench/http_vs_wrk.py --duration 5 --repetitions 5 --connections 100
+    python3 bench/http_vs_wrk.py --horde old=/tmp/horde-old --horde new=target/release/horde
 
 Needs nginx and wrk (Debian packages; installed if missing and running as root) and horde on
-PATH (or --horde PATH, e.g. target/release/horde).
+PATH (or --horde PATH, e.g. target/release/horde). `--horde` may be given several times, as
+LABEL=PATH: each build takes its turn with wrk in the same run, so builds compare through their
+ratios to wrk measured side by side.
 """
 
 import argparse
@@ -85,8 +88,13 @@ def main():
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--duration", type=int, default=10, help="seconds per run")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--horde", default=shutil.which("horde") or "horde")
+    parser.add_argument("--horde", action="append", metavar="[LABEL=]PATH",
+                        help="the horde to measure; repeat with LABEL=PATH to measure several builds")
     args = parser.parse_args()
+    builds = {}
+    for spec in args.horde or [shutil.which("horde") or "horde"]:
+        label, _, path = spec.rpartition("=")
+        builds[f"horde {label}" if label else "horde"] = path
     ensure_tools()
 
     work = Path(tempfile.mkdtemp(prefix="horde-bench-"))
@@ -95,16 +103,17 @@ def main():
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
     url = base + "/"
 
-    runs = {"wrk": [], "horde": []}
+    tools = ["wrk", *builds]
+    runs = {tool: [] for tool in tools}
     try:
         for repetition in range(args.repetitions):
-            # Alternate who goes first so neither always gets the warmer machine.
-            order = ["wrk", "horde"] if repetition % 2 == 0 else ["horde", "wrk"]
-            for tool in order:
+            # Rotate who goes first so no one always gets the warmer machine.
+            shift = repetition % len(tools)
+            for tool in tools[shift:] + tools[:shift]:
                 if tool == "wrk":
                     result = run_wrk(url, args.connections, args.duration, client_core)
                 else:
-                    result = run_horde(args.horde, url, args.connections, args.duration, client_core, work / "results")
+                    result = run_horde(builds[tool], url, args.connections, args.duration, client_core, work / "results")
                 runs[tool].append(result)
                 rps, requests, cpu, rss = result
                 print(f"  {tool:5} #{repetition + 1}: {rps:10.0f} req/s, {cpu * 1e6 / requests:.2f} ms CPU/1k req, {rss / 1024:.1f} MiB", file=sys.stderr)
@@ -117,17 +126,30 @@ def main():
         rss = statistics.median(r[3] / 1024 for r in runs[tool])
         return rps, cpu, rss
 
-    wrk, horde = medians("wrk"), medians("horde")
+    wrk = medians("wrk")
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    several = "".join(f" --horde {spec}" for spec in args.horde) if len(builds) > 1 else ""
     print(f"### {date}: horde http vs wrk, {args.connections} connections, {args.duration} s, median of {args.repetitions} interleaved runs\n")
-    print(f"Command: `python3 bench/http_vs_wrk.py --connections {args.connections} --duration {args.duration} --repetitions {args.repetitions}`  ")
+    print(f"Command: `python3 bench/http_vs_wrk.py --connections {args.connections} --duration {args.duration} --repetitions {args.repetitions}{several}`  ")
     print(f"Machine: {os.cpu_count()} cores, {version(['uname', '-sr'])}; nginx 1 worker on core {server_core}, clients on core {client_core}  ")
-    print(f"Versions: {version([args.horde, '--version'])}; {version(['wrk', '--version'])}; {version([nginx_bin, '-v'])}\n")
+    horde_versions = ", ".join(f"{version([path, '--version'])} ({tool})" for tool, path in builds.items())
+    print(f"Versions: {horde_versions}; {version(['wrk', '--version'])}; {version([nginx_bin, '-v'])}\n")
     print("| tool | req/s | CPU ms per 1,000 requests | peak RSS (MiB) |")
     print("|---|---|---|---|")
     print(f"| wrk | {wrk[0]:,.0f} | {wrk[1]:.2f} | {wrk[2]:.1f} |")
-    print(f"| horde | {horde[0]:,.0f} | {horde[1]:.2f} | {horde[2]:.1f} |")
-    print(f"| horde / wrk | {horde[0] / wrk[0]:.2f} | {horde[1] / wrk[1]:.2f} | {horde[2] / wrk[2]:.2f} |")
+    for tool in builds:
+        horde = medians(tool)
+        print(f"| {tool} | {horde[0]:,.0f} | {horde[1]:.2f} | {horde[2]:.1f} |")
+    for tool in builds:
+        horde = medians(tool)
+        print(f"| {tool} / wrk | {horde[0] / wrk[0]:.2f} | {horde[1] / wrk[1]:.2f} | {horde[2] / wrk[2]:.2f} |")
+    # A shared machine drifts between phases of load: the ratio of two runs of one repetition
+    # (taken within a minute of each other) is steadier than the ratio of two medians.
+    print()
+    for tool in builds:
+        rps = statistics.median(h[0] / w[0] for h, w in zip(runs[tool], runs["wrk"]))
+        cpu = statistics.median((h[2] / h[1]) / (w[2] / w[1]) for h, w in zip(runs[tool], runs["wrk"]))
+        print(f"{tool} / wrk within each repetition, median: {rps:.2f} req/s, {cpu:.2f} CPU per request  ")
 
 
 if __name__ == "__main__":

@@ -102,6 +102,14 @@ def main():
     for name, (rps, cpu) in figures.items():
         print(f"| {name} | {rps:,.0f} | {cpu:.2f} | {rps / off[0]:.2f} | {cpu / off[1]:.2f} |")
     print()
+    # A shared machine drifts between phases of load: the ratio of two runs of one repetition
+    # (taken within a minute of each other) is steadier than the ratio of two medians.
+    for name in names[1:]:
+        pairs = list(zip(runs[name], runs["no log"]))
+        rps = statistics.median(r[0] / o[0] for r, o in pairs)
+        cpu = statistics.median((r[2] / r[1]) / (o[2] / o[1]) for r, o in pairs)
+        print(f"{name} / no log within each repetition, median: {rps:.2f} req/s, {cpu:.2f} CPU per request  ")
+    print()
     for name in names:
         per_run = ", ".join(f"{r[0] / 1000:.1f}k" for r in runs[name])
         print(f"{name}: {per_run} req/s", end="; " if name != names[-1] else "\n")
