@@ -18,6 +18,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::protocol::http::cookies::{self, CookieStep};
+use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
 use crate::session::expression::{CompiledCondition, Names};
@@ -222,6 +223,7 @@ pub enum StepProgram {
     Cookie(Box<CookieStep>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
+    SqlWorkload(Box<crate::protocol::sql::SqlWorkloadProgram>),
 }
 
 /// A condition, with the row its evaluation errors are counted under (a condition is no
@@ -464,6 +466,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
         session_function_keys: Vec::new(),
+        sql_databases: HashMap::new(),
     };
     lowering.load_feeders(plan);
     for scenario in &plan.scenarios {
@@ -603,6 +606,8 @@ struct Lowering {
     /// Each feeder's source, as errors name it (the file, or the plan's inline records).
     feeder_sources: Vec<String>,
     session_function_keys: Vec<String>,
+    /// Database URLs of SQL steps, parsed once each.
+    sql_databases: HashMap<String, Arc<Database>>,
 }
 
 impl Names for Lowering {
@@ -1066,6 +1071,7 @@ impl Lowering {
                             bulk_documents_per_user: step.bulk_documents_per_user,
                         }))
                     }
+                    Step::SqlWorkload(step) => StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix))),
                 }
             })
             .collect()
@@ -1239,6 +1245,39 @@ impl Lowering {
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.
+    /// A phase of `horde sql`. Steps naming one database URL share its parsed form: SQLite's
+    /// connections to one file then take turns writing (see `Database::Sqlite`).
+    fn sql_workload(&mut self, path: &str, step: &horde_plan::SqlWorkload, group_prefix: &str) -> SqlWorkloadProgram {
+        let database = match self.sql_databases.get(&step.url) {
+            Some(database) => database.clone(),
+            None => match Database::parse(&step.url, self.base_dir.as_deref()) {
+                Ok(database) => {
+                    let database = Arc::new(database);
+                    self.sql_databases.insert(step.url.clone(), database.clone());
+                    database
+                }
+                Err(message) => {
+                    self.errors.push(PlanError::new(format!("{path}.url"), message));
+                    Arc::new(Database::sqlite(PathBuf::from(":memory:")))
+                }
+            },
+        };
+        let name: Arc<str> = format!("{group_prefix}{}", step.name).into();
+        SqlWorkloadProgram {
+            row_id: self.row(name.clone()),
+            name,
+            database,
+            table: step.table.clone(),
+            phase: step.phase,
+            strategy: step.strategy,
+            rows: step.rows,
+            threads: step.threads.max(1),
+            batch_size: step.batch_size.max(1) as usize,
+            text_length: step.text_length.max(1) as usize,
+            shared: Arc::new(PhaseShared::new(step.threads.max(1))),
+        }
+    }
+
     fn row(&mut self, row: Arc<str>) -> usize {
         match self.rows.iter().position(|r| *r == row) {
             Some(id) => id,

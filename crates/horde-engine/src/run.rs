@@ -297,7 +297,7 @@ fn collect(
 }
 
 /// CPU time this process has used, all threads: how busy the load generator itself was.
-fn process_cpu_time() -> Option<Duration> {
+pub(crate) fn process_cpu_time() -> Option<Duration> {
     let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     Some(Duration::new(u64::try_from(now.tv_sec).ok()?, u32::try_from(now.tv_nsec).ok()?))
 }
