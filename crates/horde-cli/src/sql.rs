@@ -9,8 +9,7 @@ use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_metrics::RunStatus;
 use horde_plan::{
-    HttpProtocol, Injection, Plan, RunOptions, Scenario, SqlPhase, SqlStrategy, SqlWorkload, Step,
-    PLAN_VERSION,
+    HttpProtocol, Injection, Plan, RunOptions, Scenario, SqlPhase, SqlStrategy, SqlWorkload, Step, PLAN_VERSION,
 };
 use horde_report::render_console;
 use horde_report::terminal::printable;
@@ -44,68 +43,47 @@ impl Experiment {
                     .to_string(),
             );
         }
-        let strategies = |flag: &str,
-                          phase: SqlPhase,
-                          names: &[String],
-                          problems: &mut Vec<String>|
-         -> Vec<SqlStrategy> {
-            let mut chosen = Vec::new();
-            for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-                match SqlStrategy::parse(name).filter(|s| phase.strategies().contains(s)) {
-                    Some(strategy) if chosen.contains(&strategy) => {
-                        problems.push(format!("{flag} names {name} twice"))
-                    }
-                    Some(strategy) => chosen.push(strategy),
-                    None => {
-                        let known: Vec<&str> =
-                            phase.strategies().iter().map(|s| s.as_str()).collect();
-                        problems.push(format!(
-                            "{flag} {name:?} is not a {} strategy: {}",
-                            phase.as_str(),
-                            known.join(", ")
-                        ))
+        let strategies =
+            |flag: &str, phase: SqlPhase, names: &[String], problems: &mut Vec<String>| -> Vec<SqlStrategy> {
+                let mut chosen = Vec::new();
+                let names: Vec<&str> = names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()).collect();
+                if names.is_empty() {
+                    problems.push(format!("{flag} names no strategy"));
+                }
+                for name in names {
+                    match SqlStrategy::parse(name).filter(|s| phase.strategies().contains(s)) {
+                        Some(strategy) if chosen.contains(&strategy) => {
+                            problems.push(format!("{flag} names {name} twice"))
+                        }
+                        Some(strategy) => chosen.push(strategy),
+                        None => {
+                            let known: Vec<&str> = phase.strategies().iter().map(|s| s.as_str()).collect();
+                            problems.push(format!(
+                                "{flag} {name:?} is not a strategy of the {} phase: {}",
+                                phase.as_str(),
+                                known.join(", ")
+                            ))
+                        }
                     }
                 }
-            }
-            if chosen.is_empty() {
-                problems.push(format!("{flag} names no strategy"));
-            }
-            chosen
-        };
+                chosen
+            };
         let mut phases = Vec::new();
-        for name in args
-            .phases
-            .iter()
-            .map(|n| n.trim())
-            .filter(|n| !n.is_empty())
-        {
+        for name in args.phases.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
             let phase = match name {
                 "create" => (SqlPhase::Create, vec![SqlStrategy::Single]),
-                "populate" => (
-                    SqlPhase::Populate,
-                    strategies(
-                        "--populate",
-                        SqlPhase::Populate,
-                        &args.populate,
-                        &mut problems,
-                    ),
-                ),
+                "populate" => {
+                    (SqlPhase::Populate, strategies("--populate", SqlPhase::Populate, &args.populate, &mut problems))
+                }
                 "select" => (SqlPhase::Select, vec![SqlStrategy::Single]),
                 "alter" => (
                     SqlPhase::Alter,
-                    strategies(
-                        "--alter",
-                        SqlPhase::Alter,
-                        std::slice::from_ref(&args.alter),
-                        &mut problems,
-                    ),
+                    strategies("--alter", SqlPhase::Alter, std::slice::from_ref(&args.alter), &mut problems),
                 ),
-                "update" => (
-                    SqlPhase::Update,
-                    strategies("--update", SqlPhase::Update, &args.update, &mut problems),
-                ),
+                "update" => (SqlPhase::Update, strategies("--update", SqlPhase::Update, &args.update, &mut problems)),
                 other => {
-                    problems.push(format!("--phases {other:?} is not a phase: create, populate, select, alter, update"));
+                    problems
+                        .push(format!("--phases {other:?} is not a phase: create, populate, select, alter, update"));
                     continue;
                 }
             };
@@ -118,18 +96,13 @@ impl Experiment {
         if phases.is_empty() {
             problems.push("--phases names no phase".to_string());
         }
-        let order = |phase: SqlPhase| phases.iter().position(|(p, _)| *p == phase);
-        let before =
-            |a: SqlPhase, b: SqlPhase| matches!((order(a), order(b)), (Some(x), Some(y)) if x > y);
-        if before(SqlPhase::Create, SqlPhase::Populate)
-            || before(SqlPhase::Populate, SqlPhase::Select)
-            || before(SqlPhase::Alter, SqlPhase::Update)
-        {
-            problems.push("--phases must keep the experiment's order: create, populate, select, alter, update".to_string());
+        let canonical = [SqlPhase::Create, SqlPhase::Populate, SqlPhase::Select, SqlPhase::Alter, SqlPhase::Update];
+        let ranks: Vec<usize> = phases.iter().filter_map(|(p, _)| canonical.iter().position(|c| c == p)).collect();
+        if ranks.windows(2).any(|pair| pair[0] > pair[1]) {
+            problems
+                .push("--phases must keep the experiment's order: create, populate, select, alter, update".to_string());
         }
-        let pipelined = phases
-            .iter()
-            .any(|(_, s)| s.contains(&SqlStrategy::Pipeline));
+        let pipelined = phases.iter().any(|(_, s)| s.contains(&SqlStrategy::Pipeline));
         if pipelined && !is(&["postgres", "postgresql"]) {
             problems.push(format!(
                 "--populate pipeline: only PostgreSQL's protocol lets a connection send statements before the answers \
@@ -140,11 +113,7 @@ impl Experiment {
             return Err(problems);
         }
         let threads = args.threads.unwrap_or_else(|| default_threads(&url));
-        Ok(Experiment {
-            url,
-            phases,
-            threads,
-        })
+        Ok(Experiment { url, phases, threads })
     }
 
     fn plan(&self, args: &SqlArgs) -> Plan {
@@ -164,9 +133,7 @@ impl Experiment {
                     batch_size: args.batch_size,
                     text_length: args.text_length,
                 })],
-                injection: vec![Injection::AtOnceUsers {
-                    users: u64::from(threads),
-                }],
+                injection: vec![Injection::AtOnceUsers { users: u64::from(threads) }],
                 after,
             });
         };
@@ -180,14 +147,8 @@ impl Experiment {
                     _ => format!("{} {}", phase.as_str(), strategy.as_str()),
                 };
                 // One statement does these: one connection.
-                let single = matches!(phase, SqlPhase::Create | SqlPhase::Alter)
-                    || *strategy == SqlStrategy::Server;
-                add(
-                    name,
-                    *phase,
-                    *strategy,
-                    if single { 1 } else { self.threads },
-                );
+                let single = matches!(phase, SqlPhase::Create | SqlPhase::Alter) || *strategy == SqlStrategy::Server;
+                add(name, *phase, *strategy, if single { 1 } else { self.threads });
             }
         }
         if !args.keep {
@@ -201,42 +162,28 @@ impl Experiment {
             feeders: Vec::new(),
             thresholds: Vec::new(),
             scenarios,
-            options: RunOptions {
-                seed: args.seed,
-                workers: args.workers,
-                ..RunOptions::default()
-            },
+            options: RunOptions { seed: args.seed, workers: args.workers, ..RunOptions::default() },
         }
     }
 }
 
 pub(crate) fn sql(args: &SqlArgs) -> Result<i32, Failure> {
     if args.print_plan {
-        let url = args
-            .url
-            .clone()
-            .unwrap_or_else(|| "sqlite://horde-sql.db".to_string());
+        let url = args.url.clone().unwrap_or_else(|| "sqlite://horde-sql.db".to_string());
         let experiment = Experiment::from_args(args, url).map_err(invalid_flags)?;
         print_text(&(experiment.plan(args).to_json_pretty() + "\n"));
         return Ok(exit::OK);
     }
     // Every flag is checked before the results directory is made (the default database lives
     // in it).
-    let checked_url = args
-        .url
-        .clone()
-        .unwrap_or_else(|| "sqlite://horde-sql.db".to_string());
+    let checked_url = args.url.clone().unwrap_or_else(|| "sqlite://horde-sql.db".to_string());
     Experiment::from_args(args, checked_url).map_err(invalid_flags)?;
     let dir = results_directory(&args.output, "sql")?;
     let url = match &args.url {
         Some(url) => url.clone(),
-        None => format!(
-            "sqlite://{}",
-            std::fs::canonicalize(&dir)
-                .unwrap_or(dir.clone())
-                .join("horde-sql.db")
-                .display()
-        ),
+        None => {
+            format!("sqlite://{}", std::fs::canonicalize(&dir).unwrap_or(dir.clone()).join("horde-sql.db").display())
+        }
     };
     let experiment = Experiment::from_args(args, url).map_err(invalid_flags)?;
     let plan = experiment.plan(args);
@@ -244,13 +191,9 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<i32, Failure> {
     let shown = horde_engine::redacted_url(&experiment.url);
     // The database must answer before anything is measured: a wrong password or database is
     // the database's own message, not a run of failed phases.
-    let database =
-        horde_engine::sql_check_connection(&experiment.url, None).map_err(|message| {
-            Failure::Runtime(anyhow::anyhow!(
-                "cannot connect to {shown} (before the first phase): {}",
-                printable(&message)
-            ))
-        })?;
+    let database = horde_engine::sql_check_connection(&experiment.url, None).map_err(|message| {
+        Failure::Runtime(anyhow::anyhow!("cannot connect to {shown} (before the first phase): {}", printable(&message)))
+    })?;
     status!(
         "horde sql: {} rows, {} thread{} against {database} at {shown}; results in {}",
         args.rows,
@@ -264,18 +207,11 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<i32, Failure> {
         print_text(&render_console(summary));
     }
     finished.results_written()?;
-    status!(
-        "horde: results written to {}",
-        dir.join("summary.json").display()
-    );
+    status!("horde: results written to {}", dir.join("summary.json").display());
     if args.output.quiet {
         print_text(&format!("{}\n", dir.display()));
     }
-    let failed: Vec<&str> = summary
-        .sql
-        .iter()
-        .filter_map(|p| p.error.as_deref())
-        .collect();
+    let failed: Vec<&str> = summary.sql.iter().filter_map(|p| p.error.as_deref()).collect();
     for error in &failed {
         status!("horde sql: phase failed: {}", printable(error));
     }

@@ -73,7 +73,10 @@ fn every_strategy_leaves_every_row_with_its_hash() {
     assert_eq!(totals.sql_phases.len(), phases.len());
     // In the order they ran.
     let order: Vec<&str> = totals.sql_phases.iter().map(|p| p.phase.as_str()).collect();
-    assert_eq!(order, ["create", "populate", "populate", "populate", "select", "alter", "update", "update", "update", "update"]);
+    assert_eq!(
+        order,
+        ["create", "populate", "populate", "populate", "select", "alter", "update", "update", "update", "update"]
+    );
     for report in &totals.sql_phases {
         assert!(report.error.is_none(), "{report:?}");
         let verification = report.verification.as_ref().unwrap();
@@ -110,7 +113,11 @@ fn row_by_row_strategies_share_one_writer() {
     let phases = [("create", "single", 1), ("populate", "row", 3), ("alter", "in_place", 1), ("update", "row", 3)];
     let (totals, status) = run_phases(&url, &phases, 120);
     assert_eq!(status, RunStatus::Completed, "{:?}", totals.sql_phases);
-    assert!(totals.sql_phases.iter().all(|p| p.verification.as_ref().is_some_and(|v| v.passed)), "{:?}", totals.sql_phases);
+    assert!(
+        totals.sql_phases.iter().all(|p| p.verification.as_ref().is_some_and(|v| v.passed)),
+        "{:?}",
+        totals.sql_phases
+    );
     let inserts = totals.requests.iter().find(|(n, _)| n.starts_with("populate row")).unwrap();
     assert_eq!(inserts.1.ok.len(), 120, "one statement per row");
     assert_eq!(count(&db, "SELECT count(*) FROM bulktest WHERE hashval IS NOT NULL"), 120);

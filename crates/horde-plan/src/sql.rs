@@ -103,11 +103,9 @@ impl SqlStrategy {
     /// The name as the command line spells it (`row-txn`), or the plan does (`row_txn`).
     pub fn parse(name: &str) -> Option<SqlStrategy> {
         use SqlStrategy::*;
-        [
-            Single, Row, RowTxn, Pipeline, Batch, Bulk, InPlace, Rebuild, TempJoin, Swap, Server,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name || s.as_str().replace('-', "_") == name)
+        [Single, Row, RowTxn, Pipeline, Batch, Bulk, InPlace, Rebuild, TempJoin, Swap, Server]
+            .into_iter()
+            .find(|s| s.as_str() == name || s.as_str().replace('-', "_") == name)
     }
 }
 

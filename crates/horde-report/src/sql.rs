@@ -39,25 +39,14 @@ pub fn render_sql(summary: &Summary) -> String {
         let statements = summary.requests.iter().find(|r| r.name == phase.name);
         let percentile = |p: f64| {
             statements
-                .and_then(|r| {
-                    r.latency
-                        .all
-                        .percentiles
-                        .iter()
-                        .find(|q| (q.percentile - p).abs() < 1e-9)
-                })
+                .and_then(|r| r.latency.all.percentiles.iter().find(|q| (q.percentile - p).abs() < 1e-9))
                 .map(|q| millis(q.value_us))
                 .unwrap_or_else(|| "-".into())
         };
         let optional = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
         let check = match (&phase.error, &phase.verification) {
             (Some(error), _) => format!("FAILED: {}", printable(error)),
-            (None, Some(v)) => format!(
-                "{} {} of {}",
-                if v.passed { "ok" } else { "WRONG" },
-                v.found,
-                v.expected
-            ),
+            (None, Some(v)) => format!("{} {} of {}", if v.passed { "ok" } else { "WRONG" }, v.found, v.expected),
             (None, None) => "-".into(),
         };
         let _ = writeln!(
@@ -73,7 +62,10 @@ pub fn render_sql(summary: &Summary) -> String {
             percentile(50.0),
             percentile(99.0),
             optional(phase.client_cpu_seconds),
-            phase.client_peak_memory_bytes.map(|b| format!("{:.1}", b as f64 / 1_048_576.0)).unwrap_or_else(|| "-".into()),
+            phase
+                .client_peak_memory_bytes
+                .map(|b| format!("{:.1}", b as f64 / 1_048_576.0))
+                .unwrap_or_else(|| "-".into()),
             optional(phase.server_cpu_seconds),
             ratio(phase, phases).map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
             check
@@ -97,16 +89,11 @@ fn seed_sentence(phase: &SqlPhaseReport) -> String {
         phase.threads,
         if phase.threads == 1 { "" } else { "s" }
     );
-    let failed = phase
-        .error
-        .as_ref()
-        .map(|e| format!(" FAILED: {}", printable(e)))
-        .unwrap_or_default();
+    let failed = phase.error.as_ref().map(|e| format!(" FAILED: {}", printable(e))).unwrap_or_default();
     match phase.phase.as_str() {
-        "populate" => format!(
-            "Inserted {} rows in {time} ({:.1} rows/second) {how}{failed}",
-            phase.rows, phase.rows_per_second
-        ),
+        "populate" => {
+            format!("Inserted {} rows in {time} ({:.1} rows/second) {how}{failed}", phase.rows, phase.rows_per_second)
+        }
         "select" => format!(
             "Selected {} rows in {time} Avg speed: {:.0} rows/sec {how}{failed}",
             phase.rows, phase.rows_per_second
@@ -115,18 +102,9 @@ fn seed_sentence(phase: &SqlPhaseReport) -> String {
             "Updated {} rows in {time} Avg speed: {:.1} rows/sec {how}{failed}",
             phase.rows, phase.rows_per_second
         ),
-        "alter" => format!(
-            "Altered the table (ADD COLUMN hashval) in {:.3} seconds {how}{failed}",
-            phase.seconds
-        ),
-        "create" => format!(
-            "Created the table in {:.3} seconds {how}{failed}",
-            phase.seconds
-        ),
-        _ => format!(
-            "Dropped the table in {:.3} seconds {how}{failed}",
-            phase.seconds
-        ),
+        "alter" => format!("Altered the table (ADD COLUMN hashval) in {:.3} seconds {how}{failed}", phase.seconds),
+        "create" => format!("Created the table in {:.3} seconds {how}{failed}", phase.seconds),
+        _ => format!("Dropped the table in {:.3} seconds {how}{failed}", phase.seconds),
     }
 }
 
@@ -138,9 +116,7 @@ fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
         "update" => "server",
         _ => return None,
     };
-    let base = phases
-        .iter()
-        .find(|p| p.phase == phase.phase && p.strategy == reference && p.error.is_none())?;
+    let base = phases.iter().find(|p| p.phase == phase.phase && p.strategy == reference && p.error.is_none())?;
     (base.rows_per_second > 0.0).then(|| phase.rows_per_second / base.rows_per_second)
 }
 
@@ -181,16 +157,12 @@ mod tests {
     fn the_seed_reads_its_own_sentence() {
         let sentence = seed_sentence(&phase("populate", "batch", 10_000_000, 29.0));
         assert!(
-            sentence.starts_with(
-                "Inserted 10000000 rows in 0 minutes and 29 seconds (344827.6 rows/second)"
-            ),
+            sentence.starts_with("Inserted 10000000 rows in 0 minutes and 29 seconds (344827.6 rows/second)"),
             "{sentence}"
         );
         let sentence = seed_sentence(&phase("update", "row", 10_000_000, 1834.2));
         assert!(
-            sentence.starts_with(
-                "Updated 10000000 rows in 30 minutes and 34 seconds Avg speed: 5452.0 rows/sec"
-            ),
+            sentence.starts_with("Updated 10000000 rows in 30 minutes and 34 seconds Avg speed: 5452.0 rows/sec"),
             "{sentence}"
         );
     }

@@ -26,11 +26,7 @@ pub struct StatementTiming {
 
 impl StatementTiming {
     pub fn since(started: Instant, ok: bool) -> StatementTiming {
-        StatementTiming {
-            started,
-            duration_us: started.elapsed().as_micros() as u64,
-            ok,
-        }
+        StatementTiming { started, duration_us: started.elapsed().as_micros() as u64, ok }
     }
 }
 
@@ -43,9 +39,7 @@ pub enum Connection {
 impl Connection {
     pub async fn connect(database: &Database) -> Result<Connection, SqlError> {
         Ok(match database {
-            Database::Postgres { config, .. } => {
-                Connection::Postgres(PgConnection::connect(config).await?)
-            }
+            Database::Postgres { config, .. } => Connection::Postgres(PgConnection::connect(config).await?),
             Database::MySql { opts, .. } => Connection::MySql(MyConnection::connect(opts).await?),
             Database::Sqlite { path, writer } => Connection::Sqlite(LiteConnection::open(path, writer.clone())?),
         })
@@ -78,11 +72,7 @@ impl Connection {
     }
 
     /// Runs a statement prepared once per connection; the rows it changed.
-    pub async fn exec_prepared(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<u64, SqlError> {
+    pub async fn exec_prepared(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
         match self {
             Connection::Postgres(c) => c.exec_prepared(sql, params).await,
             Connection::MySql(c) => c.exec_prepared(sql, params).await,
@@ -105,11 +95,7 @@ impl Connection {
     }
 
     /// Counts the rows of a query, and the bytes of their second column, streamed.
-    pub async fn stream_count(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<(u64, u64), SqlError> {
+    pub async fn stream_count(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(u64, u64), SqlError> {
         match self {
             Connection::Postgres(c) => c.stream_count(sql, params).await,
             Connection::MySql(c) => c.stream_count(sql, params).await,
@@ -142,9 +128,7 @@ impl Connection {
         match self {
             Connection::Postgres(c) => c.copy_in(table, columns, data).await,
             Connection::MySql(c) => c.load_data(table, columns, data).await,
-            Connection::Sqlite(_) => {
-                Err(unsupported(DatabaseKind::Sqlite, "a bulk load statement"))
-            }
+            Connection::Sqlite(_) => Err(unsupported(DatabaseKind::Sqlite, "a bulk load statement")),
         }
     }
 }

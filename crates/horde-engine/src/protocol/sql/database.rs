@@ -33,10 +33,7 @@ impl Database {
             }
             let path = rest.strip_prefix("//").unwrap_or(rest);
             if path.is_empty() {
-                return Err(
-                    "sqlite: names no file: sqlite:///absolute/path.db or sqlite://relative.db"
-                        .into(),
-                );
+                return Err("sqlite: names no file: sqlite:///absolute/path.db or sqlite://relative.db".into());
             }
             let path = PathBuf::from(path);
             let path = match base_dir {
@@ -48,8 +45,7 @@ impl Database {
         let parsed = url::Url::parse(url).map_err(|e| format!("{}: {e}", redacted(url)))?;
         match parsed.scheme() {
             "postgres" | "postgresql" => {
-                let config: tokio_postgres::Config =
-                    url.parse().map_err(|e| format!("{}: {e}", redacted(url)))?;
+                let config: tokio_postgres::Config = url.parse().map_err(|e| format!("{}: {e}", redacted(url)))?;
                 if config.get_hosts().is_empty() {
                     return Err(format!("{}: names no host", redacted(url)));
                 }
@@ -58,13 +54,10 @@ impl Database {
             "mysql" | "mariadb" => {
                 // mysql_async reads only mysql://.
                 let normalized = format!("mysql:{}", &url[parsed.scheme().len() + 1..]);
-                let opts = mysql_async::Opts::from_url(&normalized)
-                    .map_err(|e| format!("{}: {e}", redacted(url)))?;
+                let opts = mysql_async::Opts::from_url(&normalized).map_err(|e| format!("{}: {e}", redacted(url)))?;
                 Ok(Database::MySql { opts })
             }
-            other => Err(format!(
-                "{other}: is not a database horde speaks (sqlite, postgres, mysql)"
-            )),
+            other => Err(format!("{other}: is not a database horde speaks (sqlite, postgres, mysql)")),
         }
     }
 
@@ -109,9 +102,7 @@ pub fn redacted(url: &str) -> String {
         Err(_) => match (url.find("://"), url.rfind('@')) {
             (Some(scheme_end), Some(at)) if at > scheme_end => {
                 let user_info = &url[scheme_end + 3..at];
-                let user = user_info
-                    .split_once(':')
-                    .map_or(user_info, |(user, _)| user);
+                let user = user_info.split_once(':').map_or(user_info, |(user, _)| user);
                 format!("{}://{user}:***{}", &url[..scheme_end], &url[at..])
             }
             _ => url.to_string(),
@@ -164,9 +155,7 @@ impl DatabaseKind {
             DatabaseKind::MySql => {
                 format!("CREATE TEMPORARY TABLE {table} (id INT NOT NULL PRIMARY KEY, hashval VARCHAR(255)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
             }
-            _ => format!(
-                "CREATE TEMPORARY TABLE {table} (id INTEGER PRIMARY KEY, hashval VARCHAR(255))"
-            ),
+            _ => format!("CREATE TEMPORARY TABLE {table} (id INTEGER PRIMARY KEY, hashval VARCHAR(255))"),
         }
     }
 
@@ -222,9 +211,7 @@ impl DatabaseKind {
             DatabaseKind::MySql => {
                 format!("UPDATE {table} t JOIN {temp} h ON t.id = h.id SET t.hashval = h.hashval")
             }
-            _ => format!(
-                "UPDATE {table} SET hashval = h.hashval FROM {temp} h WHERE {table}.id = h.id"
-            ),
+            _ => format!("UPDATE {table} SET hashval = h.hashval FROM {temp} h WHERE {table}.id = h.id"),
         }
     }
 
@@ -235,10 +222,7 @@ impl DatabaseKind {
                 format!("RENAME TABLE {table} TO {table}_old, {new_table} TO {table}"),
                 format!("DROP TABLE {table}_old"),
             ],
-            _ => vec![
-                format!("DROP TABLE {table}"),
-                format!("ALTER TABLE {new_table} RENAME TO {table}"),
-            ],
+            _ => vec![format!("DROP TABLE {table}"), format!("ALTER TABLE {new_table} RENAME TO {table}")],
         }
     }
 
@@ -286,11 +270,7 @@ impl DatabaseKind {
 
     /// Setting one row's hash: parameters hash, id.
     pub fn update_one(self, table: &str) -> String {
-        format!(
-            "UPDATE {table} SET hashval = {} WHERE id = {}",
-            self.placeholder(1),
-            self.placeholder(2)
-        )
+        format!("UPDATE {table} SET hashval = {} WHERE id = {}", self.placeholder(1), self.placeholder(2))
     }
 
     pub fn drop_table_if_exists(self, table: &str) -> String {
@@ -322,13 +302,9 @@ mod tests {
         assert_eq!(db.kind(), DatabaseKind::MySql);
         assert_eq!(db.local_port(), Some(3307));
         let db = Database::parse("sqlite://data.db", Some(std::path::Path::new("/tmp/x"))).unwrap();
-        assert!(
-            matches!(db, Database::Sqlite { path, .. } if path == std::path::Path::new("/tmp/x/data.db"))
-        );
+        assert!(matches!(db, Database::Sqlite { path, .. } if path == std::path::Path::new("/tmp/x/data.db")));
         let db = Database::parse("sqlite:///abs/data.db", None).unwrap();
-        assert!(
-            matches!(db, Database::Sqlite { path, .. } if path == std::path::Path::new("/abs/data.db"))
-        );
+        assert!(matches!(db, Database::Sqlite { path, .. } if path == std::path::Path::new("/abs/data.db")));
         let err = Database::parse("oracle://x@y/z", None).unwrap_err();
         assert!(err.contains("oracle"), "{err}");
         let err = Database::parse("postgres://u:hunter2@[::1/db", None).unwrap_err();
@@ -337,13 +313,7 @@ mod tests {
 
     #[test]
     fn multi_row_inserts_number_their_placeholders() {
-        assert_eq!(
-            DatabaseKind::Postgres.insert_texts("t", 3),
-            "INSERT INTO t (text) VALUES ($1), ($2), ($3)"
-        );
-        assert_eq!(
-            DatabaseKind::MySql.insert_texts("t", 2),
-            "INSERT INTO t (text) VALUES (?), (?)"
-        );
+        assert_eq!(DatabaseKind::Postgres.insert_texts("t", 3), "INSERT INTO t (text) VALUES ($1), ($2), ($3)");
+        assert_eq!(DatabaseKind::MySql.insert_texts("t", 2), "INSERT INTO t (text) VALUES (?), (?)");
     }
 }

@@ -13,22 +13,14 @@ pub struct SqlError {
 
 impl SqlError {
     pub fn new(kind: &'static str, message: impl Into<String>) -> SqlError {
-        SqlError {
-            kind,
-            sqlstate: None,
-            message: message.into(),
-        }
+        SqlError { kind, sqlstate: None, message: message.into() }
     }
 
     /// The error's detail for the error table: the SQLSTATE packed in base 36 (0 without one).
     pub fn detail(&self) -> u32 {
         self.sqlstate
             .as_deref()
-            .map(|code| {
-                code.chars().fold(0u32, |n, c| {
-                    n.wrapping_mul(36).wrapping_add(c.to_digit(36).unwrap_or(0))
-                })
-            })
+            .map(|code| code.chars().fold(0u32, |n, c| n.wrapping_mul(36).wrapping_add(c.to_digit(36).unwrap_or(0))))
             .unwrap_or(0)
     }
 
@@ -41,11 +33,7 @@ impl SqlError {
     }
 
     fn with_state(sqlstate: &str, message: String) -> SqlError {
-        SqlError {
-            kind: kind_of_sqlstate(sqlstate),
-            sqlstate: Some(sqlstate.to_string()),
-            message,
-        }
+        SqlError { kind: kind_of_sqlstate(sqlstate), sqlstate: Some(sqlstate.to_string()), message }
     }
 }
 
@@ -81,35 +69,20 @@ impl From<tokio_postgres::Error> for SqlError {
             source = cause.source();
         }
         let refused = message.contains("Connection refused");
-        SqlError::new(
-            if refused {
-                "connect_refused"
-            } else {
-                "sql_connection_lost"
-            },
-            message,
-        )
+        SqlError::new(if refused { "connect_refused" } else { "sql_connection_lost" }, message)
     }
 }
 
 impl From<mysql_async::Error> for SqlError {
     fn from(err: mysql_async::Error) -> SqlError {
         match err {
-            mysql_async::Error::Server(server) => SqlError::with_state(
-                &server.state,
-                format!("{} (error {})", server.message, server.code),
-            ),
+            mysql_async::Error::Server(server) => {
+                SqlError::with_state(&server.state, format!("{} (error {})", server.message, server.code))
+            }
             other => {
                 let message = other.to_string();
                 let refused = message.contains("Connection refused");
-                SqlError::new(
-                    if refused {
-                        "connect_refused"
-                    } else {
-                        "sql_connection_lost"
-                    },
-                    message,
-                )
+                SqlError::new(if refused { "connect_refused" } else { "sql_connection_lost" }, message)
             }
         }
     }
@@ -122,10 +95,7 @@ impl From<rusqlite::Error> for SqlError {
             Some(ErrorCode::ConstraintViolation) => "sql_constraint_violation",
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => "sql_database_locked",
             Some(
-                ErrorCode::CannotOpen
-                | ErrorCode::NotADatabase
-                | ErrorCode::PermissionDenied
-                | ErrorCode::ReadOnly,
+                ErrorCode::CannotOpen | ErrorCode::NotADatabase | ErrorCode::PermissionDenied | ErrorCode::ReadOnly,
             ) => "sql_connection",
             Some(ErrorCode::DiskFull) => "sql_insufficient_resources",
             _ => "sql_error",

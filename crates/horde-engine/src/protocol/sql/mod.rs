@@ -19,19 +19,11 @@ pub use database::{redacted, Database};
 /// is found before a run starts, with the database's own message. Gives the database's name.
 pub fn check_connection(url: &str, base_dir: Option<&std::path::Path>) -> Result<String, String> {
     let database = Database::parse(url, base_dir)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
-        let mut connection = connection::Connection::connect(&database)
-            .await
-            .map_err(|e| e.describe())?;
-        connection
-            .execute("SELECT 1")
-            .await
-            .map_err(|e| e.describe())?;
+        let mut connection = connection::Connection::connect(&database).await.map_err(|e| e.describe())?;
+        connection.execute("SELECT 1").await.map_err(|e| e.describe())?;
         Ok(connection.kind().name().to_string())
     })
 }

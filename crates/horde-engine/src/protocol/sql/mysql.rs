@@ -30,9 +30,7 @@ fn values(params: &[Param<'_>]) -> Params {
 
 impl MyConnection {
     pub async fn connect(opts: &mysql_async::Opts) -> Result<MyConnection, SqlError> {
-        Ok(MyConnection {
-            conn: Conn::new(opts.clone()).await?,
-        })
+        Ok(MyConnection { conn: Conn::new(opts.clone()).await? })
     }
 
     pub async fn execute(&mut self, sql: &str) -> Result<u64, SqlError> {
@@ -45,21 +43,13 @@ impl MyConnection {
         Ok(value.flatten())
     }
 
-    pub async fn exec_prepared(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<u64, SqlError> {
+    pub async fn exec_prepared(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
         self.conn.exec_drop(sql, values(params)).await?;
         Ok(self.conn.affected_rows())
     }
 
     /// Counts the rows (and their text bytes) as they stream in.
-    pub async fn stream_count(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<(u64, u64), SqlError> {
+    pub async fn stream_count(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(u64, u64), SqlError> {
         let mut result = self.conn.exec_iter(sql, values(params)).await?;
         let (mut rows, mut bytes) = (0u64, 0u64);
         result
@@ -80,10 +70,7 @@ impl MyConnection {
         out: &mut Vec<(i64, String)>,
     ) -> Result<(), SqlError> {
         let rows: Vec<(i64, Option<String>)> = self.conn.exec(sql, values(params)).await?;
-        out.extend(
-            rows.into_iter()
-                .map(|(id, text)| (id, text.unwrap_or_default())),
-        );
+        out.extend(rows.into_iter().map(|(id, text)| (id, text.unwrap_or_default())));
         Ok(())
     }
 
@@ -96,14 +83,8 @@ impl MyConnection {
     ) -> Result<u64, SqlError> {
         // The handler must be Sync; the stream is only Send: a mutex makes the pair Sync.
         let stream = std::sync::Mutex::new(futures_util::stream::iter(data.map(Ok)).boxed());
-        self.conn.set_infile_handler(async move {
-            Ok(stream.into_inner().unwrap_or_else(|e| e.into_inner()))
-        });
-        self.conn
-            .query_drop(format!(
-                "LOAD DATA LOCAL INFILE 'horde' INTO TABLE {table} ({columns})"
-            ))
-            .await?;
+        self.conn.set_infile_handler(async move { Ok(stream.into_inner().unwrap_or_else(|e| e.into_inner())) });
+        self.conn.query_drop(format!("LOAD DATA LOCAL INFILE 'horde' INTO TABLE {table} ({columns})")).await?;
         Ok(self.conn.affected_rows())
     }
 }

@@ -24,10 +24,7 @@ impl PgConnection {
         tokio::task::spawn_local(async move {
             let _ = connection.await;
         });
-        Ok(PgConnection {
-            client,
-            prepared: HashMap::new(),
-        })
+        Ok(PgConnection { client, prepared: HashMap::new() })
     }
 
     async fn statement(&mut self, sql: &str) -> Result<Statement, SqlError> {
@@ -65,14 +62,9 @@ impl PgConnection {
         Ok(value)
     }
 
-    pub async fn exec_prepared(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<u64, SqlError> {
+    pub async fn exec_prepared(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
         let statement = self.statement(sql).await?;
-        let params: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         Ok(self.client.execute(&statement, &params).await?)
     }
 
@@ -91,11 +83,7 @@ impl PgConnection {
             .iter()
             .map(|param| {
                 let statement = &statement;
-                async move {
-                    client
-                        .execute(statement, &[param as &(dyn ToSql + Sync)])
-                        .await
-                }
+                async move { client.execute(statement, &[param as &(dyn ToSql + Sync)]).await }
             })
             .collect();
         let mut affected = 0;
@@ -120,22 +108,15 @@ impl PgConnection {
 
     /// Counts the rows (and their text bytes) of a query as they stream in: the client never
     /// holds more than the driver's buffer, whatever the table's size.
-    pub async fn stream_count(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<(u64, u64), SqlError> {
+    pub async fn stream_count(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(u64, u64), SqlError> {
         let statement = self.statement(sql).await?;
-        let params: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let stream = self.client.query_raw(&statement, params).await?;
         futures_util::pin_mut!(stream);
         let (mut rows, mut bytes) = (0u64, 0u64);
         while let Some(row) = stream.try_next().await? {
             rows += 1;
-            bytes += row
-                .try_get::<_, Option<&str>>(1)?
-                .map_or(0, |t| t.len() as u64);
+            bytes += row.try_get::<_, Option<&str>>(1)?.map_or(0, |t| t.len() as u64);
         }
         Ok((rows, bytes))
     }
@@ -148,8 +129,7 @@ impl PgConnection {
         out: &mut Vec<(i64, String)>,
     ) -> Result<(), SqlError> {
         let statement = self.statement(sql).await?;
-        let params: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         for row in self.client.query(&statement, &params).await? {
             let id: i32 = row.try_get(0)?;
             let text: Option<String> = row.try_get(1)?;
@@ -165,10 +145,7 @@ impl PgConnection {
         columns: &str,
         data: Box<dyn Iterator<Item = Bytes> + Send>,
     ) -> Result<u64, SqlError> {
-        let sink = self
-            .client
-            .copy_in::<_, Bytes>(&format!("COPY {table} ({columns}) FROM STDIN"))
-            .await?;
+        let sink = self.client.copy_in::<_, Bytes>(&format!("COPY {table} ({columns}) FROM STDIN")).await?;
         futures_util::pin_mut!(sink);
         for chunk in data {
             sink.send(chunk).await?;
@@ -178,11 +155,7 @@ impl PgConnection {
 }
 
 impl ToSql for Param<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+    fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match *self {
             Param::Text(text) => text.to_sql(ty, out),
             Param::Int(n) => match *ty {

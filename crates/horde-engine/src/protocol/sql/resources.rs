@@ -13,10 +13,7 @@ pub struct Readings {
 
 impl Readings {
     pub fn now(server_pid: Option<u32>) -> Readings {
-        Readings {
-            client_cpu: crate::run::process_cpu_time(),
-            server_cpu: server_pid.and_then(server_cpu_time),
-        }
+        Readings { client_cpu: crate::run::process_cpu_time(), server_cpu: server_pid.and_then(server_cpu_time) }
     }
 }
 
@@ -46,11 +43,7 @@ pub fn listening_process(port: u16) -> Option<u32> {
             // local_address is HEX_IP:HEX_PORT; state 0A is LISTEN.
             let Some(local) = fields.get(1) else { continue };
             let listening = fields.get(3) == Some(&"0A");
-            let on_port = local
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok())
-                == Some(port);
+            let on_port = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port);
             if listening && on_port {
                 if let Some(inode) = fields.get(9) {
                     inodes.push(format!("socket:[{inode}]"));
@@ -62,11 +55,7 @@ pub fn listening_process(port: u16) -> Option<u32> {
         return None;
     }
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
@@ -97,10 +86,7 @@ fn server_cpu_time(pid: u32) -> Option<Duration> {
         let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
             continue;
         };
-        for child in children
-            .split_whitespace()
-            .filter_map(|c| c.parse::<u32>().ok())
-        {
+        for child in children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()) {
             total += process_ticks(child).map_or(0, |(own, _)| own);
         }
     }
@@ -111,10 +97,7 @@ fn server_cpu_time(pid: u32) -> Option<Duration> {
 fn process_ticks(pid: u32) -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let fields: Vec<&str> = stat
-        .get(stat.rfind(')')? + 2..)?
-        .split_whitespace()
-        .collect();
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split_whitespace().collect();
     let field = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
     // Fields 14-17 of stat(5), counted from the state (field 3) here.
     Some((field(11)? + field(12)?, field(13)? + field(14)?))

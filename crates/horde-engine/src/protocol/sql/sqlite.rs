@@ -21,12 +21,10 @@ pub struct LiteConnection {
 impl ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         Ok(match *self {
-            Param::Text(text) => rusqlite::types::ToSqlOutput::Borrowed(
-                rusqlite::types::ValueRef::Text(text.as_bytes()),
-            ),
-            Param::Int(n) => {
-                rusqlite::types::ToSqlOutput::Owned(rusqlite::types::Value::Integer(n))
+            Param::Text(text) => {
+                rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(text.as_bytes()))
             }
+            Param::Int(n) => rusqlite::types::ToSqlOutput::Owned(rusqlite::types::Value::Integer(n)),
         })
     }
 }
@@ -37,26 +35,22 @@ impl LiteConnection {
             | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
             | rusqlite::OpenFlags::SQLITE_OPEN_URI
             | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
-            SqlError::new(
-                "sql_connection",
-                format!("cannot open {}: {e}", path.display()),
-            )
-        })?;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| SqlError::new("sql_connection", format!("cannot open {}: {e}", path.display())))?;
         // Another thread's connection may hold the write lock for a transaction's time.
         conn.busy_timeout(Duration::from_secs(30))?;
         // SQLite has no SHA-1 of its own: the experiment's check needs one in SQL.
         conn.create_scalar_function(
             "sha1",
             1,
-            rusqlite::functions::FunctionFlags::SQLITE_UTF8
-                | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+            rusqlite::functions::FunctionFlags::SQLITE_UTF8 | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
             |ctx| {
                 let text = ctx.get_raw(0);
                 Ok(match text {
                     rusqlite::types::ValueRef::Null => None,
-                    rusqlite::types::ValueRef::Text(bytes)
-                    | rusqlite::types::ValueRef::Blob(bytes) => Some(hex_sha1(bytes)),
+                    rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
+                        Some(hex_sha1(bytes))
+                    }
                     other => Some(hex_sha1(format!("{other:?}").as_bytes())),
                 })
             },
@@ -103,11 +97,7 @@ impl LiteConnection {
         Ok(statement.execute(params_from_iter(params.iter()))? as u64)
     }
 
-    pub fn stream_count(
-        &mut self,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<(u64, u64), SqlError> {
+    pub fn stream_count(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(u64, u64), SqlError> {
         let mut statement = self.conn.prepare_cached(sql)?;
         let mut rows = statement.query(params_from_iter(params.iter()))?;
         let (mut count, mut bytes) = (0u64, 0u64);

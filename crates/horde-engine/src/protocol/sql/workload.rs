@@ -96,10 +96,7 @@ impl VirtualUser {
         let mut connection = match Connection::connect(&step.database).await {
             Ok(connection) => connection,
             Err(error) => {
-                let failed = Failed {
-                    error,
-                    started: connecting,
-                };
+                let failed = Failed { error, started: connecting };
                 self.sql_phase_failed(step, &failed, None);
                 return self.after_failure();
             }
@@ -118,19 +115,14 @@ impl VirtualUser {
             Err(message) => {
                 // The user that prepared reports; the others have nothing to add.
                 if preparing {
-                    let failed = Failed {
-                        error: SqlError::new("sql_error", message.clone()),
-                        started: connecting,
-                    };
+                    let failed = Failed { error: SqlError::new("sql_error", message.clone()), started: connecting };
                     self.sql_phase_failed(step, &failed, None);
                 }
                 return self.after_failure();
             }
         };
         let mut rng = SmallRng::seed_from_u64(self.session.rng.random());
-        let work = self
-            .sql_share(&mut connection, step, share, &start, &mut rng)
-            .await;
+        let work = self.sql_share(&mut connection, step, share, &start, &mut rng).await;
         match work {
             Ok(rows) => {
                 step.shared.rows_done.fetch_add(rows, Ordering::Relaxed);
@@ -164,19 +156,13 @@ impl VirtualUser {
                         "sql_verification_failed",
                         format!(
                             "{}: the database counts {} {} where {} were expected",
-                            step.name,
-                            verification.found,
-                            verification.counted,
-                            verification.expected
+                            step.name, verification.found, verification.counted, verification.expected
                         ),
                     );
                     self.record_failure(
                         step.row_id,
                         ended,
-                        &RequestTiming {
-                            without_phases: true,
-                            ..Default::default()
-                        },
+                        &RequestTiming { without_phases: true, ..Default::default() },
                         &failure,
                         0,
                     );
@@ -185,11 +171,7 @@ impl VirtualUser {
                 report.verification = Some(verification);
             }
             Err(error) => {
-                report.error = Some(format!(
-                    "{}: the check after the phase failed: {}",
-                    step.name,
-                    error.describe()
-                ))
+                report.error = Some(format!("{}: the check after the phase failed: {}", step.name, error.describe()))
             }
         }
         let failed = report.error.clone();
@@ -226,12 +208,7 @@ impl VirtualUser {
                 if share != 0 {
                     return Ok(0);
                 }
-                self.sql_statement(
-                    connection,
-                    step,
-                    &kind.create_table(table, step.text_length as u32),
-                )
-                .await?;
+                self.sql_statement(connection, step, &kind.create_table(table, step.text_length as u32)).await?;
                 Ok(0)
             }
             SqlPhase::Drop => {
@@ -239,14 +216,8 @@ impl VirtualUser {
                     return Ok(0);
                 }
                 // With what an interrupted swap may have left.
-                self.sql_statement(
-                    connection,
-                    step,
-                    &kind.drop_table_if_exists(&swap_table(table)),
-                )
-                .await?;
-                self.sql_statement(connection, step, &kind.drop_table_if_exists(table))
-                    .await?;
+                self.sql_statement(connection, step, &kind.drop_table_if_exists(&swap_table(table))).await?;
+                self.sql_statement(connection, step, &kind.drop_table_if_exists(table)).await?;
                 Ok(0)
             }
             SqlPhase::Alter => {
@@ -266,8 +237,7 @@ impl VirtualUser {
                     if share != 0 {
                         return Ok(0);
                     }
-                    self.sql_statement(connection, step, &kind.update_in_server(table))
-                        .await
+                    self.sql_statement(connection, step, &kind.update_in_server(table)).await
                 }
                 _ => self.update_share(connection, step, ids, share).await,
             },
@@ -282,10 +252,7 @@ impl VirtualUser {
         sql: &str,
     ) -> Result<u64, Failed> {
         let started = Instant::now();
-        let changed = connection
-            .execute(sql)
-            .await
-            .map_err(|e| Failed { error: e, started })?;
+        let changed = connection.execute(sql).await.map_err(|e| Failed { error: e, started })?;
         self.statement_ok(step.row_id, started);
         Ok(changed)
     }
@@ -295,24 +262,15 @@ impl VirtualUser {
         self.record_ok(
             row_id,
             started,
-            &RequestTiming {
-                latency_us: us,
-                uncorrected_us: us,
-                without_phases: true,
-                ..Default::default()
-            },
+            &RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() },
         );
     }
 
     fn statement_timings(&self, row_id: usize, timings: &[StatementTiming]) {
         for timing in timings.iter().filter(|t| t.ok) {
             let us = timing.duration_us;
-            let recorded = RequestTiming {
-                latency_us: us,
-                uncorrected_us: us,
-                without_phases: true,
-                ..Default::default()
-            };
+            let recorded =
+                RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() };
             self.record_ok(row_id, timing.started, &recorded);
         }
     }
@@ -332,15 +290,9 @@ impl VirtualUser {
         match step.strategy {
             SqlStrategy::Bulk if kind != DatabaseKind::Sqlite => {
                 let started = Instant::now();
-                let data = Box::new(TextLines::new(
-                    SmallRng::seed_from_u64(rng.random()),
-                    count,
-                    step.text_length,
-                ));
-                let loaded = connection
-                    .bulk_load(table, "text", data)
-                    .await
-                    .map_err(|e| Failed { error: e, started })?;
+                let data = Box::new(TextLines::new(SmallRng::seed_from_u64(rng.random()), count, step.text_length));
+                let loaded =
+                    connection.bulk_load(table, "text", data).await.map_err(|e| Failed { error: e, started })?;
                 self.statement_ok(step.row_id, started);
                 return Ok(loaded);
             }
@@ -362,34 +314,24 @@ impl VirtualUser {
                         let sql = kind.insert_texts(table, part.len());
                         let params: Vec<Param<'_>> = part.iter().map(|t| Param::Text(t)).collect();
                         let started = Instant::now();
-                        connection
-                            .exec_prepared(&sql, &params)
-                            .await
-                            .map_err(|e| Failed { error: e, started })?;
+                        connection.exec_prepared(&sql, &params).await.map_err(|e| Failed { error: e, started })?;
                         self.statement_ok(step.row_id, started);
                     }
                 }
                 SqlStrategy::Pipeline => {
-                    let params: Vec<Param<'_>> =
-                        texts[..chunk].iter().map(|t| Param::Text(t)).collect();
+                    let params: Vec<Param<'_>> = texts[..chunk].iter().map(|t| Param::Text(t)).collect();
                     timings.clear();
                     let started = Instant::now();
-                    let result = connection
-                        .exec_pipelined(&one_row, &params, &mut timings)
-                        .await;
+                    let result = connection.exec_pipelined(&one_row, &params, &mut timings).await;
                     self.statement_timings(step.row_id, &timings);
                     result.map_err(|e| Failed { error: e, started })?;
                 }
                 SqlStrategy::RowTxn => {
                     self.sql_statement(connection, step, kind.begin()).await?;
-                    self.insert_each(connection, step, &one_row, &texts[..chunk])
-                        .await?;
+                    self.insert_each(connection, step, &one_row, &texts[..chunk]).await?;
                     self.sql_statement(connection, step, "COMMIT").await?;
                 }
-                _ => {
-                    self.insert_each(connection, step, &one_row, &texts[..chunk])
-                        .await?
-                }
+                _ => self.insert_each(connection, step, &one_row, &texts[..chunk]).await?,
             }
             done += chunk as u64;
             // Between chunks the worker's other tasks run: SQLite's calls never wait.
@@ -410,10 +352,7 @@ impl VirtualUser {
     ) -> Result<(), Failed> {
         for text in texts {
             let started = Instant::now();
-            connection
-                .exec_prepared(sql, &[Param::Text(text)])
-                .await
-                .map_err(|e| Failed { error: e, started })?;
+            connection.exec_prepared(sql, &[Param::Text(text)]).await.map_err(|e| Failed { error: e, started })?;
             self.statement_ok(step.row_id, started);
         }
         Ok(())
@@ -429,11 +368,7 @@ impl VirtualUser {
     ) -> Result<u64, Failed> {
         let kind = connection.kind();
         let table = step.table.as_str();
-        let page = if kind == DatabaseKind::Sqlite {
-            step.batch_size.max(1) as i64
-        } else {
-            (upto - after).max(1)
-        };
+        let page = if kind == DatabaseKind::Sqlite { step.batch_size.max(1) as i64 } else { (upto - after).max(1) };
         let sql = format!(
             "SELECT id, text FROM {table} WHERE id > {} AND id <= {}",
             kind.placeholder(1),
@@ -471,8 +406,7 @@ impl VirtualUser {
         let temp = format!("{table}_hashes_{share}");
         let target = match step.strategy {
             SqlStrategy::TempJoin => {
-                self.sql_statement(connection, step, &kind.create_temp_table(&temp))
-                    .await?;
+                self.sql_statement(connection, step, &kind.create_temp_table(&temp)).await?;
                 temp.clone()
             }
             SqlStrategy::Swap => swap_table(table),
@@ -516,21 +450,13 @@ impl VirtualUser {
                     }
                 }
                 SqlStrategy::TempJoin => {
-                    let lines = page
-                        .iter()
-                        .zip(&hashes)
-                        .map(|((id, _), hash)| format!("{id}\t{hash}\n"));
-                    self.load_lines(connection, step, &target, "id, hashval", lines)
-                        .await?;
+                    let lines = page.iter().zip(&hashes).map(|((id, _), hash)| format!("{id}\t{hash}\n"));
+                    self.load_lines(connection, step, &target, "id, hashval", lines).await?;
                 }
                 _ => {
                     // Swap: the rows go into the new table with their hash.
-                    let lines = page
-                        .iter()
-                        .zip(&hashes)
-                        .map(|((id, text), hash)| format!("{id}\t{text}\t{hash}\n"));
-                    self.load_lines(connection, step, &target, "id, text, hashval", lines)
-                        .await?;
+                    let lines = page.iter().zip(&hashes).map(|((id, text), hash)| format!("{id}\t{text}\t{hash}\n"));
+                    self.load_lines(connection, step, &target, "id, text, hashval", lines).await?;
                 }
             }
             updated += page.len() as u64;
@@ -541,8 +467,7 @@ impl VirtualUser {
             self.sql_statement(connection, step, "COMMIT").await?;
         }
         if step.strategy == SqlStrategy::TempJoin {
-            self.sql_statement(connection, step, &kind.update_join(table, &temp))
-                .await?;
+            self.sql_statement(connection, step, &kind.update_join(table, &temp)).await?;
         }
         Ok(updated)
     }
@@ -564,24 +489,15 @@ impl VirtualUser {
                 data.put_slice(line.as_bytes());
             }
             let started = Instant::now();
-            let chunks: Box<dyn Iterator<Item = Bytes> + Send> =
-                Box::new(std::iter::once(data.freeze()));
-            connection
-                .bulk_load(table, columns, chunks)
-                .await
-                .map_err(|e| Failed { error: e, started })?;
+            let chunks: Box<dyn Iterator<Item = Bytes> + Send> = Box::new(std::iter::once(data.freeze()));
+            connection.bulk_load(table, columns, chunks).await.map_err(|e| Failed { error: e, started })?;
             self.statement_ok(step.row_id, started);
             return Ok(());
         }
         let lines: Vec<String> = lines.collect();
-        let fields: Vec<Vec<&str>> = lines
-            .iter()
-            .map(|l| l.trim_end_matches('\n').split('\t').collect())
-            .collect();
+        let fields: Vec<Vec<&str>> = lines.iter().map(|l| l.trim_end_matches('\n').split('\t').collect()).collect();
         let width = columns.split(',').count();
-        let rows_per_statement = kind
-            .max_rows_per_statement(width)
-            .min(step.batch_size.max(1));
+        let rows_per_statement = kind.max_rows_per_statement(width).min(step.batch_size.max(1));
         self.sql_statement(connection, step, kind.begin()).await?;
         for part in fields.chunks(rows_per_statement) {
             let mut sql = format!("INSERT INTO {table} ({columns}) VALUES ");
@@ -592,15 +508,9 @@ impl VirtualUser {
                 }
                 sql.push_str(&row);
             }
-            let params: Vec<Param<'_>> = part
-                .iter()
-                .flat_map(|row| row.iter().map(|f| Param::Text(f)))
-                .collect();
+            let params: Vec<Param<'_>> = part.iter().flat_map(|row| row.iter().map(|f| Param::Text(f))).collect();
             let started = Instant::now();
-            connection
-                .exec_prepared(&sql, &params)
-                .await
-                .map_err(|e| Failed { error: e, started })?;
+            connection.exec_prepared(&sql, &params).await.map_err(|e| Failed { error: e, started })?;
             self.statement_ok(step.row_id, started);
         }
         self.sql_statement(connection, step, "COMMIT").await?;
@@ -608,11 +518,7 @@ impl VirtualUser {
     }
 
     /// What the last user does before the clock stops: the swap's rename.
-    async fn finish_phase(
-        &self,
-        connection: &mut Connection,
-        step: &SqlWorkloadProgram,
-    ) -> Result<(), Failed> {
+    async fn finish_phase(&self, connection: &mut Connection, step: &SqlWorkloadProgram) -> Result<(), Failed> {
         if step.phase == SqlPhase::Update && step.strategy == SqlStrategy::Swap {
             let kind = connection.kind();
             for sql in kind.swap_tables(&step.table, &swap_table(&step.table)) {
@@ -624,36 +530,15 @@ impl VirtualUser {
 
     /// A phase that failed: the KO on its row, its report with the error (once), and the run
     /// asked to stop.
-    fn sql_phase_failed(
-        &mut self,
-        step: &SqlWorkloadProgram,
-        failed: &Failed,
-        start: Option<&PhaseStart>,
-    ) {
+    fn sql_phase_failed(&mut self, step: &SqlWorkloadProgram, failed: &Failed, start: Option<&PhaseStart>) {
         let us = failed.started.elapsed().as_micros() as u64;
-        let timing = RequestTiming {
-            latency_us: us,
-            uncorrected_us: us,
-            without_phases: true,
-            ..Default::default()
-        };
+        let timing = RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() };
         let message = format!("{}: {}", step.name, failed.error.describe());
         let failure = Failure::new(failed.error.kind, message.clone());
-        self.record_failure(
-            step.row_id,
-            failed.started,
-            &timing,
-            &failure,
-            failed.error.detail(),
-        );
+        self.record_failure(step.row_id, failed.started, &timing, &failure, failed.error.detail());
         let ended = Instant::now();
         let started = start.map_or(failed.started, |s| s.started);
-        let mut report = self.phase_report(
-            step,
-            step.shared.rows_done.load(Ordering::Relaxed),
-            started,
-            ended,
-        );
+        let mut report = self.phase_report(step, step.shared.rows_done.load(Ordering::Relaxed), started, ended);
         report.error = Some(message.clone());
         self.hand_in(step, report);
         self.ctx.limits.request_stop(format!("sql phase {message}"));
@@ -672,26 +557,15 @@ fn swap_table(table: &str) -> String {
     format!("{table}_swap")
 }
 
-fn elapsed_secs(
-    before: Option<std::time::Duration>,
-    after: Option<std::time::Duration>,
-) -> Option<f64> {
+fn elapsed_secs(before: Option<std::time::Duration>, after: Option<std::time::Duration>) -> Option<f64> {
     Some(after?.saturating_sub(before?).as_secs_f64())
 }
 
 impl VirtualUser {
-    fn phase_report(
-        &self,
-        step: &SqlWorkloadProgram,
-        rows: u64,
-        started: Instant,
-        ended: Instant,
-    ) -> SqlPhaseReport {
+    fn phase_report(&self, step: &SqlWorkloadProgram, rows: u64, started: Instant, ended: Instant) -> SqlPhaseReport {
         let seconds = ended.saturating_duration_since(started).as_secs_f64();
         SqlPhaseReport {
-            started_ms: started
-                .saturating_duration_since(self.ctx.start)
-                .as_millis() as u64,
+            started_ms: started.saturating_duration_since(self.ctx.start).as_millis() as u64,
             name: step.name.to_string(),
             phase: step.phase.as_str().to_string(),
             strategy: step.strategy.as_str().to_string(),
@@ -699,11 +573,7 @@ impl VirtualUser {
             threads: step.threads,
             rows,
             seconds,
-            rows_per_second: if seconds > 0.0 {
-                rows as f64 / seconds
-            } else {
-                0.0
-            },
+            rows_per_second: if seconds > 0.0 { rows as f64 / seconds } else { 0.0 },
             client_cpu_seconds: None,
             client_peak_memory_bytes: None,
             server_cpu_seconds: None,
@@ -715,27 +585,18 @@ impl VirtualUser {
 
 /// The first user's preparation, before the clock starts: what every strategy of a phase
 /// must start from, and the ids to divide.
-async fn prepare(
-    connection: &mut Connection,
-    step: &SqlWorkloadProgram,
-) -> Result<PhaseStart, String> {
+async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Result<PhaseStart, String> {
     let kind = connection.kind();
     let table = step.table.as_str();
     let context = |what: &str, e: SqlError| format!("{what}: {}", e.describe());
     match step.phase {
         SqlPhase::Populate => {
-            connection
-                .execute(&kind.empty_table(table))
-                .await
-                .map_err(|e| context("emptying the table", e))?;
+            connection.execute(&kind.empty_table(table)).await.map_err(|e| context("emptying the table", e))?;
         }
         SqlPhase::Update => {
             // Every strategy starts from no hash at all.
             let reset = format!("UPDATE {table} SET hashval = NULL WHERE hashval IS NOT NULL");
-            connection
-                .execute(&reset)
-                .await
-                .map_err(|e| context("resetting the hashes", e))?;
+            connection.execute(&reset).await.map_err(|e| context("resetting the hashes", e))?;
             if step.strategy == SqlStrategy::Swap {
                 let new_table = swap_table(table);
                 connection
@@ -751,9 +612,7 @@ async fn prepare(
         SqlPhase::Create if kind == DatabaseKind::Postgres => {
             // The check after the update phase hashes in SQL: pgcrypto's digest(). A trusted
             // extension since PostgreSQL 13, which a database's owner may create.
-            let _ = connection
-                .execute("CREATE EXTENSION IF NOT EXISTS pgcrypto")
-                .await;
+            let _ = connection.execute("CREATE EXTENSION IF NOT EXISTS pgcrypto").await;
         }
         _ => {}
     }
@@ -771,18 +630,9 @@ async fn prepare(
         }
         _ => (1, 0),
     };
-    let server_pid = step
-        .database
-        .local_port()
-        .and_then(resources::listening_process);
+    let server_pid = step.database.local_port().and_then(resources::listening_process);
     resources::reset_peak_memory();
-    Ok(PhaseStart {
-        started: Instant::now(),
-        readings: Readings::now(server_pid),
-        server_pid,
-        first_id,
-        last_id,
-    })
+    Ok(PhaseStart { started: Instant::now(), readings: Readings::now(server_pid), server_pid, first_id, last_id })
 }
 
 /// The database's own count of what the phase left.
@@ -797,10 +647,7 @@ async fn verify(
         SqlPhase::Create => ("rows", 0, format!("SELECT count(*) FROM {table}")),
         SqlPhase::Populate => ("rows", step.rows, format!("SELECT count(*) FROM {table}")),
         SqlPhase::Select => {
-            let total = connection
-                .query_i64(&format!("SELECT count(*) FROM {table}"))
-                .await?
-                .unwrap_or(0) as u64;
+            let total = connection.query_i64(&format!("SELECT count(*) FROM {table}")).await?.unwrap_or(0) as u64;
             return Ok(SqlVerification {
                 counted: "rows read".into(),
                 expected: total,
@@ -808,24 +655,16 @@ async fn verify(
                 passed: total == rows_done,
             });
         }
-        SqlPhase::Alter => (
-            "rows whose hashval is NULL",
-            step.rows,
-            format!("SELECT count(*) FROM {table} WHERE hashval IS NULL"),
-        ),
+        SqlPhase::Alter => {
+            ("rows whose hashval is NULL", step.rows, format!("SELECT count(*) FROM {table} WHERE hashval IS NULL"))
+        }
         SqlPhase::Update => (
             "rows whose hashval = SHA-1(text)",
             step.rows,
-            format!(
-                "SELECT count(*) FROM {table} WHERE hashval = {}",
-                kind.sha1_of("text")
-            ),
+            format!("SELECT count(*) FROM {table} WHERE hashval = {}", kind.sha1_of("text")),
         ),
         SqlPhase::Drop => {
-            let gone = connection
-                .query_i64(&format!("SELECT count(*) FROM {table}"))
-                .await
-                .is_err();
+            let gone = connection.query_i64(&format!("SELECT count(*) FROM {table}")).await.is_err();
             return Ok(SqlVerification {
                 counted: "tables left".into(),
                 expected: 0,
@@ -835,12 +674,7 @@ async fn verify(
         }
     };
     let found = connection.query_i64(&sql).await?.unwrap_or(0) as u64;
-    Ok(SqlVerification {
-        counted: counted.into(),
-        expected,
-        found,
-        passed: found == expected,
-    })
+    Ok(SqlVerification { counted: counted.into(), expected, found, passed: found == expected })
 }
 
 const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -850,9 +684,7 @@ fn fill_texts(texts: &mut Vec<String>, count: usize, length: usize, rng: &mut Sm
     texts.resize_with(count.max(texts.len()), String::new);
     for text in texts.iter_mut().take(count) {
         text.clear();
-        text.extend(
-            (0..length).map(|_| ALPHANUMERIC[rng.random_range(0..ALPHANUMERIC.len())] as char),
-        );
+        text.extend((0..length).map(|_| ALPHANUMERIC[rng.random_range(0..ALPHANUMERIC.len())] as char));
     }
 }
 
@@ -865,11 +697,7 @@ struct TextLines {
 
 impl TextLines {
     fn new(rng: SmallRng, rows: u64, length: usize) -> TextLines {
-        TextLines {
-            rng,
-            remaining: rows,
-            length,
-        }
+        TextLines { rng, remaining: rows, length }
     }
 }
 
