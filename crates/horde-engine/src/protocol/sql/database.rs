@@ -17,7 +17,7 @@ pub enum Database {
         writer: Arc<tokio::sync::Mutex<()>>,
     },
     Postgres {
-        config: tokio_postgres::Config,
+        config: Box<tokio_postgres::Config>,
     },
     MySql {
         opts: mysql_async::Opts,
@@ -49,7 +49,7 @@ impl Database {
                 if config.get_hosts().is_empty() {
                     return Err(format!("{}: names no host", redacted(url)));
                 }
-                Ok(Database::Postgres { config })
+                Ok(Database::Postgres { config: Box::new(config) })
             }
             "mysql" | "mariadb" => {
                 // mysql_async reads only mysql://.

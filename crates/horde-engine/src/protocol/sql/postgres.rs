@@ -54,9 +54,9 @@ impl PgConnection {
             return Ok(None);
         };
         // count(*) is bigint, min(id) an integer.
-        let value = match row.columns()[0].type_() {
-            &Type::INT4 => row.try_get::<_, Option<i32>>(0)?.map(i64::from),
-            &Type::INT2 => row.try_get::<_, Option<i16>>(0)?.map(i64::from),
+        let value = match *row.columns()[0].type_() {
+            Type::INT4 => row.try_get::<_, Option<i32>>(0)?.map(i64::from),
+            Type::INT2 => row.try_get::<_, Option<i16>>(0)?.map(i64::from),
             _ => row.try_get::<_, Option<i64>>(0)?,
         };
         Ok(value)
