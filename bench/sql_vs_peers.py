@@ -173,7 +173,7 @@ def main():
                 if kind != "sqlite":
                     rows = horde_sql(database, work, "--rows", args.row_rows, "--threads", threads, "--phases",
                                      "create,populate", "--populate", "row", "--table", "horde_rows", "--replace")
-                    samples["horde_row"].append(rows[1]["rows_per_second"])
+                    samples["horde_row"].append(next(p for p in rows if p["name"] == "populate row")["rows_per_second"])
                     samples["peer_row"].append(peer_rows(database, args.row_rows, threads))
                 print(f"{kind} #{repetition + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" if isinstance(v[-1], float) else
                                                              f"{k} {v[-1]}" for k, v in samples.items() if v),

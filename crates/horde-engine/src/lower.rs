@@ -68,6 +68,8 @@ pub struct Program {
     pub function_cost: Arc<FunctionCost>,
     /// The plan's thresholds, parsed, their named scopes checked against `rows` and `groups`.
     pub thresholds: Vec<horde_plan::ThresholdSpec>,
+    /// The plan's SQL phases (`sql_workload` steps): the collector reads their progress.
+    pub sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
 impl Program {
@@ -467,6 +469,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         feeder_sources: Vec::new(),
         session_function_keys: Vec::new(),
         sql_databases: HashMap::new(),
+        sql_phases: Vec::new(),
     };
     lowering.load_feeders(plan);
     for scenario in &plan.scenarios {
@@ -544,6 +547,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         session_functions: None,
         function_cost: Arc::default(),
         thresholds,
+        sql_phases: lowering.sql_phases,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -608,6 +612,7 @@ struct Lowering {
     session_function_keys: Vec<String>,
     /// Database URLs of SQL steps, parsed once each.
     sql_databases: HashMap<String, Arc<Database>>,
+    sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
 impl Names for Lowering {
@@ -1263,6 +1268,8 @@ impl Lowering {
             },
         };
         let name: Arc<str> = format!("{group_prefix}{}", step.name).into();
+        let shared = Arc::new(PhaseShared::new(step.threads.max(1)));
+        self.sql_phases.push(crate::protocol::sql::PhaseProgress::new(name.clone(), step.rows, shared.clone()));
         SqlWorkloadProgram {
             row_id: self.row(name.clone()),
             name,
@@ -1274,7 +1281,7 @@ impl Lowering {
             threads: step.threads.max(1),
             batch_size: step.batch_size.max(1) as usize,
             text_length: step.text_length.max(1) as usize,
-            shared: Arc::new(PhaseShared::new(step.threads.max(1))),
+            shared,
         }
     }
 

@@ -22,7 +22,7 @@ mod threshold;
 mod timeseries;
 mod totals;
 
-pub use sql::{SqlPhaseReport, SqlVerification};
+pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
 pub use recorder::{

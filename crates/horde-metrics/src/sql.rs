@@ -55,3 +55,11 @@ pub struct SqlVerification {
     pub found: u64,
     pub passed: bool,
 }
+
+/// The SQL phase running now, for the progress line: rows handled so far of those expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlProgress {
+    pub phase: std::sync::Arc<str>,
+    pub rows: u64,
+    pub expected: u64,
+}

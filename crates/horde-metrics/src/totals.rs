@@ -70,6 +70,8 @@ pub struct Totals {
     pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
     /// `horde sql` phases, in the order they ran.
     pub sql_phases: Vec<crate::SqlPhaseReport>,
+    /// The SQL phase running now, read by the collector at every interval.
+    pub sql_progress: Option<crate::SqlProgress>,
     /// Why a scenario stopped the run, when one did.
     pub stop_reason: Option<String>,
     /// Session functions (Python code the plan calls): calls and seconds spent in them, when
@@ -102,6 +104,7 @@ impl Totals {
             complete_intervals: 0,
             couchdb_steps: Vec::new(),
             sql_phases: Vec::new(),
+            sql_progress: None,
             stop_reason: None,
             session_functions: None,
             thresholds: Vec::new(),

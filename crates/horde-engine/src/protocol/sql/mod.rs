@@ -27,4 +27,4 @@ pub fn check_connection(url: &str, base_dir: Option<&std::path::Path>) -> Result
         Ok(connection.kind().name().to_string())
     })
 }
-pub use workload::{PhaseShared, SqlWorkloadProgram};
+pub use workload::{running_phase, PhaseProgress, PhaseShared, SqlWorkloadProgram};

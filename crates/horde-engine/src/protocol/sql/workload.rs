@@ -50,6 +50,8 @@ pub struct PhaseShared {
     rows_done: AtomicU64,
     /// The report was handed in (by the last user, or by the first to fail).
     reported: AtomicBool,
+    /// Rows handled so far, as they go (the progress line reads it).
+    progress: Arc<AtomicU64>,
 }
 
 impl PhaseShared {
@@ -59,8 +61,32 @@ impl PhaseShared {
             remaining: AtomicU32::new(threads),
             rows_done: AtomicU64::new(0),
             reported: AtomicBool::new(false),
+            progress: Arc::new(AtomicU64::new(0)),
         }
     }
+}
+
+/// A phase as the collector sees it: its name, the rows it expects, how far it is.
+pub struct PhaseProgress {
+    name: Arc<str>,
+    rows: u64,
+    shared: Arc<PhaseShared>,
+}
+
+impl PhaseProgress {
+    pub fn new(name: Arc<str>, rows: u64, shared: Arc<PhaseShared>) -> PhaseProgress {
+        PhaseProgress { name, rows, shared }
+    }
+}
+
+/// The phase that has started and not ended, with its rows so far.
+pub fn running_phase(phases: &[PhaseProgress]) -> Option<horde_metrics::SqlProgress> {
+    let running = phases.iter().find(|p| p.shared.ready.initialized() && !p.shared.reported.load(Ordering::Acquire))?;
+    Some(horde_metrics::SqlProgress {
+        phase: running.name.clone(),
+        rows: running.shared.progress.load(Ordering::Relaxed),
+        expected: running.rows,
+    })
 }
 
 /// The phase's clock and what the users divide.
@@ -290,7 +316,12 @@ impl VirtualUser {
         match step.strategy {
             SqlStrategy::Bulk if kind != DatabaseKind::Sqlite => {
                 let started = Instant::now();
-                let data = Box::new(TextLines::new(SmallRng::seed_from_u64(rng.random()), count, step.text_length));
+                let data = Box::new(TextLines::new(
+                    SmallRng::seed_from_u64(rng.random()),
+                    count,
+                    step.text_length,
+                    step.shared.progress.clone(),
+                ));
                 let loaded =
                     connection.bulk_load(table, "text", data).await.map_err(|e| Failed { error: e, started })?;
                 self.statement_ok(step.row_id, started);
@@ -334,6 +365,7 @@ impl VirtualUser {
                 _ => self.insert_each(connection, step, &one_row, &texts[..chunk]).await?,
             }
             done += chunk as u64;
+            step.shared.progress.fetch_add(chunk as u64, Ordering::Relaxed);
             // Between chunks the worker's other tasks run: SQLite's calls never wait.
             tokio::task::yield_now().await;
         }
@@ -385,6 +417,7 @@ impl VirtualUser {
                 .map_err(|e| Failed { error: e, started })?;
             self.statement_ok(step.row_id, started);
             rows += read;
+            step.shared.progress.fetch_add(read, Ordering::Relaxed);
             from = to;
             tokio::task::yield_now().await;
         }
@@ -460,6 +493,7 @@ impl VirtualUser {
                 }
             }
             updated += page.len() as u64;
+            step.shared.progress.fetch_add(page.len() as u64, Ordering::Relaxed);
             from = last;
             tokio::task::yield_now().await;
         }
@@ -688,16 +722,18 @@ fn fill_texts(texts: &mut Vec<String>, count: usize, length: usize, rng: &mut Sm
     }
 }
 
-/// Random text rows as the bulk paths read them: one per line, in chunks of about 64 KiB.
+/// Random text rows as the bulk paths read them: one per line, in chunks of about 64 KiB,
+/// counted into the phase's progress as the driver takes them.
 struct TextLines {
     rng: SmallRng,
     remaining: u64,
     length: usize,
+    progress: Arc<AtomicU64>,
 }
 
 impl TextLines {
-    fn new(rng: SmallRng, rows: u64, length: usize) -> TextLines {
-        TextLines { rng, remaining: rows, length }
+    fn new(rng: SmallRng, rows: u64, length: usize, progress: Arc<AtomicU64>) -> TextLines {
+        TextLines { rng, remaining: rows, length, progress }
     }
 }
 
@@ -718,6 +754,7 @@ impl Iterator for TextLines {
             chunk.put_u8(b'\n');
         }
         self.remaining -= rows;
+        self.progress.fetch_add(rows, Ordering::Relaxed);
         Some(chunk.freeze())
     }
 }
