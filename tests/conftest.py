@@ -421,17 +421,18 @@ def sql_server(kind):
     return server
 
 
-@pytest.fixture(scope="session")
-def postgres():
-    server = sql_server("postgres")
+def serve_sql(kind):
+    server = sql_server(kind)
     yield server
     server.stop()
     shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    yield from serve_sql("postgres")
 
 
 @pytest.fixture(scope="session")
 def mariadb():
-    server = sql_server("mariadb")
-    yield server
-    server.stop()
-    shutil.rmtree(server.directory, ignore_errors=True)
+    yield from serve_sql("mariadb")

@@ -7,6 +7,7 @@ results measured until then on disk."""
 
 import hashlib
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import wait_until
+from conftest import sql_server, wait_until
 
 ALL_POPULATE = "row,row-txn,batch,bulk"
 ALL_UPDATE = "row,row-txn,temp-join,swap,server"
@@ -131,9 +132,7 @@ def test_a_table_that_exists_fails_the_create_phase(horde, postgres):
     assert postgres.query("SELECT count(*) FROM taken") == "0"
 
 
-def test_a_server_killed_mid_phase_leaves_the_results_so_far(horde, tmp_path):
-    from conftest import sql_server
-
+def test_a_server_killed_mid_phase_leaves_the_results_so_far(tmp_path):
     server = sql_server("postgres")
     try:
         results = tmp_path / "killed"
@@ -144,10 +143,8 @@ def test_a_server_killed_mid_phase_leaves_the_results_so_far(horde, tmp_path):
         wait_until(lambda: (results / "summary.json").exists() and "populate row" in (results / "summary.json").read_text(),
                    timeout=60, what="the populate phase to start")
         time.sleep(0.5)
-        server_pid = server.pid
-        subprocess.run(["pkill", "-KILL", "-P", str(server_pid)], check=False)
-        import os
-        os.kill(server_pid, signal.SIGKILL)
+        subprocess.run(["pkill", "-KILL", "-P", str(server.pid)], check=False)
+        os.kill(server.pid, signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=120)
     finally:
         server.stop()
