@@ -9,7 +9,8 @@ for a fixed time, so its capacity is known: 4 / 20 ms = 200 requests per second.
     horde target --work-slots 4                     # prints its URL
     horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT \\
         --users 1,2,4,8,16 --level-duration 5s --slo 'p99<50ms' --slo 'errors<1%'
-    horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT --auto
+    horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT --auto \\
+        --metrics 127.0.0.1:9464                    # Prometheus sees each level, labelled level="N"
     horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT -D loop=false \
         --rate 50,100,200,400 --slo 'errors<1%'
 

@@ -15,8 +15,12 @@ from conftest import DOCS
 USERS = 4
 
 
-def write_plan(directory, name, base_url, delay_ms, duration_ms=1000, snapshot_interval_ms=None):
-    """A closed workload of USERS users looping on /delay/{delay_ms} for duration_ms."""
+def write_plan(directory, name, base_url, delay_ms, duration_ms=1000, snapshot_interval_ms=None, group=None):
+    """A closed workload of USERS users looping on /delay/{delay_ms} for duration_ms; the
+    request inside a group of that name, when one is given."""
+    steps = [{"type": "request", "name": "delay", "method": "GET", "url": f"/delay/{delay_ms}"}]
+    if group:
+        steps = [{"type": "group", "name": group, "steps": steps}]
     plan = {
         "version": 1,
         "name": name,
@@ -24,7 +28,7 @@ def write_plan(directory, name, base_url, delay_ms, duration_ms=1000, snapshot_i
         "scenarios": [{
             "name": "delay",
             "injection": [{"type": "constant_concurrent_users", "users": USERS, "duration_ms": duration_ms}],
-            "steps": [{"type": "request", "name": "delay", "method": "GET", "url": f"/delay/{delay_ms}"}],
+            "steps": steps,
         }],
     }
     if snapshot_interval_ms:
@@ -46,6 +50,15 @@ def trials_dir(result):
 def comparison(report, metric, scope="global"):
     [found] = [c for c in report["comparisons"] if c["metric"] == metric and c["scope"] == scope]
     return found
+
+
+def one_run_a_side(horde, tmp_path, target, name_a, delay_a, name_b, delay_b):
+    """One run of each plan (A then B), 1.5 s in 100 ms snapshot intervals, the request in a
+    group: the within-run fallback compares 10 batches a side."""
+    a = write_plan(tmp_path, name_a, target.url, delay_a, duration_ms=1500, snapshot_interval_ms=100, group="journey")
+    b = write_plan(tmp_path, name_b, target.url, delay_b, duration_ms=1500, snapshot_interval_ms=100, group="journey")
+    result = horde("run", "--trials", "1", a, b, "-q")
+    return result, json.loads((trials_dir(result) / "compare.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +157,46 @@ def test_one_run_a_side_is_a_labelled_within_run_comparison(horde, target, tmp_p
     assert any("batches of the" in w for w in report["warnings"])
     rps = comparison(report, "rps")
     assert rps["change"]["test"] == "welch" and rps["change"]["n_a"] >= 4
+
+
+def test_one_run_a_side_of_a_slower_server_is_slower_by_batch_means(horde, target, tmp_path, compare_schema):
+    result, report = one_run_a_side(horde, tmp_path, target, "fallback20", 20, "fallback24", 24)
+    assert result.code == 99, result.stdout + result.stderr
+    jsonschema.validate(report, compare_schema)
+    # The fallback says what it is, in the console, the JSON and its warnings.
+    assert "WITHIN-RUN FALLBACK (one run a side)" in result.stdout
+    assert report["method"] == "within_run"
+    assert any(w.startswith("one run a side: WITHIN-RUN comparison of batch means") for w in report["warnings"])
+    windows = [w for w in report["warnings"] if "batches of the" in w]
+    assert len(windows) == 2 and all("p50 and p99 not compared" not in w for w in windows), windows
+    # Percentiles per batch, from histograms.hlog: 10 batches a side near each server's delay.
+    for metric in ("p50", "p99"):
+        for scope in ("global", "request"):
+            c = comparison(report, metric, scope)
+            assert len(c["a"]["values"]) == len(c["b"]["values"]) == 10, c
+            assert all(20_000 <= v < 40_000 for v in c["a"]["values"]), c["a"]
+            assert all(24_000 <= v < 44_000 for v in c["b"]["values"]), c["b"]
+            assert c["change"]["test"] == "welch" and c["change"]["n_a"] == c["change"]["n_b"] == 10
+    for scope in ("global", "request", "group"):
+        p50 = comparison(report, "p50", scope)
+        assert p50["verdict"] == "slower", p50
+        assert 1.1 < p50["change"]["low"] <= p50["change"]["estimate"] <= p50["change"]["high"] < 1.3, p50["change"]
+    # The group is compared like a row, from its histograms: its passes last the request.
+    group = comparison(report, "p50", "group")
+    assert group["name"] == "journey" and all(20_000 <= v < 40_000 for v in group["a"]["values"])
+    assert {c["metric"] for c in report["comparisons"] if c["scope"] == "group"} == {"p50", "p99", "mean", "rps"}
+    assert any(line.startswith("journey (group)") and "slower" in line for line in result.stdout.splitlines())
+
+
+def test_one_run_a_side_of_the_same_plan_shows_no_change(horde, target, tmp_path):
+    result, report = one_run_a_side(horde, tmp_path, target, "same20a", 20, "same20b", 20)
+    assert result.code in (0, 99), result.stdout + result.stderr
+    assert report["method"] == "within_run"
+    for metric in ("p50", "p99", "mean"):
+        for scope in ("global", "request", "group"):
+            c = comparison(report, metric, scope)
+            assert len(c["a"]["values"]) == 10
+            assert c["verdict"] == "~", c
 
 
 def test_bad_input_is_named(tmp_path):

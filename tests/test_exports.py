@@ -6,6 +6,7 @@ CSV files, the per-request log (JSONL and JMeter's JTL, also after Ctrl-C), --re
 import csv
 import json
 import signal
+from datetime import datetime, timezone
 import subprocess
 
 import pytest
@@ -125,6 +126,9 @@ def test_the_example_writes_every_export_and_they_agree(target, tmp_path):
     assert {r["label"] for r in records} == {r["name"] for r in summary["requests"]}
     assert all(r["success"] == "true" and r["threadName"].startswith("shop 1-") for r in records)
     assert {r["responseCode"] for r in records} == {"200", "404"}
+    # JMeter's URL column: where each request went, at the target the run was given.
+    assert all(r["URL"].startswith(target.url + "/") for r in records)
+    assert {r["URL"] for r in records if r["responseCode"] == "404"} == {target.url + "/api/items/99"}
     assert all(started - 1000 <= int(r["timeStamp"]) <= started + summary["run"]["duration_ms"] for r in records)
 
     # The time series carries each interval's absolute start.
@@ -142,6 +146,7 @@ def test_the_jsonl_request_log_has_a_line_per_request(target, tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert len(records) == summary["global"]["count"] == target.stats()["total"] == 150
     assert all(r["status"] == 503 and r["ok"] is False and r["error"] == "check_failed" for r in records)
+    assert all(r["url"] == target.url + "/status/503" for r in records)
     assert all(r["latency_ms"] >= r["uncorrected_ms"] > 0 for r in records)
     assert {r["user"] for r in records} == {0, 1, 2}
 
@@ -182,6 +187,32 @@ def test_an_interrupted_run_keeps_a_complete_request_log(target, tmp_path, log_n
     assert served - 4 <= len(lines) <= served
     counts, _, _ = hlog_counts(run / "histograms.hlog")
     assert counts[""] == summary["global"]["count"]
+
+
+def utc_seconds(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_locust_failures_say_when_they_were_first_and_last_seen(target, tmp_path):
+    # Every request fails its status check, from the first interval to the last.
+    horde("http", target.url + "/status/503", "-c", "2", "-d", "2500ms", "--results-dir", "run", "-q",
+          "--export", "locust:out/locust", "--request-log", "out/requests.jtl", cwd=tmp_path)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    with open(tmp_path / "out" / "locust_failures.csv", newline="") as f:
+        [failure] = list(csv.DictReader(f))
+    assert int(failure["Occurrences"]) == summary["global"]["ko"] == summary["global"]["count"] > 0
+    # Seen from the start of the first interval (whole seconds, rounded down as Locust does)
+    # to the end of the last one, which is the end of the run.
+    started_s = summary["run"]["started_at_unix_ms"] / 1000
+    ended_s = started_s + summary["run"]["duration_ms"] / 1000
+    first, last = utc_seconds(failure["First Seen"]), utc_seconds(failure["Last Seen"])
+    assert int(started_s) == first, (failure, started_s)
+    assert int(ended_s) == last, (failure, ended_s)
+    # The request log's URL column names the failing URL on every line.
+    with open(tmp_path / "out" / "requests.jtl", newline="") as f:
+        records = list(csv.DictReader(f))
+    assert len(records) == summary["global"]["count"]
+    assert {(r["URL"], r["responseCode"], r["success"]) for r in records} == {(target.url + "/status/503", "503", "false")}
 
 
 def test_results_dir_is_exact_and_refuses_a_used_one(target, tmp_path):

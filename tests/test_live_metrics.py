@@ -1,6 +1,7 @@
 """--metrics serves the run's live metrics in the OpenMetrics text format while it runs, read
 here by Prometheus' own Python client parser (which refuses malformed exposition)."""
 
+import json
 import subprocess
 import time
 import urllib.error
@@ -87,3 +88,78 @@ def test_a_metrics_port_in_use_fails_before_anything_is_sent(target, tmp_path):
     assert target.stats()["total"] == 0
     bad = subprocess.run(["horde", "http", target.url + "/", "--metrics", "localhost"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--metrics" in bad.stderr
+
+
+def scrape_until_done(process, port, seen):
+    """Scrapes every 50 ms until the command ends; `seen(samples)` is called on each scrape."""
+    scrapes = 0
+    while process.poll() is None:
+        _, text = scrape(port)
+        if text and "horde_requests_total" in text:
+            seen(samples(text))
+            scrapes += 1
+        time.sleep(0.05)
+    return scrapes
+
+
+def test_a_sweep_serves_every_level_on_one_endpoint_labelled_by_level(target, tmp_path):
+    port = free_port()
+    sweep = subprocess.Popen(
+        ["horde", "sweep", target.url + "/delay/5", "--users", "1,3", "--level-duration", "2s", "--warmup", "0",
+         "--metrics", f"127.0.0.1:{port}", "--results", str(tmp_path / "results"), "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    levels = {}
+
+    def seen(found):
+        for (metric, labels), value in found.items():
+            labels = dict(labels)
+            # Every sample says which level (and which run of it: a level not delivered runs again).
+            assert "level" in labels and labels.get("level_run") in ("1", "2"), (metric, labels)
+            if metric == "horde_users_active":
+                levels.setdefault(labels["level"], set()).add(value)
+
+    try:
+        assert scrape_until_done(sweep, port, seen) > 4
+        stdout, stderr = sweep.communicate(timeout=30)
+    finally:
+        stop_process(sweep)
+    assert sweep.returncode == 0, stderr
+    assert f"live metrics at http://127.0.0.1:{port}/metrics, labelled by level" in stderr
+    # Both levels were scraped, each with its own users; one endpoint for the whole sweep.
+    assert set(levels) == {"1", "3"}, levels
+    assert 1 in levels["1"] and 3 in levels["3"], levels
+    assert scrape(port) == (None, None), "the endpoint ends with the sweep"
+
+
+def test_trials_serve_every_run_on_one_endpoint_labelled_by_trial(target, tmp_path):
+    port = free_port()
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({
+        "version": 1, "name": "trials", "protocol": {"base_url": target.url},
+        # Published every 250 ms: the last trial shows before the endpoint ends with it.
+        "options": {"snapshot_interval_ms": 250},
+        "scenarios": [{"name": "s", "injection": [{"type": "constant_concurrent_users", "users": 2, "duration_ms": 1000}],
+                       "steps": [{"type": "request", "name": "delay", "method": "GET", "url": "/delay/5"}]}],
+    }))  # fmt: skip
+    trials = subprocess.Popen(
+        ["horde", "run", "--trials", "2", str(plan), str(plan), "--metrics", f"127.0.0.1:{port}",
+         "--results", str(tmp_path / "results"), "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    runs = set()
+
+    def seen(found):
+        for (metric, labels), value in found.items():
+            if metric == "horde_requests_total":
+                labels = dict(labels)
+                runs.add((labels["trial"], labels["arm"]))
+
+    try:
+        assert scrape_until_done(trials, port, seen) > 4
+        stdout, stderr = trials.communicate(timeout=30)
+    finally:
+        stop_process(trials)
+    assert trials.returncode == 0, stderr
+    # A B B A: each trial its own series, named by its number and its arm.
+    assert runs == {("1", "A"), ("2", "B"), ("3", "B"), ("4", "A")}, runs

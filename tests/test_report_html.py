@@ -301,3 +301,94 @@ def test_a_sweeps_report_has_the_capacity_chart_and_links_to_each_level(target, 
         assert report.problems == []
     finally:
         report.close()
+
+
+def compare_plan(directory, name, base_url, delay_ms):
+    """Two users looping for a second on /delay/{delay_ms}, the request named like markup and
+    inside a group."""
+    plan = {
+        "version": 1,
+        "name": name,
+        "protocol": {"base_url": base_url},
+        "scenarios": [{
+            "name": "delay",
+            "injection": [{"type": "constant_concurrent_users", "users": 2, "duration_ms": 1000}],
+            "steps": [{"type": "group", "name": "<b>journey</b>", "steps": [
+                {"type": "request", "name": ATTACK, "method": "GET", "url": f"/delay/{delay_ms}"},
+            ]}],
+        }],
+    }
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def change_text(change, value):
+    return f"{100 * (value - 1):+.1f}%" if change["kind"] == "ratio" else f"{value:+.2f}pp"
+
+
+def test_the_compare_page_draws_every_metric_and_shows_the_jsons_numbers(target, tmp_path, browser):
+    a = compare_plan(tmp_path, "before", target.url, 10)
+    b = compare_plan(tmp_path, "after", target.url, 14)
+    trials = run(["run", "--trials", "2", a, b, "-q"], tmp_path, check=False)
+    assert trials.returncode in (0, 99), trials.stderr
+    [parent] = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+    assert (parent / "compare.html").exists(), "--trials with two plans writes its page beside compare.json"
+    # horde compare --html, forced over the plans' difference (the path).
+    completed = run(["compare", parent / "A", parent / "B", "--force", "--json", tmp_path / "c.json",
+                     "--html", tmp_path / "c.html"], tmp_path, check=False)
+    assert completed.returncode in (0, 99), completed.stderr
+    assert f"comparison page written to {tmp_path / 'c.html'}" in completed.stderr
+    compare = json.loads((tmp_path / "c.json").read_text())
+    html = (tmp_path / "c.html").read_text()
+    assert ATTACK not in html, "the name appears only escaped"
+    report = Report(browser, tmp_path / "c.html")
+    try:
+        assert report.text("#run-status") == ("regression" if compare["regression"] else "no regression")
+        # What the reader must know first: 2 runs a side, and the plans' difference.
+        warnings = report.text("#compare-warnings")
+        assert "fewer than 4 runs a side (2 + 2)" in warnings
+        assert "The plans differ" in warnings and "/delay/10" in warnings and "/delay/14" in warnings
+        metrics = [m for m in ("p50", "p99", "mean", "rps", "errors") if any(c["metric"] == m for c in compare["comparisons"])]
+        drawn = {c["id"]: c for c in report.charts_drawn("comparison")}
+        for metric in metrics:
+            for kind in ("change", "runs"):
+                chart = drawn[f"{kind}-{metric}"]
+                assert chart.get("width", 0) > 0 and chart["inked"] > 1000, chart
+            # The table: a row per comparison, in the JSON's order, with its numbers.
+            rows = report.page.locator(f"#compare-{metric} tbody tr")
+            expected = [c for c in compare["comparisons"] if c["metric"] == metric]
+            assert rows.count() == len(expected)
+            for i, c in enumerate(expected):
+                cells = rows.nth(i).locator("td").all_inner_texts()
+                name = {"global": "all requests", "request": c["name"], "group": c["name"] + " (group)"}[c["scope"]]
+                assert cells[0] == name
+                assert cells[3] == c["verdict"]
+                change = c["change"]
+                if change is None:
+                    assert cells[4:9] == ["-"] * 5
+                    continue
+                assert cells[4] == change_text(change, change["estimate"])
+                if change["low"] is None:
+                    assert cells[5] == "[unbounded]"
+                else:
+                    assert cells[5] == f"[{change_text(change, change['low'])}, {change_text(change, change['high'])}]"
+                assert cells[6:9] == [f"{change['p']:.3f}", f"{change['q']:.3f}", f"{change['n_a']}+{change['n_b']}"]
+        # The name that looks like markup is text, in the tables and the charts' data.
+        assert report.page.locator("#compare-p50 td.name", has_text=ATTACK).count() == 1
+        assert report.page.locator("#compare-p50 td.name", has_text="<b>journey</b> (group)").count() == 1
+        assert report.page.locator("img").count() == 0 and report.page.locator("b", has_text="journey").count() == 0
+        # The runs page lists each side's runs, linked to their own reports.
+        report.show("runs")
+        links = report.page.eval_on_selector_all("#runs-a a", "links => links.map(a => a.href)")
+        assert len(links) == 2 and all(link.endswith("/report.html") for link in links)
+        assert report.problems == [] and report.dialogs == [] and report.requests == []
+    finally:
+        report.close()
+    # The page --trials wrote renders too.
+    report = Report(browser, parent / "compare.html")
+    try:
+        assert all(c.get("inked", 0) > 1000 for c in report.charts_drawn("comparison"))
+        assert report.problems == [] and report.dialogs == []
+    finally:
+        report.close()

@@ -111,7 +111,8 @@ pub struct GateArgs {
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics while the
-    /// run goes (Prometheus can scrape it), e.g. 127.0.0.1:9464.
+    /// run goes (Prometheus can scrape it), e.g. 127.0.0.1:9464; with --trials, for all of
+    /// them, each sample labelled with its trial (trial="3", and arm="A" with two plans).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics: Option<std::net::SocketAddr>,
 }
@@ -134,6 +135,10 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON (schema: docs/compare.schema.json).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the comparison as a self-contained HTML page (report.html's compare page:
+    /// the tables, a chart of each metric's changes and of every run's values).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Compare even when the runs' plans differ (beyond base URLs and names).
     #[arg(long)]
     pub force: bool,
@@ -306,6 +311,10 @@ pub struct SweepArgs {
     /// Worker threads of every level (default: the plan's, else one per core).
     #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
+    /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics for the
+    /// whole sweep, each sample labelled with its level (level="25", level_run="1").
+    #[arg(long, value_name = "ADDRESS")]
+    pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

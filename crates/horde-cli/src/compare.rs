@@ -2,7 +2,7 @@
 //! the comparison and exits 99 on a regression. The statistics are horde_report::compare's.
 
 use crate::args::CompareArgs;
-use crate::output::print_text;
+use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, Failure};
 use anyhow::Context;
 use horde_report::compare::{self, CompareOptions, CompareReport, LoadedSide, Tolerance};
@@ -31,16 +31,25 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32, Failure> {
         return Err(Failure::Invalid(message));
     }
     report.warnings.extend(differences_within);
-    finish(&report, args.json.as_deref())
+    finish(&report, args.json.as_deref(), args.html.as_deref())
 }
 
-/// Prints the report, writes its JSON when asked, and gives the exit code.
-pub(crate) fn finish(report: &CompareReport, json: Option<&Path>) -> Result<i32, Failure> {
+/// Prints the report, writes its JSON and HTML page when asked, and gives the exit code.
+pub(crate) fn finish(report: &CompareReport, json: Option<&Path>, html: Option<&Path>) -> Result<i32, Failure> {
     print_text(&compare::render(report));
     if let Some(path) = json {
         write_json(report, path)?;
     }
+    if let Some(path) = html {
+        write_html(report, path)?;
+    }
     Ok(if report.regression { exit::REGRESSION } else { exit::OK })
+}
+
+pub(crate) fn write_html(report: &CompareReport, path: &Path) -> Result<(), Failure> {
+    let written = horde_report::write_compare_html(report, path)?;
+    status!("horde: comparison page written to {}", written.display());
+    Ok(())
 }
 
 pub(crate) fn write_json(report: &CompareReport, path: &Path) -> Result<(), Failure> {

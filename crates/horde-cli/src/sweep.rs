@@ -16,7 +16,7 @@ use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failu
 use horde_metrics::RunStatus;
 use horde_plan::ThresholdSpec;
 use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
-use horde_report::{format_level, Boundary, SweepLevel, SweepReport};
+use horde_report::{format_level, Boundary, LiveMetrics, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
 
 /// What is swept.
@@ -135,6 +135,8 @@ struct Sweep<'a> {
     boundary: Option<Boundary>,
     /// Why the sweep stopped before its end.
     stopped: Option<String>,
+    /// `--metrics`: what the endpoint serves, published by each level with its labels.
+    live: Option<LiveMetrics>,
 }
 
 pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
@@ -164,6 +166,13 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     }
     let front_end = loader.front_end();
     let slos = plan.thresholds.clone();
+    // Bound before anything runs: a port in use is found before any load is sent. Up for the
+    // whole sweep, so that a scraper sees every level.
+    let live = args.metrics.map(|address| (address, LiveMetrics::new()));
+    let endpoint = match &live {
+        Some((address, live)) => Some(crate::metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
+        None => None,
+    };
     let mut sweep = Sweep {
         plan,
         functions,
@@ -178,6 +187,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         interrupted: false,
         boundary: None,
         stopped: None,
+        live: live.map(|(_, live)| live),
     };
     // The first level must be runnable before anything is created.
     let first = match &settings.levels {
@@ -187,6 +197,9 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
     sweep.dir = crate::results_directory(&args.output, &format!("sweep-{}", sweep.plan.name))?;
     status!("horde sweep: results in {}", sweep.dir.display());
+    if let Some(endpoint) = &endpoint {
+        status!("horde sweep: live metrics at http://{}/metrics, labelled by level", endpoint.address);
+    }
     match settings.levels {
         None => sweep.search(args)?,
         Some(levels) => {
@@ -197,6 +210,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
             }
         }
     }
+    drop(endpoint);
     let report = sweep.report();
     print_text(&report.render());
     status!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
@@ -304,7 +318,10 @@ impl Sweep<'_> {
             self.warmup_ms as f64 / 1000.0,
             if run > 1 { format!(", run {run}") } else { String::new() }
         );
-        let finished = run_into(program, &dir, self.progress, self.front_end, None)?;
+        let live = self.live.as_ref().map(|live| {
+            live.with_labels(vec![("level".into(), format_level(level)), ("level_run".into(), run.to_string())])
+        });
+        let finished = run_into(program, &dir, self.progress, self.front_end, live)?;
         finished.results_written()?;
         let arrival_rate = (self.model == Model::Rate).then_some(level);
         let result = SweepLevel::from_summary(level, &finished.summary, label, arrival_rate, run);

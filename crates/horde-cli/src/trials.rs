@@ -15,7 +15,7 @@ use horde_engine::SessionFunctions;
 use horde_metrics::RunStatus;
 use horde_plan::Plan;
 use horde_report::compare::{compare_sides, load_side, CompareOptions};
-use horde_report::create_results_dir;
+use horde_report::{create_results_dir, LiveMetrics};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -46,8 +46,17 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         [a, b] => format!("{}-vs-{}", a.plan.name, b.plan.name),
         _ => unreachable!("clap allows one or two files"),
     };
+    // Bound before anything is created or sent, and up for every trial.
+    let live = args.thresholds.metrics.map(|address| (address, LiveMetrics::new()));
+    let endpoint = match &live {
+        Some((address, live)) => Some(crate::metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
+        None => None,
+    };
     let parent = create_results_dir(&args.output.results, &parent_name)?;
     status!("horde: {count} trials of {}; results in {}", describe(&arms), parent.display());
+    if let Some(endpoint) = &endpoint {
+        status!("horde: live metrics at http://{}/metrics, labelled by trial", endpoint.address);
+    }
     let order = interleaved(arms.len(), count);
     let mut thresholds_failed = 0;
     for (index, &arm_index) in order.iter().enumerate() {
@@ -57,7 +66,14 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         let arm = &arms[arm_index];
         let base = if arms.len() == 1 { parent.clone() } else { parent.join(arm.label) };
         let dir = create_results_dir(&base, &arm.plan.name)?;
-        let finished = run_trial(arm, &dir, !args.output.quiet, &front_end)?;
+        let live = live.as_ref().map(|(_, live)| {
+            let mut labels = vec![("trial".to_string(), (index + 1).to_string())];
+            if arms.len() > 1 {
+                labels.push(("arm".to_string(), arm.label.to_string()));
+            }
+            live.with_labels(labels)
+        });
+        let finished = run_trial(arm, &dir, !args.output.quiet, &front_end, live)?;
         status!("horde: trial {}/{} ({}): {}", index + 1, order.len(), arm.label, one_line(&finished));
         if finished.status == RunStatus::Interrupted {
             return Ok(exit::INTERRUPTED);
@@ -66,6 +82,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
             thresholds_failed += 1;
         }
     }
+    drop(endpoint);
     if thresholds_failed > 0 {
         status!("horde: thresholds failed in {thresholds_failed} of {} trials", order.len());
     }
@@ -85,7 +102,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let json = parent.join("compare.json");
     compare::write_json(&report, &json)?;
     status!("horde: comparison written to {}", json.display());
-    let code = compare::finish(&report, None)?;
+    let code = compare::finish(&report, None, Some(&parent.join("compare.html")))?;
     Ok(if code == exit::OK { thresholds_code } else { code })
 }
 
@@ -108,13 +125,19 @@ fn describe(arms: &[Arm]) -> String {
 }
 
 /// A trial runs as `horde run` does: the simulation's hooks around it, results on disk.
-fn run_trial(arm: &Arm, dir: &Path, progress: bool, front_end: &str) -> Result<FinishedRun, Failure> {
+fn run_trial(
+    arm: &Arm,
+    dir: &Path,
+    progress: bool,
+    front_end: &str,
+    live: Option<LiveMetrics>,
+) -> Result<FinishedRun, Failure> {
     let mut program = prepare(&arm.plan, arm.file)?;
     if let Some(functions) = &arm.functions {
         program.attach_functions(functions.clone());
         functions.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
-    let finished = run_into(program, dir, progress, front_end, None)?;
+    let finished = run_into(program, dir, progress, front_end, live)?;
     finished.results_written()?;
     if let Some(functions) = &arm.functions {
         let summary = serde_json::to_string(&finished.summary).expect("a summary serializes");

@@ -53,7 +53,7 @@ impl VirtualUser {
             ),
             FeedError::Read(message) => Failure::unsent("feeder_error", message),
         };
-        self.record_unsent(feeder.row_id, &failure, 0);
+        self.record_unsent(feeder.row_id, &failure, 0, None);
         if feeder.on_exhausted == OnFeederExhausted::StopRun {
             self.ctx.limits.request_stop(format!("feeder {:?} ran out of records", feeder.name));
         }
@@ -245,7 +245,7 @@ impl VirtualUser {
         let program = &ctx.program;
         let Some(functions) = program.session_functions.as_deref() else {
             let failure = Failure::unsent("session_function_missing", format!("no front end supplied the function {key:?}"));
-            self.record_unsent(row_id, &failure, 0);
+            self.record_unsent(row_id, &failure, 0, None);
             return self.after_failure();
         };
         let result = crate::session::functions::call(
@@ -259,7 +259,7 @@ impl VirtualUser {
         match result {
             Ok(()) => Flow::Next,
             Err(message) => {
-                self.record_unsent(row_id, &Failure::unsent("session_function_error", message), 0);
+                self.record_unsent(row_id, &Failure::unsent("session_function_error", message), 0, None);
                 self.after_failure()
             }
         }

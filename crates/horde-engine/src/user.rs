@@ -326,16 +326,26 @@ impl VirtualUser {
         }
     }
 
-    pub(crate) fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming) {
+    /// An exchange that succeeded. `url` is what it was sent to, for the request log: a
+    /// borrow of what the request already holds, read only when the log is on.
+    pub(crate) fn record_ok(&self, row_id: usize, started: Instant, timing: &RequestTiming, url: Option<&str>) {
         if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, true);
-            self.log(&metrics, row_id, started, timing, LogOutcome::Ok);
+            self.log(&metrics, row_id, started, timing, url, LogOutcome::Ok);
         }
     }
 
     /// Logs an outcome just recorded, when the run keeps a request log (`--request-log`):
     /// what is logged is exactly what the recorders count.
-    fn log(&self, metrics: &WorkerMetrics, row_id: usize, started: Instant, timing: &RequestTiming, outcome: LogOutcome<'_>) {
+    fn log(
+        &self,
+        metrics: &WorkerMetrics,
+        row_id: usize,
+        started: Instant,
+        timing: &RequestTiming,
+        url: Option<&str>,
+        outcome: LogOutcome<'_>,
+    ) {
         if self.ctx.request_log.is_none() {
             return;
         }
@@ -350,6 +360,7 @@ impl VirtualUser {
             user: self.number,
             started,
             timing,
+            url,
             ok,
             unsent,
             retried,
@@ -376,6 +387,7 @@ impl VirtualUser {
 
     /// A failed exchange: counted with its timing. An unsent request goes to
     /// [`Self::record_unsent`] instead, so that it stays out of the latency statistics.
+    /// `url` as in [`Self::record_ok`].
     pub(crate) fn record_failure(
         &mut self,
         row_id: usize,
@@ -383,26 +395,28 @@ impl VirtualUser {
         timing: &RequestTiming,
         failure: &Failure,
         detail: u32,
+        url: Option<&str>,
     ) {
         if failure.unsent {
-            return self.record_unsent(row_id, failure, detail);
+            return self.record_unsent(row_id, failure, detail, url);
         }
         if self.count_failure(failure) {
             if let Some(mut metrics) = self.measured(row_id, started, timing) {
                 metrics.row(row_id).record_retried();
-                self.log(&metrics, row_id, started, timing, LogOutcome::Retried(failure));
+                self.log(&metrics, row_id, started, timing, url, LogOutcome::Retried(failure));
             }
             return;
         }
         if let Some(mut metrics) = self.measured(row_id, started, timing) {
             metrics.row(row_id).record(timing, false);
             metrics.error(failure.kind, row_id, detail, || failure.message.clone());
-            self.log(&metrics, row_id, started, timing, LogOutcome::Failed(failure));
+            self.log(&metrics, row_id, started, timing, url, LogOutcome::Failed(failure));
         }
     }
 
-    /// A request that failed before anything was sent: a KO, counted, with no latency.
-    pub(crate) fn record_unsent(&mut self, row_id: usize, failure: &Failure, detail: u32) {
+    /// A request that failed before anything was sent: a KO, counted, with no latency; `url`
+    /// when it had one.
+    pub(crate) fn record_unsent(&mut self, row_id: usize, failure: &Failure, detail: u32, url: Option<&str>) {
         let retried = self.count_failure(failure);
         if !self.ctx.measures(Instant::now()) {
             return;
@@ -411,12 +425,12 @@ impl VirtualUser {
         let unsent_timing = RequestTiming::default();
         if retried {
             metrics.row(row_id).record_retried();
-            self.log(&metrics, row_id, Instant::now(), &unsent_timing, LogOutcome::Retried(failure));
+            self.log(&metrics, row_id, Instant::now(), &unsent_timing, url, LogOutcome::Retried(failure));
             return;
         }
         metrics.row(row_id).record_unsent();
         metrics.error(failure.kind, row_id, detail, || failure.message.clone());
-        self.log(&metrics, row_id, Instant::now(), &unsent_timing, LogOutcome::Failed(failure));
+        self.log(&metrics, row_id, Instant::now(), &unsent_timing, url, LogOutcome::Failed(failure));
     }
 
     /// Counts a failure; true when it is in an attempt that will be tried again, and so is no

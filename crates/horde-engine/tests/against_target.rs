@@ -389,3 +389,27 @@ fn one_user_on_two_workers_sends_the_whole_budget_at_the_whole_rate() {
     // 300 requests at 400 a second: 0.75 s (at half the rate it would be 1.5 s).
     assert!((0.7..1.1).contains(&took), "took {took} s");
 }
+
+/// The request log names each exchange's URL: a redirect's hop the URL it was sent to (the
+/// form's), the hop after it the redirect's location.
+#[test]
+fn the_request_log_names_each_hops_url() {
+    let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
+    let base = server.base_url();
+    let plan = Plan::from_json(&journey(&base, 2, "")).unwrap();
+    let program = Arc::new(lower(&plan).unwrap_or_else(|e| panic!("{e:?}")));
+    let (chunks, received) = std::sync::mpsc::channel();
+    let output = horde_metrics::RequestLogOutput { format: horde_metrics::RequestLogFormat::Jsonl, chunks };
+    let result = horde_engine::run_with_request_log(program, &RunControl::new(), &mut Quiet, Some(output));
+    assert_eq!(result.status, RunStatus::Completed);
+    let text: Vec<u8> = received.try_iter().flatten().collect();
+    let records: Vec<serde_json::Value> =
+        String::from_utf8(text).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(records.len(), 2 * 8);
+    let urls = |name: &str| -> Vec<String> {
+        records.iter().filter(|r| r["name"] == name).map(|r| r["url"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(urls("login"), [format!("{base}/login"), format!("{base}/login")]);
+    assert_eq!(urls("login Redirect 1"), [format!("{base}/account"), format!("{base}/account")]);
+    assert_eq!(urls("items"), [format!("{base}/api/items"), format!("{base}/api/items")]);
+}

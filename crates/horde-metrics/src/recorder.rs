@@ -259,10 +259,15 @@ pub struct ErrorKey {
 }
 
 /// The count of one error key, with the message of its first occurrence.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ErrorRecord {
     pub message: String,
     pub count: u64,
+    /// The snapshot intervals in which it was first and last counted: when it happened, to
+    /// an interval, at no cost per error. Set when the collector merges a snapshot
+    /// ([`crate::Totals::absorb`]); 0 in a worker's own records.
+    pub first_interval: u64,
+    pub last_interval: u64,
 }
 
 /// What happened to keep-alive connections beyond opening them.

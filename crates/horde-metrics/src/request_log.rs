@@ -64,6 +64,9 @@ pub struct RequestRecord<'a> {
     pub user: u64,
     /// The response's status code, when there was one.
     pub status: Option<u16>,
+    /// Where it went: the request's URL (an HTTP request, a redirect's hop, a socket's
+    /// opening); none for what has no URL of its own (a message on a socket, a feeder).
+    pub url: Option<&'a str>,
     pub ok: bool,
     /// KO and never sent: no latency.
     pub unsent: bool,
@@ -98,6 +101,11 @@ fn append_jsonl(out: &mut Vec<u8>, r: &RequestRecord<'_>) {
     json_string(out, r.name);
     out.extend_from_slice(b",\"scenario\":");
     json_string(out, r.scenario);
+    out.extend_from_slice(b",\"url\":");
+    match r.url {
+        Some(url) => json_string(out, url),
+        None => out.extend_from_slice(b"null"),
+    }
     let _ = write!(out, ",\"user\":{},\"status\":", r.user);
     match r.status {
         Some(status) => {
@@ -161,16 +169,11 @@ fn append_jtl(out: &mut Vec<u8>, r: &RequestRecord<'_>) {
     if let (false, Some((_, message))) = (r.ok, r.error) {
         csv_field(out, message);
     }
-    let _ = writeln!(
-        out,
-        ",{},{},{},{},,{},0,{}",
-        t.bytes_received,
-        t.bytes_sent,
-        r.scenario_users,
-        r.all_users,
-        if r.status.is_some() { first_byte_ms } else { 0 },
-        (connect_us + 500) / 1000
-    );
+    let _ = write!(out, ",{},{},{},{},", t.bytes_received, t.bytes_sent, r.scenario_users, r.all_users);
+    if let Some(url) = r.url {
+        csv_field(out, url);
+    }
+    let _ = writeln!(out, ",{},0,{}", if r.status.is_some() { first_byte_ms } else { 0 }, (connect_us + 500) / 1000);
 }
 
 /// A CSV field, quoted when it holds a comma, a quote or a line break.
@@ -245,6 +248,7 @@ mod tests {
             scenario: "shop",
             user: 4,
             status,
+            url: status.map(|_| "http://127.0.0.1:8080/login?next=a,b"),
             ok: error.is_none(),
             unsent: false,
             retried: false,
@@ -265,6 +269,8 @@ mod tests {
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines[0]["epoch_ms"], 1_700_000_000_123u64);
         assert_eq!(lines[0]["name"], "login, \"fast\"");
+        assert_eq!(lines[0]["url"], "http://127.0.0.1:8080/login?next=a,b");
+        assert!(lines[1]["url"].is_null());
         assert_eq!((lines[0]["status"].as_u64(), lines[0]["latency_ms"].as_f64()), (Some(200), Some(2.5)));
         assert_eq!(lines[1]["error"], "connect_refused");
         assert_eq!(lines[1]["message"], "refused \"x\"\n");
@@ -287,13 +293,20 @@ mod tests {
         RequestLogFormat::Jtl.append(&mut out, &record(&timing, None, Some(("connect_refused", "refused, twice"))));
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "1700000000121,12,\"login, \"\"fast\"\"\",200,OK,shop 1-5,text,true,,20,10,3,7,,11,0,2");
+        assert_eq!(
+            lines[0],
+            "1700000000121,12,\"login, \"\"fast\"\"\",200,OK,shop 1-5,text,true,,20,10,3,7,\"http://127.0.0.1:8080/login?next=a,b\",11,0,2"
+        );
         assert_eq!(
             lines[1],
             "1700000000121,12,\"login, \"\"fast\"\"\",Non HTTP response code: connect_refused,\
              \"Non HTTP response message: refused, twice\",shop 1-5,,false,\"refused, twice\",20,10,3,7,,0,0,2"
         );
-        assert_eq!(JTL_HEADER.split(',').count(), lines[0].split(',').count() - 1, "the name's comma is quoted");
+        assert_eq!(
+            JTL_HEADER.split(',').count(),
+            lines[0].split(',').count() - 2,
+            "the name's and the URL's commas are quoted"
+        );
         assert!(RequestLogFormat::from_path(Path::new("log.JTL")).is_ok());
         assert!(RequestLogFormat::from_path(Path::new("log.csv")).unwrap_err().contains(".jsonl"));
     }

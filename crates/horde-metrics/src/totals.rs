@@ -140,8 +140,17 @@ impl Totals {
                 None => self.groups.push((name, recorder)),
             }
         }
+        let interval = snapshot.interval;
         for (key, record) in snapshot.errors {
-            self.errors.entry(key).and_modify(|e| e.count += record.count).or_insert(record);
+            self.errors
+                .entry(key)
+                .and_modify(|e| {
+                    e.count += record.count;
+                    // A late worker's snapshot may be of an earlier interval than one merged.
+                    e.first_interval = e.first_interval.min(interval);
+                    e.last_interval = e.last_interval.max(interval);
+                })
+                .or_insert(ErrorRecord { first_interval: interval, last_interval: interval, ..record });
         }
         self.users_started += snapshot.users_started;
         self.users_finished += snapshot.users_finished;

@@ -1,6 +1,6 @@
-// report.html's behaviour: pages by the URL's hash (no server needed), sortable and searchable
-// tables paged so that thousands of rows stay fast, and the charts drawn with uPlot from the
-// JSON block `report-charts` when their page is first shown. Everything it shows is already in
+// report.html's (and the compare page's) behaviour: pages by the URL's hash (no server
+// needed), sortable and searchable tables paged so that thousands of rows stay fast, and the
+// charts drawn with uPlot from the JSON block `report-charts` when their page is first shown. Everything it shows is already in
 // the page or in that JSON: it never fetches anything, and it only ever sets text, never HTML.
 (function () {
   "use strict";
@@ -121,6 +121,146 @@
     };
   }
 
+  // ---- the compare page's charts: x is the rows of a metric block ---------------------
+  // `change`: each row's change as a dot coloured by its verdict, its interval as a whisker,
+  // the tolerance as a shaded band around 0. `runs`: each run's value, A's and B's side by
+  // side in the row's slot. Dots and whiskers are drawn by a hook on uPlot's canvas.
+  function rowLabel(spec, x) {
+    var i = Math.round(x);
+    return spec.labels[i] === undefined ? "" : spec.labels[i];
+  }
+
+  function rowsAxis(spec) {
+    return {
+      label: spec.kind === "change" ? "" : "row",
+      splits: function () {
+        return spec.labels.map(function (label, i) {
+          return i;
+        });
+      },
+      values: function (plot, splits) {
+        // As many characters as a row's slot holds.
+        var slot = plot.bbox.width / devicePixelRatio / Math.max(1, spec.labels.length);
+        var room = Math.max(3, Math.floor(slot / 7));
+        return splits.map(function (x) {
+          var label = rowLabel(spec, x);
+          return label.length > room ? label.slice(0, room - 1) + "…" : label;
+        });
+      },
+      grid: { show: false },
+    };
+  }
+
+  function drawChange(plot, spec) {
+    var context = plot.ctx;
+    var left = plot.bbox.left;
+    var right = left + plot.bbox.width;
+    var y = function (v) {
+      return plot.valToPos(v, "y", true);
+    };
+    context.save();
+    if (spec.band) {
+      context.fillStyle = "rgba(85, 85, 85, 0.12)";
+      context.fillRect(left, y(spec.band[1]), right - left, y(spec.band[0]) - y(spec.band[1]));
+    }
+    context.strokeStyle = "#555555";
+    context.lineWidth = 1;
+    context.beginPath();
+    context.moveTo(left, y(0));
+    context.lineTo(right, y(0));
+    context.stroke();
+    var values = spec.series[0].values;
+    values.forEach(function (value, i) {
+      if (value === null) {
+        return;
+      }
+      var x = plot.valToPos(spec.x[i], "x", true);
+      context.strokeStyle = context.fillStyle = spec.colors[i];
+      context.lineWidth = 2 * devicePixelRatio;
+      if (spec.low[i] !== null && spec.high[i] !== null) {
+        var cap = 5 * devicePixelRatio;
+        context.beginPath();
+        context.moveTo(x, y(spec.low[i]));
+        context.lineTo(x, y(spec.high[i]));
+        context.moveTo(x - cap, y(spec.low[i]));
+        context.lineTo(x + cap, y(spec.low[i]));
+        context.moveTo(x - cap, y(spec.high[i]));
+        context.lineTo(x + cap, y(spec.high[i]));
+        context.stroke();
+      }
+      context.beginPath();
+      context.arc(x, y(value), 4.5 * devicePixelRatio, 0, 2 * Math.PI);
+      context.fill();
+    });
+    context.restore();
+  }
+
+  function drawRows(element, spec) {
+    var yRange = function (plot, min, max) {
+      if (spec.kind === "change") {
+        var all = [0].concat(spec.band || []);
+        spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {
+          if (v !== null && isFinite(v)) {
+            all.push(v);
+          }
+        });
+        var low = Math.min.apply(null, all);
+        var high = Math.max.apply(null, all);
+        var pad = (high - low) * 0.08 || 1;
+        return [low - pad, high + pad];
+      }
+      if (spec.log) {
+        return uPlot.rangeLog(min, max, 10, true);
+      }
+      return [0, max > 0 ? max * 1.08 : 1];
+    };
+    var scales = {
+      x: { time: false, range: [-0.6, spec.labels.length - 0.4] },
+      y: { distr: spec.log ? 3 : 1, range: yRange },
+    };
+    var series = [
+      {
+        label: "row",
+        value: function (plot, x) {
+          return x === null ? "-" : rowLabel(spec, x);
+        },
+      },
+    ];
+    spec.series.forEach(function (s, k) {
+      series.push({
+        label: s.label,
+        scale: "y",
+        stroke: s.color,
+        width: 0,
+        paths: function () {
+          return null;
+        },
+        // The change chart draws its own dots, in the verdicts' colours.
+        points: { show: spec.kind === "runs", size: 7, width: 1, fill: s.color, stroke: s.color },
+        value: function (plot, v) {
+          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
+        },
+      });
+    });
+    var options = {
+      title: spec.title,
+      width: Math.max(320, element.clientWidth || 800),
+      height: CHART_HEIGHT,
+      scales: scales,
+      axes: [rowsAxis(spec), { scale: "y", label: spec.unit, size: 64, values: tickLabels }],
+      series: series,
+      legend: { live: true },
+      cursor: { drag: { x: false, y: false } },
+      hooks: spec.kind === "change" ? { draw: [function (plot) { drawChange(plot, spec); }] } : {},
+    };
+    var data = [spec.x].concat(
+      spec.series.map(function (s) {
+        return s.values;
+      })
+    );
+    plots.push({ plot: new uPlot(options, data, element), element: element });
+  }
+
   function draw(element) {
     var id = element.getAttribute("data-chart");
     var spec = chartData[id];
@@ -131,6 +271,10 @@
     if (!spec || !spec.x || spec.x.length === 0 || typeof uPlot === "undefined") {
       element.classList.add("empty");
       element.textContent = (spec ? spec.title + ": " : "") + "no data to chart.";
+      return;
+    }
+    if (spec.kind === "change" || spec.kind === "runs") {
+      drawRows(element, spec);
       return;
     }
     var units = [];

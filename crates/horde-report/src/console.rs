@@ -339,7 +339,7 @@ mod snapshot_tests {
         snapshot.requests.push(("home".into(), home));
         snapshot.errors.insert(
             ErrorKey { kind: "check_failed", request: "home".into(), detail: 500 },
-            ErrorRecord { message: "status: expected 2xx or 304, found 500".into(), count: 1 },
+            ErrorRecord { message: "status: expected 2xx or 304, found 500".into(), count: 1, ..Default::default() },
         );
         let mut totals = Totals::new(UNIX_EPOCH, 1);
         totals.absorb(snapshot);

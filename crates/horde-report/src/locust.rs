@@ -3,12 +3,14 @@
 //! and later), so that dashboards and scripts built for Locust read horde's runs:
 //! `PREFIX_stats.csv` (one row per request, sorted by name and method as Locust sorts, then
 //! `Aggregated`), `PREFIX_stats_history.csv` (the `Aggregated` row appended every interval, as
-//! Locust does without `--csv-full-history`), `PREFIX_failures.csv` and `PREFIX_exceptions.csv`
-//! (horde runs no user code that raises: its header only).
+//! Locust does without `--csv-full-history`), `PREFIX_failures.csv` (its `First Seen` and
+//! `Last Seen` to the snapshot interval) and `PREFIX_exceptions.csv` (horde runs no user code
+//! that raises: its header only).
 //!
 //! Times are milliseconds, as Locust's: averages, minimums and maximums as decimals, the
 //! median and percentiles as whole milliseconds. Latency is horde's corrected latency.
 
+use crate::summary::rfc3339;
 use crate::timeseries::csv_field;
 use horde_metrics::{CompletedInterval, Recorder, Totals};
 use std::collections::HashMap;
@@ -73,7 +75,8 @@ impl LocustExport {
         history_columns.extend(HISTORY_TRAILING_COLUMNS);
         write_line(&mut exporter.history, &history_columns)?;
         exporter.history.flush()?;
-        exporter.write_stats(&Totals::new(std::time::SystemTime::now(), 1))?;
+        // No errors yet: the interval's length is not read.
+        exporter.write_stats(&Totals::new(std::time::SystemTime::now(), 1), 1000)?;
         Ok(exporter)
     }
 
@@ -112,8 +115,9 @@ impl LocustExport {
         self.history.flush()
     }
 
-    /// Rewrites the stats, failures and exceptions files from the run's totals.
-    pub fn write_stats(&mut self, totals: &Totals) -> std::io::Result<()> {
+    /// Rewrites the stats, failures and exceptions files from the run's totals, whose
+    /// snapshot intervals last `interval_ms`.
+    pub fn write_stats(&mut self, totals: &Totals, interval_ms: u64) -> std::io::Result<()> {
         let measured = totals.measured().as_secs_f64();
         let mut rows: Vec<(&str, &str, &Recorder)> = totals
             .requests
@@ -152,12 +156,18 @@ impl LocustExport {
         errors.sort_by(|a, b| (&*a.0.request, a.0.kind, a.0.detail).cmp(&(&*b.0.request, b.0.kind, b.0.detail)));
         let mut failures_file = BufWriter::new(File::create(file_path(&self.prefix, "_failures.csv"))?);
         write_line(&mut failures_file, &FAILURES_COLUMNS)?;
+        // horde knows the snapshot intervals an error was counted in, not its instants: First
+        // Seen is the start of the first, Last Seen the end of the last (or of the run), so
+        // the two bracket every occurrence. Locust writes whole seconds, rounded down.
+        let started_ms = totals.intervals.run_started_epoch_ms;
+        let ended_ms = started_ms + totals.elapsed.as_millis() as u64;
         for (key, record) in errors {
             let method = self.methods.get(&*key.request).map_or("", String::as_str);
             let error = format!("{}: {}", key.kind, record.message);
-            // horde counts errors by kind, not by time: no first or last seen (Locust writes
-            // them empty when unknown too).
-            let fields = [method, &*key.request, &error, &record.count.to_string(), "", ""];
+            let first_ms = started_ms + record.first_interval.saturating_sub(1) * interval_ms;
+            let last_ms = (started_ms + record.last_interval * interval_ms).min(ended_ms).max(first_ms);
+            let (first, last) = (utc_seconds(first_ms), utc_seconds(last_ms));
+            let fields = [method, &*key.request, &error, &record.count.to_string(), &first, &last];
             write_line(&mut failures_file, &fields)?;
         }
         failures_file.flush()?;
@@ -223,6 +233,12 @@ fn percentile_fields(recorder: &Recorder) -> Vec<String> {
         .collect()
 }
 
+/// Locust's `format_utc_timestamp`: `2026-11-21T05:21:01Z`.
+fn utc_seconds(unix_ms: u64) -> String {
+    let text = rfc3339(unix_ms / 1000 * 1000);
+    format!("{}Z", &text[..19])
+}
+
 fn whole_ms(us: u64) -> String {
     ((us as f64 / 1000.0).round() as u64).to_string()
 }
@@ -273,7 +289,7 @@ mod tests {
         totals.absorb(Snapshot { interval: 1, requests: vec![("home".into(), recorder)], ..Default::default() });
         totals.elapsed = std::time::Duration::from_secs(2);
         export.write_intervals(&totals.intervals.take_completed(None, 1000)).unwrap();
-        export.write_stats(&totals).unwrap();
+        export.write_stats(&totals, 1000).unwrap();
         let stats = std::fs::read_to_string(file_path(&prefix, "_stats.csv")).unwrap();
         let lines: Vec<&str> = stats.lines().collect();
         assert_eq!(
@@ -286,6 +302,31 @@ mod tests {
         let history = std::fs::read_to_string(file_path(&prefix, "_stats_history.csv")).unwrap();
         let row: Vec<&str> = history.lines().nth(1).unwrap().split(',').collect();
         assert_eq!((row[3], row[4], row[17], row[18]), ("Aggregated", "10.000000", "10", "1"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An error counted in the 2nd and the 4th one-second interval of a run that lasted 3.5 s:
+    /// first seen at the 2nd's start, last seen at the run's end (before the 4th's).
+    #[test]
+    fn failures_are_seen_from_their_first_to_their_last_interval() {
+        let dir = std::env::temp_dir().join(format!("horde-locust-seen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("run");
+        let mut export = LocustExport::create(&prefix, HashMap::new()).unwrap();
+        let started = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_238_461_000);
+        let mut totals = Totals::new(started, 1);
+        for interval in [4, 2] {
+            let key = horde_metrics::ErrorKey { kind: "check_failed", request: "pay, now".into(), detail: 0 };
+            let record = horde_metrics::ErrorRecord { message: "status 500".into(), count: 1, ..Default::default() };
+            let snapshot = Snapshot { interval, errors: HashMap::from([(key, record)]), ..Default::default() };
+            totals.absorb(snapshot);
+        }
+        totals.elapsed = std::time::Duration::from_millis(3500);
+        export.write_stats(&totals, 1000).unwrap();
+        let failures = std::fs::read_to_string(file_path(&prefix, "_failures.csv")).unwrap();
+        let lines: Vec<&str> = failures.lines().collect();
+        assert_eq!(lines[0], "Method,Name,Error,Occurrences,First Seen,Last Seen");
+        assert_eq!(lines[1], ",\"pay, now\",check_failed: status 500,2,2026-11-21T05:21:02Z,2026-11-21T05:21:04Z");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

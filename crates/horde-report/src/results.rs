@@ -176,7 +176,7 @@ impl ResultsSink {
             self.write_failed(ResultsError::Write { path: self.dir.join(HGRM_DIR), cause });
         }
         if let Some(locust) = &mut self.locust {
-            if let Err(cause) = locust.write_stats(totals) {
+            if let Err(cause) = locust.write_stats(totals, self.plan.options.snapshot_interval_ms.max(1)) {
                 let path = crate::locust::file_path(locust.prefix(), "_stats.csv");
                 self.write_failed(ResultsError::Write { path, cause });
             }

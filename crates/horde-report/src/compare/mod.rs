@@ -20,7 +20,7 @@
 
 mod load;
 mod plan_diff;
-mod render;
+pub(crate) mod render;
 mod samples;
 pub mod stats;
 mod within_run;
@@ -199,7 +199,8 @@ pub struct CompareReport {
     /// What the reader must know: too few runs to reach significance, the within-run
     /// fallback, runs that did not complete.
     pub warnings: Vec<String>,
-    /// All requests first (`scope` global), then each request row; for each, every metric.
+    /// All requests first (`scope` global), then each request row, then each group; for
+    /// each, every metric.
     pub comparisons: Vec<Comparison>,
     /// Some comparison is `slower` or `worse`: `horde compare` exits 99.
     pub regression: bool,
@@ -219,12 +220,15 @@ pub enum Scope {
     Global,
     /// One request row (the summary's `requests[]`), by name.
     Request,
+    /// One group (the summary's `groups[]`), by name: the duration of each pass through it
+    /// stands for latency, passes per second for rps, failed passes for errors.
+    Group,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub scope: Scope,
-    /// The request row's name; `Global` for all requests.
+    /// The request row's or group's name; `Global` for all requests.
     pub name: String,
     pub metric: Metric,
     /// `us` (latency), `rps`, or `percent` (errors).
@@ -403,8 +407,8 @@ pub fn compare(a: &SideSamples, b: &SideSamples, method: Method, options: &Compa
     }
 }
 
-/// The series of both sides paired by row and metric: all requests first, then rows in A's
-/// order, then rows only B has.
+/// The series of both sides paired by row and metric: all requests first, then request rows
+/// in A's order and those only B has, then groups in the same way.
 type Paired<'a> = (Scope, &'a str, Metric, Vec<f64>, Vec<f64>);
 
 fn pair_series<'a>(a: &'a SideSamples, b: &'a SideSamples) -> Vec<Paired<'a>> {
@@ -415,16 +419,22 @@ fn pair_series<'a>(a: &'a SideSamples, b: &'a SideSamples) -> Vec<Paired<'a>> {
             keys.push(key);
         }
     }
-    // All requests first, then rows in order of first appearance; metrics in their order.
+    // All requests first, then request rows, then groups, each in order of first
+    // appearance; metrics in their order.
     let mut rows: Vec<(Scope, &str)> = Vec::new();
     for (scope, name, _) in &keys {
         if !rows.contains(&(*scope, *name)) {
             rows.push((*scope, *name));
         }
     }
+    let scope_order = |scope: Scope| match scope {
+        Scope::Global => 0,
+        Scope::Request => 1,
+        Scope::Group => 2,
+    };
     keys.sort_by_key(|(scope, name, metric)| {
         let row = rows.iter().position(|r| *r == (*scope, *name));
-        (*scope != Scope::Global, row, Metric::ALL.iter().position(|m| m == metric))
+        (scope_order(*scope), row, Metric::ALL.iter().position(|m| m == metric))
     });
     let values = |side: &SideSamples, key: &(Scope, &str, Metric)| {
         side.series
@@ -631,15 +641,37 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_paired_by_name_global_first() {
-        let a = side("A", vec![series("login", Metric::P50, &[1.0]), series("Global", Metric::P50, &[1.0])], 1);
-        let b = side("B", vec![series("Global", Metric::P50, &[1.0]), series("logout", Metric::P50, &[2.0])], 1);
+    fn rows_are_paired_by_name_global_first_groups_last() {
+        // A group may share a request's name: it is paired with the group of the other side.
+        let group = |values: &[f64]| Series {
+            scope: Scope::Group,
+            name: "login".into(),
+            metric: Metric::P50,
+            values: values.to_vec(),
+        };
+        let a = side(
+            "A",
+            vec![group(&[5.0]), series("login", Metric::P50, &[1.0]), series("Global", Metric::P50, &[1.0])],
+            1,
+        );
+        let b = side(
+            "B",
+            vec![series("Global", Metric::P50, &[1.0]), series("logout", Metric::P50, &[2.0]), group(&[6.0])],
+            1,
+        );
         let report = compare(&a, &b, Method::Runs, &CompareOptions::default());
-        let names: Vec<&str> = report.comparisons.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["Global", "login", "logout"]);
+        let rows: Vec<(Scope, &str)> = report.comparisons.iter().map(|c| (c.scope, c.name.as_str())).collect();
+        assert_eq!(
+            rows,
+            [(Scope::Global, "Global"), (Scope::Request, "login"), (Scope::Request, "logout"), (Scope::Group, "login")]
+        );
         assert_eq!(report.comparisons[1].notes, ["only in A"]);
         assert_eq!(report.comparisons[2].notes, ["only in B"]);
         assert!(report.comparisons[1].change.is_none());
+        assert_eq!(
+            (report.comparisons[3].a.values.as_slice(), report.comparisons[3].b.values.as_slice()),
+            (&[5.0][..], &[6.0][..])
+        );
     }
 
     #[test]

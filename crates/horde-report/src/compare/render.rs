@@ -49,8 +49,8 @@ pub fn render(report: &CompareReport) -> String {
                 out,
                 "{:<name_width$}  {:>16}  {:>16}  {}",
                 clipped(&display_name(comparison), name_width),
-                center(comparison, true),
-                center(comparison, false),
+                side_figure(comparison, true),
+                side_figure(comparison, false),
                 vs_base(comparison)
             );
         }
@@ -76,7 +76,8 @@ pub fn render(report: &CompareReport) -> String {
     out
 }
 
-fn title(metric: Metric) -> &'static str {
+/// A metric block's heading (the console's and the HTML page's).
+pub(crate) fn title(metric: Metric) -> &'static str {
     match metric {
         Metric::P50 => "p50 latency",
         Metric::P99 => "p99 latency",
@@ -99,6 +100,8 @@ fn display_name(comparison: &Comparison) -> String {
     match comparison.scope {
         Scope::Global => "all requests".to_string(),
         Scope::Request => printable(&comparison.name).into_owned(),
+        // Said, since a group may share its name with a request.
+        Scope::Group => format!("{} (group)", printable(&comparison.name)),
     }
 }
 
@@ -112,7 +115,7 @@ fn clipped(text: &str, width: usize) -> String {
 }
 
 /// `20.31ms ± 2%`: the median and the farthest value from it, relative.
-fn center(comparison: &Comparison, base: bool) -> String {
+pub(crate) fn side_figure(comparison: &Comparison, base: bool) -> String {
     let stats = if base { &comparison.a } else { &comparison.b };
     let (Some(median), Some(min), Some(max)) = (stats.median, stats.min, stats.max) else {
         return "-".to_string();
@@ -130,20 +133,33 @@ fn center(comparison: &Comparison, base: bool) -> String {
     format!("{} ± {:.0}%", value(median), spread)
 }
 
+/// A change on its own scale: `+20.1%` for a ratio of 1.201, `+0.50pp` for a difference of
+/// error rates.
+pub(crate) fn change_figure(kind: ChangeKind, value: f64) -> String {
+    match kind {
+        ChangeKind::Ratio => format!("{:+.1}%", 100.0 * (value - 1.0)),
+        ChangeKind::Difference => format!("{value:+.2}pp"),
+    }
+}
+
+/// `[+19.5%, +20.8%]`, or `[unbounded]` when the samples are too small to bound it.
+pub(crate) fn interval_figure(change: &super::Change) -> String {
+    match (change.low, change.high) {
+        (Some(low), Some(high)) => {
+            format!("[{}, {}]", change_figure(change.kind, low), change_figure(change.kind, high))
+        }
+        _ => "[unbounded]".to_string(),
+    }
+}
+
 /// `slower +20.1% [+19.5%, +20.8%] (p=0.008 q=0.010 n=5+5)`: q is p after Benjamini-Hochberg,
 /// which the verdict uses; errors in percentage points.
 fn vs_base(comparison: &Comparison) -> String {
     let Some(change) = &comparison.change else {
         return format!("- ({})", comparison.notes.join("; "));
     };
-    let show = |v: f64| match change.kind {
-        ChangeKind::Ratio => format!("{:+.1}%", 100.0 * (v - 1.0)),
-        ChangeKind::Difference => format!("{v:+.2}pp"),
-    };
-    let interval = match (change.low, change.high) {
-        (Some(low), Some(high)) => format!("[{}, {}]", show(low), show(high)),
-        _ => "[unbounded]".to_string(),
-    };
+    let show = |v: f64| change_figure(change.kind, v);
+    let interval = interval_figure(change);
     let test = match change.test {
         Test::Welch => " welch",
         _ => "",

@@ -3,7 +3,9 @@
 //! A run's snapshot intervals are grouped into consecutive batches; each batch gives one value
 //! per row and metric: latency percentiles from the batch's merged HDR histograms
 //! (histograms.hlog: merging is exact, averaging percentiles is not), the mean latency, rps
-//! and error rate from the time series' counts. The warm-up, the first measured interval
+//! and error rate from the time series' counts. Groups are in the histogram log alone (the
+//! time series has request rows only): their percentiles, mean and passes per second come from
+//! their histograms, and their failed passes are not known per interval. The warm-up, the first measured interval
 //! (users arriving, connections opening) and a last partial interval are left out. Batches
 //! of one run are closer to independent than requests, not independent: the comparison says so.
 
@@ -25,17 +27,19 @@ pub const MIN_STEADY_INTERVALS: usize = 4;
 /// One interval's histogram from histograms.hlog.
 #[derive(Debug, Clone)]
 pub struct HistogramInterval {
-    /// `None` for all requests; else the request row's name.
-    pub row: Option<String>,
+    /// `None` for all requests; else the request row's (`Scope::Request`) or group's
+    /// (`Scope::Group`) name.
+    pub row: Option<(Scope, String)>,
     /// From the start of the run.
     pub start_ms: f64,
     pub duration_ms: f64,
     pub histogram: Histogram<u64>,
 }
 
-/// Reads the histograms of all requests (untagged) and of each request row (`r<i>`, named by
-/// the `#[Tag r<i>: "name"]` comments, else by summary.json's `requests[i]`); the uncorrected
-/// and group tags are not compared. Times become offsets from `started_at_unix_ms`.
+/// Reads the histograms of all requests (untagged), of each request row (`r<i>`, named by
+/// the `#[Tag r<i>: "name"]` comments, else by summary.json's `requests[i]`) and of each group
+/// (`g<i>`, likewise); the uncorrected tags are not compared. Times become offsets from
+/// `started_at_unix_ms`.
 pub fn parse_interval_log(text: &str, summary: &Summary) -> Result<Vec<HistogramInterval>, String> {
     let names = tag_names(text);
     let started_s = summary.run.started_at_unix_ms as f64 / 1000.0;
@@ -50,16 +54,19 @@ pub fn parse_interval_log(text: &str, summary: &Summary) -> Result<Vec<Histogram
             LogEntry::Interval(interval) => {
                 let row = match interval.tag().map(|t| t.as_str()) {
                     None => None,
-                    Some(tag) => match tag.strip_prefix('r').and_then(|i| i.parse::<usize>().ok()) {
-                        Some(index) => {
-                            let name = names.get(tag).cloned().or_else(|| summary.requests.get(index).map(|r| r.name.clone()));
-                            match name {
-                                Some(name) => Some(name),
-                                None => continue,
-                            }
+                    Some(tag) => {
+                        let indexed = |prefix: char| tag.strip_prefix(prefix).and_then(|i| i.parse::<usize>().ok());
+                        let found = match (indexed('r'), indexed('g')) {
+                            (Some(i), _) => summary.requests.get(i).map(|r| (Scope::Request, &r.name)),
+                            (_, Some(i)) => summary.groups.get(i).map(|g| (Scope::Group, &g.name)),
+                            _ => continue, // uncorrected
+                        };
+                        let scope = if indexed('g').is_some() { Scope::Group } else { Scope::Request };
+                        match names.get(tag).map(|name| (scope, name)).or(found) {
+                            Some((scope, name)) => Some((scope, name.clone())),
+                            None => continue,
                         }
-                        None => continue, // uncorrected, groups
-                    },
+                    }
                 };
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(interval.encoded_histogram())
@@ -168,49 +175,69 @@ pub fn batch_series(
 
     let mut rows: Vec<(Scope, String)> = vec![(Scope::Global, summary.global.name.clone())];
     rows.extend(summary.requests.iter().map(|r| (Scope::Request, r.name.clone())));
+    rows.extend(summary.groups.iter().map(|g| (Scope::Group, g.name.clone())));
     let mut series = Vec::new();
     for (scope, name) in &rows {
-        let series_name = if *scope == Scope::Global { "all" } else { name.as_str() };
-        // Counts and latency sums per batch from the time series.
-        let mut ok = vec![0u64; batches];
-        let mut ko = vec![0u64; batches];
-        let mut latency_sum = vec![0.0f64; batches];
-        let mut latency_count = vec![0u64; batches];
-        for sample in timeseries.iter().filter(|s| s.name == series_name) {
-            if let Some(b) = batch_of(sample.start_ms as f64, sample.duration_ms as f64) {
-                ok[b] += sample.ok;
-                ko[b] += sample.ko;
-                latency_sum[b] += sample.latency.mean_us * sample.latency.count as f64;
-                latency_count[b] += sample.latency.count;
-            }
-        }
         let seconds = |b: usize| (bounds[b].1 - bounds[b].0) as f64 / 1000.0;
         let mut push = |metric: Metric, values: Vec<f64>| {
             if !values.is_empty() {
                 series.push(Series { scope: *scope, name: name.clone(), metric, values });
             }
         };
-        let with_requests: Vec<usize> = (0..batches).filter(|&b| ok[b] + ko[b] > 0).collect();
-        push(Metric::Rps, (0..batches).map(|b| (ok[b] + ko[b]) as f64 / seconds(b)).collect());
-        push(Metric::Errors, with_requests.iter().map(|&b| 100.0 * ko[b] as f64 / (ok[b] + ko[b]) as f64).collect());
-        push(
-            Metric::Mean,
-            (0..batches).filter(|&b| latency_count[b] > 0).map(|b| latency_sum[b] / latency_count[b] as f64).collect(),
-        );
-        if let Ok(histograms) = histograms {
-            let wanted = if *scope == Scope::Global { None } else { Some(name.as_str()) };
-            let mut merged: Vec<Option<Histogram<u64>>> = vec![None; batches];
-            for interval in histograms.iter().filter(|h| h.row.as_deref() == wanted) {
-                let Some(b) = batch_of(interval.start_ms, interval.duration_ms) else { continue };
-                match &mut merged[b] {
-                    Some(histogram) => histogram.add(&interval.histogram).map_err(|e| format!("histograms do not merge: {e:?}"))?,
-                    slot => *slot = Some(interval.histogram.clone()),
+        if *scope != Scope::Group {
+            let series_name = if *scope == Scope::Global { "all" } else { name.as_str() };
+            // Counts and latency sums per batch from the time series.
+            let mut ok = vec![0u64; batches];
+            let mut ko = vec![0u64; batches];
+            let mut latency_sum = vec![0.0f64; batches];
+            let mut latency_count = vec![0u64; batches];
+            for sample in timeseries.iter().filter(|s| s.name == series_name) {
+                if let Some(b) = batch_of(sample.start_ms as f64, sample.duration_ms as f64) {
+                    ok[b] += sample.ok;
+                    ko[b] += sample.ko;
+                    latency_sum[b] += sample.latency.mean_us * sample.latency.count as f64;
+                    latency_count[b] += sample.latency.count;
                 }
             }
-            let merged: Vec<Histogram<u64>> = merged.into_iter().flatten().filter(|h| !h.is_empty()).collect();
-            push(Metric::P50, merged.iter().map(|h| h.value_at_quantile(0.5) as f64).collect());
-            push(Metric::P99, merged.iter().map(|h| h.value_at_quantile(0.99) as f64).collect());
+            let with_requests: Vec<usize> = (0..batches).filter(|&b| ok[b] + ko[b] > 0).collect();
+            push(Metric::Rps, (0..batches).map(|b| (ok[b] + ko[b]) as f64 / seconds(b)).collect());
+            push(
+                Metric::Errors,
+                with_requests.iter().map(|&b| 100.0 * ko[b] as f64 / (ok[b] + ko[b]) as f64).collect(),
+            );
+            push(
+                Metric::Mean,
+                (0..batches)
+                    .filter(|&b| latency_count[b] > 0)
+                    .map(|b| latency_sum[b] / latency_count[b] as f64)
+                    .collect(),
+            );
         }
+        let Ok(histograms) = histograms else { continue };
+        let wanted = (*scope != Scope::Global).then(|| (*scope, name.clone()));
+        let mut merged: Vec<Option<Histogram<u64>>> = vec![None; batches];
+        for interval in histograms.iter().filter(|h| h.row == wanted) {
+            let Some(b) = batch_of(interval.start_ms, interval.duration_ms) else { continue };
+            match &mut merged[b] {
+                Some(histogram) => {
+                    histogram.add(&interval.histogram).map_err(|e| format!("histograms do not merge: {e:?}"))?
+                }
+                slot => *slot = Some(interval.histogram.clone()),
+            }
+        }
+        if *scope == Scope::Group {
+            // A batch without a pass is a rate of 0, as a request row's is.
+            push(
+                Metric::Rps,
+                (0..batches).map(|b| merged[b].as_ref().map_or(0, |h| h.len()) as f64 / seconds(b)).collect(),
+            );
+        }
+        let merged: Vec<Histogram<u64>> = merged.into_iter().flatten().filter(|h| !h.is_empty()).collect();
+        if *scope == Scope::Group {
+            push(Metric::Mean, merged.iter().map(|h| h.mean()).collect());
+        }
+        push(Metric::P50, merged.iter().map(|h| h.value_at_quantile(0.5) as f64).collect());
+        push(Metric::P99, merged.iter().map(|h| h.value_at_quantile(0.99) as f64).collect());
     }
     let window = SteadyWindow {
         from_ms: bounds[0].0,
@@ -229,7 +256,7 @@ mod tests {
     use crate::summary::Environment;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     use hdrhistogram::serialization::V2DeflateSerializer;
-    use horde_metrics::{Recorder, RequestTiming, RunStatus, Snapshot, Totals};
+    use horde_metrics::{GroupRecorder, Recorder, RequestTiming, RunStatus, Snapshot, Totals};
     use std::time::{Duration, UNIX_EPOCH};
 
     const STARTED_MS: u64 = 1_795_238_461_000;
@@ -247,6 +274,9 @@ mod tests {
         home.record(&RequestTiming { latency_us: 20_000, uncorrected_us: 20_000, ..Default::default() }, true);
         let mut snapshot = Snapshot::default();
         snapshot.requests.push(("home".into(), home));
+        let mut journey = GroupRecorder::default();
+        journey.record(40_000, true);
+        snapshot.groups.push(("journey".into(), journey));
         let mut totals = Totals::new(UNIX_EPOCH + Duration::from_millis(STARTED_MS), 1);
         totals.absorb(snapshot);
         totals.elapsed = Duration::from_millis(INTERVALS * 100);
@@ -254,7 +284,8 @@ mod tests {
     }
 
     /// An interval log as the contract has it (absolute start times, base time 0, a comment
-    /// naming each row's tag), latencies around `latency_us`, jittered per interval.
+    /// naming each row's tag), latencies around `latency_us`, jittered per interval; the group's
+    /// passes take twice as long, 25 of them per interval.
     fn interval_log(latency_us: u64) -> String {
         let mut buffer = Vec::new();
         let mut serializer = V2DeflateSerializer::new();
@@ -274,6 +305,14 @@ mod tests {
             log.write_histogram(&histogram, start, length, None).unwrap();
             log.write_histogram(&histogram, start, length, Tag::new("r0")).unwrap();
             log.write_histogram(&histogram, start, length, Tag::new("uncorrected")).unwrap();
+            let mut passes = Histogram::<u64>::new(3).unwrap();
+            for k in 0..25 {
+                passes.record(2 * latency_us + (i * 41 + k * 13) % 500).unwrap();
+            }
+            if i == 0 {
+                log.write_comment("[Tag g0: \"journey\"]").unwrap();
+            }
+            log.write_histogram(&passes, start, length, Tag::new("g0")).unwrap();
         }
         String::from_utf8(buffer).unwrap()
     }
@@ -309,10 +348,11 @@ mod tests {
     fn the_interval_log_reads_back_by_row_with_offsets_from_the_start() {
         let summary = summary();
         let intervals = parse_interval_log(&interval_log(20_000), &summary).unwrap();
-        // Untagged and r0 kept; uncorrected left out.
-        assert_eq!(intervals.len(), 2 * INTERVALS as usize);
-        assert_eq!(intervals[1].row.as_deref(), Some("home"));
-        assert!((intervals[2].start_ms - 100.0).abs() < 1.0, "{}", intervals[2].start_ms);
+        // Untagged, r0 and g0 kept; uncorrected left out.
+        assert_eq!(intervals.len(), 3 * INTERVALS as usize);
+        assert_eq!(intervals[1].row, Some((Scope::Request, "home".to_string())));
+        assert_eq!(intervals[2].row, Some((Scope::Group, "journey".to_string())));
+        assert!((intervals[3].start_ms - 100.0).abs() < 1.0, "{}", intervals[3].start_ms);
         assert_eq!(intervals[0].histogram.len(), 50);
     }
 
@@ -331,6 +371,15 @@ mod tests {
         assert_eq!(verdict(Metric::P99), Verdict::Slower);
         assert_eq!(verdict(Metric::Mean), Verdict::Slower);
         assert_eq!(verdict(Metric::Errors), Verdict::Worse);
+        // The group, from its histograms alone: slower passes at the same rate, no errors known.
+        let group = |metric: Metric| report.comparisons.iter().find(|c| c.metric == metric && c.scope == Scope::Group);
+        for metric in [Metric::P50, Metric::P99, Metric::Mean] {
+            assert_eq!(group(metric).unwrap().verdict, Verdict::Slower, "{metric:?}");
+        }
+        let rps = group(Metric::Rps).unwrap();
+        assert_eq!((rps.verdict, rps.a.values.len()), (Verdict::Same, 10));
+        assert!(rps.a.values.iter().all(|v| (v - 250.0).abs() < 1e-9), "25 passes in 100 ms: {:?}", rps.a.values);
+        assert!(group(Metric::Errors).is_none());
         assert!(report.warnings[0].contains("WITHIN-RUN"));
         // The same run against itself: no change anywhere.
         let report = compare(&a, &a.clone(), Method::WithinRun, &CompareOptions::default());

@@ -12,6 +12,7 @@
 mod assets;
 mod capacity;
 mod charts;
+mod compare;
 mod escape;
 mod histograms;
 mod pages;
@@ -19,12 +20,13 @@ mod source;
 
 use crate::results::ResultsError;
 use crate::sweep::SweepReport;
-use charts::Chart;
 use escape::html;
 use source::RunResults;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
+
+pub use compare::{render_compare, write_compare_html};
 
 /// Requests and groups with a page of their own: the busiest ones, so that a run with
 /// thousands of names keeps a file of reasonable size (the table lists them all).
@@ -50,14 +52,19 @@ pub fn write_html(dir: &Path) -> Result<PathBuf, ResultsError> {
 }
 
 pub(crate) fn write_file(dir: &Path, text: &str) -> Result<PathBuf, ResultsError> {
-    let path = dir.join("report.html");
-    let temporary = dir.join(".report.html.tmp");
-    let written = std::fs::write(&temporary, text).and_then(|_| std::fs::rename(&temporary, &path));
+    write_atomically(&dir.join("report.html"), text)
+}
+
+/// Writes `path` whole or not at all: a reader never sees half a page.
+fn write_atomically(path: &Path, text: &str) -> Result<PathBuf, ResultsError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.tmp"));
+    let written = std::fs::write(&temporary, text).and_then(|_| std::fs::rename(&temporary, path));
     if let Err(cause) = written {
         let _ = std::fs::remove_file(&temporary);
-        return Err(ResultsError::Write { path, cause });
+        return Err(ResultsError::Write { path: path.to_path_buf(), cause });
     }
-    Ok(path)
+    Ok(path.to_path_buf())
 }
 
 /// The pages of one report, then assembled into the document.
@@ -74,7 +81,7 @@ impl Document {
         let _ = write!(self.pages, r#"<section class="page" id="{}">{body}</section>"#, html(id));
     }
 
-    fn charts(&mut self, charts: Vec<(String, Chart)>) -> Vec<String> {
+    fn charts<C: serde::Serialize>(&mut self, charts: Vec<(String, C)>) -> Vec<String> {
         charts
             .into_iter()
             .map(|(id, chart)| {
@@ -110,7 +117,7 @@ impl Document {
         }
         out.push_str("</nav>\n<main>");
         out.push_str(&self.pages);
-        out.push_str("</main>\n<footer>Made by horde from the results directory alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
+        out.push_str("</main>\n<footer>Made by horde from saved results alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
         let _ = writeln!(
             out,
             r#"<script type="application/json" id="report-charts">{}</script>"#,
@@ -126,8 +133,8 @@ impl Document {
 
 fn pages_status(status: &str) -> String {
     let class = match status {
-        "completed" | "limit_reached" => "good",
-        "aborted_by_threshold" => "bad",
+        "completed" | "limit_reached" | "no regression" => "good",
+        "aborted_by_threshold" | "regression" => "bad",
         _ => "warn",
     };
     format!(r#"<span class="badge {class}" id="run-status">{}</span>"#, html(status))

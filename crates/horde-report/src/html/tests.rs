@@ -236,3 +236,70 @@ fn the_busiest_requests_get_pages_and_every_name_is_in_the_table() {
     assert_eq!(rows.matches("<tr>").count(), 300);
     assert_eq!(rows.matches(r##"<a href="#request-"##).count(), DETAIL_PAGES);
 }
+
+/// A comparison of 5 runs a side where a request named like markup got 20 % slower, its
+/// group too, and a run directory with a report of its own.
+fn comparison(run_dir: &Path) -> crate::compare::CompareReport {
+    use crate::compare::{compare, CompareOptions, Method, Scope, Series, SideSamples};
+    let series = |scope: Scope, name: &str, metric, base: f64| Series {
+        scope,
+        name: name.into(),
+        metric,
+        values: (0..5).map(|i| base + i as f64).collect(),
+    };
+    let side = |label: &str, factor: f64| SideSamples {
+        label: label.into(),
+        runs: (0..5)
+            .map(|i| if i == 0 { run_dir.display().to_string() } else { format!("missing/{label}{i}") })
+            .collect(),
+        series: vec![
+            series(Scope::Global, "Global", crate::compare::Metric::P50, 10_000.0 * factor),
+            series(Scope::Request, ATTACK, crate::compare::Metric::P50, 10_000.0 * factor),
+            series(Scope::Group, "<b>journey</b>", crate::compare::Metric::P50, 20_000.0 * factor),
+            series(Scope::Request, ATTACK, crate::compare::Metric::Errors, 0.0),
+        ],
+    };
+    let mut report = compare(&side("A", 1.0), &side("B", 1.2), Method::Runs, &CompareOptions::default());
+    report.plan_differences = vec![format!("scenarios[0].name: \"a\" -> \"{ATTACK}\"")];
+    report
+}
+
+#[test]
+fn the_compare_page_escapes_names_colours_verdicts_and_links_runs_with_a_report() {
+    let dir = results(&["home"], 2, false);
+    write_html(&dir.0).unwrap();
+    let report = comparison(&dir.0);
+    let page_dir = dir.0.parent().unwrap();
+    let html = render_compare(&report, Some(page_dir));
+    assert!(!html.contains(ATTACK) && !html.contains("<b>journey"), "names only escaped");
+    assert!(html.contains(r#"<span class="badge bad" id="run-status">regression</span>"#));
+    // The request and the group got slower: their verdicts in the bad colour; errors unchanged.
+    let p50 = html.split(r#"id="compare-p50""#).nth(1).unwrap().split("</table>").next().unwrap();
+    assert_eq!(p50.matches(r#"<td class="verdict worse">slower</td>"#).count(), 3, "{p50}");
+    assert!(p50.contains("&lt;b&gt;journey&lt;/b&gt; (group)"));
+    assert!(p50.contains("<td>+20.0%</td>") && p50.contains("<td>5+5</td>"), "{p50}");
+    let errors = html.split(r#"id="compare-errors""#).nth(1).unwrap().split("</table>").next().unwrap();
+    assert!(errors.contains(r#"<td class="verdict same">~</td>"#), "{errors}");
+    // The warnings come first: the plans' difference, escaped.
+    let warnings = html.find(r#"id="compare-warnings""#).unwrap();
+    assert!(warnings < html.find(r#"id="compare-p50""#).unwrap());
+    assert!(html.contains("The plans differ"));
+    // A chart of changes and one of the runs per metric, with the tolerance band.
+    let charts = chart_data(&html);
+    let change = &charts["change-p50"];
+    assert_eq!(change["kind"], "change");
+    assert_eq!(change["labels"][1], ATTACK, "raw in the JSON, which only sets text");
+    assert_eq!(change["band"], serde_json::json!([-5.0, 5.0]));
+    assert!((change["series"][0]["values"][1].as_f64().unwrap() - 20.0).abs() < 0.01, "{change}");
+    assert_eq!(charts["runs-p50"]["series"][1]["values"].as_array().unwrap().len(), 3 * 10, "3 rows, 5 + 5 runs");
+    assert!(charts.get("change-errors").is_some() && charts.get("change-rps").is_none());
+    // The run with a report is linked relative to the page; the others are not linked.
+    let run_name = dir.0.file_name().unwrap().to_string_lossy();
+    assert!(html.contains(&format!(r#"<a href="{run_name}/report.html">report.html</a>"#)), "a relative link");
+    assert_eq!(html.matches("report.html</a>").count(), 2, "the same run on each side, linked once each");
+    // The same policy as report.html: the scripts by their hashes.
+    let policy_start = html.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
+    let policy = &html[policy_start..html[policy_start..].find('>').unwrap() + policy_start];
+    assert!(policy.contains(&csp_hash(super::assets::REPORT_JS)) && !policy.contains("unsafe"));
+    assert_eq!(html.matches("</script>").count(), 3);
+}

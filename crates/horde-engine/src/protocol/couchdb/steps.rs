@@ -104,8 +104,9 @@ fn document_target(database: &Target, id: &str, rev: Option<&str>) -> Arc<Target
 // add an allocation per request.
 #[allow(clippy::large_enum_variant)]
 enum Exchanged {
-    /// A 2xx: the caller records it once it has understood the reply.
-    Success { started: Instant, timing: RequestTiming, response: Response },
+    /// A 2xx: the caller records it once it has understood the reply (with the request's
+    /// target, for the request log's URL).
+    Success { started: Instant, timing: RequestTiming, response: Response, target: Arc<Target> },
     /// An error status, recorded as a KO of its kind.
     Refused { status: u16, kind: &'static str },
     /// No response at all (refused, reset, timed out), recorded.
@@ -141,18 +142,21 @@ impl VirtualUser {
         let started = Instant::now();
         let (result, timing) = self.exchange(row_id, &mut prepared, started, started, true).await;
         account.wire(slot, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));
+        let url = Some(prepared.target.url.as_str());
         match result {
             Err(failure) => {
-                self.record_failure(row_id, started, &timing, &failure, 0);
+                self.record_failure(row_id, started, &timing, &failure, 0, url);
                 Exchanged::Failed
             }
-            Ok(response) if response.status.is_success() => Exchanged::Success { started, timing, response },
+            Ok(response) if response.status.is_success() => {
+                Exchanged::Success { started, timing, response, target: prepared.target }
+            }
             Ok(response) => {
                 let status = response.status.as_u16();
                 let reply: Reply = serde_json::from_slice(&response.body).unwrap_or_default();
                 let kind = error_kind(status, &reply);
                 let failure = Failure::new(kind, error_message(status, &reply));
-                self.record_failure(row_id, started, &timing, &failure, u32::from(status));
+                self.record_failure(row_id, started, &timing, &failure, u32::from(status), url);
                 Exchanged::Refused { status, kind }
             }
         }
@@ -166,9 +170,10 @@ impl VirtualUser {
         row_id: usize,
         started: Instant,
         timing: &RequestTiming,
+        target: &Target,
     ) {
         account.documents[slot] += 1;
-        self.record_ok(row_id, started, timing);
+        self.record_ok(row_id, started, timing, Some(target.url.as_str()));
     }
 
     /// A new document from the step's schema, with its `_id`.
@@ -216,14 +221,15 @@ impl VirtualUser {
             let sent = self
                 .couchdb_operation(&mut account, 0, step.row_id, Method::POST, step.bulk_docs.clone(), body.into())
                 .await;
-            let Exchanged::Success { started, timing, response } = sent else { continue };
+            let Exchanged::Success { started, timing, response, target } = sent else { continue };
+            let url = Some(target.url.as_str());
             let local = Instant::now();
             let outcome = bulk_outcome(&response.body);
             account.local_processing += local.elapsed();
             let failure = match outcome {
                 Ok((stored, 0, _)) => {
                     account.documents[0] += stored;
-                    self.record_ok(step.row_id, started, &timing);
+                    self.record_ok(step.row_id, started, &timing, url);
                     continue;
                 }
                 Ok((stored, refused, first_error)) => {
@@ -240,7 +246,7 @@ impl VirtualUser {
                 }
                 Err(err) => Failure::new("invalid_reply", format!("_bulk_docs reply is not a JSON array: {err}")),
             };
-            self.record_failure(step.row_id, started, &timing, &failure, 0);
+            self.record_failure(step.row_id, started, &timing, &failure, 0, url);
         }
         self.finish_step(account, &step.target.name, CouchdbStepKind::BulkInsert);
         Flow::Next
@@ -281,15 +287,17 @@ impl VirtualUser {
                     let target = document_target(&database, &id, None);
                     let sent =
                         self.couchdb_operation(&mut account, slot, row_id, Method::PUT, target, body.into()).await;
-                    let Exchanged::Success { started, timing, response } = sent else { continue };
+                    let Exchanged::Success { started, timing, response, target } = sent else { continue };
                     match written_rev(&mut account, &response.body) {
                         Some(rev) => {
                             pool.push(reference);
                             let pool_index = pool.len() - 1;
                             current = Some(CurrentDocument { pool_index, id: id.clone(), rev, document });
-                            self.operation_done(&mut account, slot, row_id, started, &timing);
+                            self.operation_done(&mut account, slot, row_id, started, &timing, &target);
                         }
-                        None => self.record_invalid_reply(row_id, started, &timing, "a create reply without rev"),
+                        None => {
+                            self.record_invalid_reply(row_id, started, &timing, &target, "a create reply without rev")
+                        }
                     }
                 }
                 CrudOp::Read => {
@@ -306,16 +314,22 @@ impl VirtualUser {
                         Exchanged::Refused { kind: "not_found", .. } => {
                             pool.swap_remove(pool_index);
                         }
-                        Exchanged::Success { started, timing, response } => {
+                        Exchanged::Success { started, timing, response, target } => {
                             let local = Instant::now();
                             let document: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
                             account.local_processing += local.elapsed();
                             match document.get("_rev").and_then(Value::as_str).map(str::to_string) {
                                 Some(rev) => {
                                     current = Some(CurrentDocument { pool_index, id: id.clone(), rev, document });
-                                    self.operation_done(&mut account, slot, row_id, started, &timing);
+                                    self.operation_done(&mut account, slot, row_id, started, &timing, &target);
                                 }
-                                None => self.record_invalid_reply(row_id, started, &timing, "a document without _rev"),
+                                None => self.record_invalid_reply(
+                                    row_id,
+                                    started,
+                                    &timing,
+                                    &target,
+                                    "a document without _rev",
+                                ),
                             }
                         }
                         Exchanged::Refused { .. } | Exchanged::Failed => {}
@@ -336,13 +350,19 @@ impl VirtualUser {
                     let target = document_target(&database, &doc.id, None);
                     let sent =
                         self.couchdb_operation(&mut account, slot, row_id, Method::PUT, target, body.into()).await;
-                    if let Exchanged::Success { started, timing, response } = sent {
+                    if let Exchanged::Success { started, timing, response, target } = sent {
                         match written_rev(&mut account, &response.body) {
                             Some(rev) => {
                                 doc.rev = rev;
-                                self.operation_done(&mut account, slot, row_id, started, &timing);
+                                self.operation_done(&mut account, slot, row_id, started, &timing, &target);
                             }
-                            None => self.record_invalid_reply(row_id, started, &timing, "an update reply without rev"),
+                            None => self.record_invalid_reply(
+                                row_id,
+                                started,
+                                &timing,
+                                &target,
+                                "an update reply without rev",
+                            ),
                         }
                     }
                     // Still the current document, with its newest _rev when the update took.
@@ -356,9 +376,9 @@ impl VirtualUser {
                     let target = document_target(&database, &doc.id, Some(&doc.rev));
                     match self.couchdb_operation(&mut account, slot, row_id, Method::DELETE, target, Bytes::new()).await
                     {
-                        Exchanged::Success { started, timing, .. } => {
+                        Exchanged::Success { started, timing, target, .. } => {
                             pool.swap_remove(doc.pool_index);
-                            self.operation_done(&mut account, slot, row_id, started, &timing);
+                            self.operation_done(&mut account, slot, row_id, started, &timing, &target);
                         }
                         Exchanged::Refused { status: 404, .. } => {
                             pool.swap_remove(doc.pool_index);
@@ -372,9 +392,16 @@ impl VirtualUser {
         Flow::Next
     }
 
-    fn record_invalid_reply(&mut self, row_id: usize, started: Instant, timing: &RequestTiming, what: &str) {
+    fn record_invalid_reply(
+        &mut self,
+        row_id: usize,
+        started: Instant,
+        timing: &RequestTiming,
+        target: &Target,
+        what: &str,
+    ) {
         let failure = Failure::new("invalid_reply", format!("CouchDB sent {what}"));
-        self.record_failure(row_id, started, timing, &failure, 0);
+        self.record_failure(row_id, started, timing, &failure, 0, Some(target.url.as_str()));
     }
 
     /// An update or delete with no document (the create or read before it failed), or a read
@@ -384,6 +411,6 @@ impl VirtualUser {
             "no_document",
             format!("no document to {operation}: the operation that should have provided one failed"),
         );
-        self.record_unsent(row_id, &failure, 0);
+        self.record_unsent(row_id, &failure, 0, None);
     }
 }

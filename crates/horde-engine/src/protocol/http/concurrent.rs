@@ -107,7 +107,7 @@ impl VirtualUser {
             match self.prepare(request) {
                 Ok(prepared) => fetches.push((request, prepared)),
                 Err((failure, detail)) => {
-                    self.record_unsent(request.row_id, &failure, detail);
+                    self.record_unsent(request.row_id, &failure, detail, None);
                     failed = true;
                 }
             }
@@ -133,7 +133,7 @@ impl VirtualUser {
         for resource in &page.resources {
             match self.prepare(resource) {
                 Ok(prepared) => fetches.push(Fetch::new(Some(resource), resource.row_id, prepared, intended)),
-                Err((failure, detail)) => self.record_unsent(resource.row_id, &failure, detail),
+                Err((failure, detail)) => self.record_unsent(resource.row_id, &failure, detail, None),
             }
         }
         if let Some(html) = html {
@@ -173,7 +173,14 @@ impl VirtualUser {
                 let response = match result {
                     Ok(response) => response,
                     Err(failure) => {
-                        self.record_failure(fetch.row_id, started, &timing, &failure, 0);
+                        self.record_failure(
+                            fetch.row_id,
+                            started,
+                            &timing,
+                            &failure,
+                            0,
+                            Some(fetch.prepared.target.url.as_str()),
+                        );
                         fetch.done = true;
                         failures += 1;
                         continue;

@@ -54,10 +54,15 @@ pub(crate) fn may_resend(method: &Method, wire: &WireTiming) -> bool {
         || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE)
 }
 
-/// Turns the request of one hop into the next hop of a redirect, as browsers do: 303, and
-/// 301/302 after a POST, become a GET without a body; otherwise the same request (and the same
-/// body) goes to the new location.
-pub(crate) fn redirect(prepared: &mut Prepared, status: StatusCode, location: &HeaderValue) -> Result<(), Failure> {
+/// The next hop of a redirect, as browsers make it: 303, and 301/302 after a POST, become a
+/// GET without a body; otherwise the same request (and the same body) goes to the new
+/// location. Applied once the hop that led to it is recorded, with its own URL.
+pub(crate) struct Redirect {
+    target: Arc<Target>,
+    becomes_get: bool,
+}
+
+pub(crate) fn redirect(prepared: &Prepared, status: StatusCode, location: &HeaderValue) -> Result<Redirect, Failure> {
     let location = location.to_str().map_err(|_| Failure::new("invalid_redirect", "Location is not text"))?;
     let url = prepared
         .target
@@ -67,13 +72,18 @@ pub(crate) fn redirect(prepared: &mut Prepared, status: StatusCode, location: &H
     let target = Target::from_url(url).map_err(|m| Failure::new("invalid_redirect", m))?;
     let becomes_get = status == StatusCode::SEE_OTHER
         || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND) && prepared.method == Method::POST);
-    if becomes_get {
-        prepared.method = Method::GET;
-        prepared.body = Bytes::new();
-        prepared.headers.remove(CONTENT_TYPE);
+    Ok(Redirect { target: Arc::new(target), becomes_get })
+}
+
+impl Redirect {
+    pub(crate) fn apply(self, prepared: &mut Prepared) {
+        if self.becomes_get {
+            prepared.method = Method::GET;
+            prepared.body = Bytes::new();
+            prepared.headers.remove(CONTENT_TYPE);
+        }
+        prepared.target = self.target;
     }
-    prepared.target = Arc::new(target);
-    Ok(())
 }
 
 impl VirtualUser {
@@ -90,7 +100,7 @@ impl VirtualUser {
         let mut prepared = match self.prepare(request) {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
-                self.record_unsent(request.row_id, &failure, detail);
+                self.record_unsent(request.row_id, &failure, detail, None);
                 return self.after_failure();
             }
         };
@@ -106,7 +116,7 @@ impl VirtualUser {
             let response = match result {
                 Ok(response) => response,
                 Err(failure) => {
-                    self.record_failure(row_id, started, &timing, &failure, 0);
+                    self.record_failure(row_id, started, &timing, &failure, 0, Some(prepared.target.url.as_str()));
                     return self.after_failure();
                 }
             };
@@ -165,12 +175,18 @@ impl VirtualUser {
             } else {
                 Err(Failure::new("too_many_redirects", format!("more than {max_redirects} redirects in a row")))
             };
-            if let Err(failure) = followed {
-                self.record_failure(row_id, started, timing, &failure, 0);
-                return Answer::Failed;
-            }
-            self.record_ok(row_id, started, timing);
-            return Answer::Redirect;
+            let url = Some(prepared.target.url.as_str());
+            return match followed {
+                Err(failure) => {
+                    self.record_failure(row_id, started, timing, &failure, 0, url);
+                    Answer::Failed
+                }
+                Ok(next) => {
+                    self.record_ok(row_id, started, timing, url);
+                    next.apply(prepared);
+                    Answer::Redirect
+                }
+            };
         }
         // A body is kept only when a check reads it; only then is it decoded.
         let body = match response.headers.get(CONTENT_ENCODING).filter(|_| needs_body) {
@@ -183,7 +199,7 @@ impl VirtualUser {
                         decoded
                     }
                     Err(failure) => {
-                        self.record_failure(row_id, started, timing, &failure, 0);
+                        self.record_failure(row_id, started, timing, &failure, 0, Some(prepared.target.url.as_str()));
                         return Answer::Failed;
                     }
                 }
@@ -194,7 +210,7 @@ impl VirtualUser {
             ResponseView::new(response.status, &response.headers, &body).with_exchange(&prepared.target.url, response_time_ms);
         match run_checks(checks, &mut view, &mut self.session) {
             Ok(()) => {
-                self.record_ok(row_id, started, timing);
+                self.record_ok(row_id, started, timing, Some(prepared.target.url.as_str()));
                 // Looked at only for pages whose resources are inferred: not on every request.
                 let is_html = || {
                     response
@@ -209,7 +225,14 @@ impl VirtualUser {
             Err(failure) => {
                 let failure_detail = failure.detail;
                 let failure = Failure::new("check_failed", failure.message);
-                self.record_failure(row_id, started, timing, &failure, failure_detail);
+                self.record_failure(
+                    row_id,
+                    started,
+                    timing,
+                    &failure,
+                    failure_detail,
+                    Some(prepared.target.url.as_str()),
+                );
                 Answer::Failed
             }
         }
@@ -552,7 +575,8 @@ mod tests {
             body: Bytes::from("{}"),
             sets_host: false,
         };
-        redirect(&mut prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?;
+        redirect(&prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?
+            .apply(&mut prepared);
         Ok(prepared)
     }
 

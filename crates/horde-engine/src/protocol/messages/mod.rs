@@ -78,7 +78,7 @@ impl VirtualUser {
                     Ok(text) => text,
                     Err(error) => {
                         let (failure, detail) = self.expression_failure(error);
-                        self.record_unsent(step.row_id, &failure, detail);
+                        self.record_unsent(step.row_id, &failure, detail, None);
                         return self.after_failure();
                     }
                 };
@@ -115,7 +115,7 @@ impl VirtualUser {
             }
             Some(_) => return Ok(self.sockets[step.socket].as_mut().expect("checked above")),
         };
-        self.record_unsent(step.row_id, &Failure::unsent("socket_not_open", problem), 0);
+        self.record_unsent(step.row_id, &Failure::unsent("socket_not_open", problem), 0, None);
         Err(())
     }
 
@@ -136,7 +136,7 @@ impl VirtualUser {
             Err(failure) => {
                 // No latency to give it: a send has none. Counted as a KO of the step's row.
                 self.sockets[step.socket] = None;
-                self.record_unsent(step.row_id, &failure, 0);
+                self.record_unsent(step.row_id, &failure, 0, None);
                 Err(())
             }
         }
@@ -150,14 +150,14 @@ impl VirtualUser {
         let (url, headers) = match headers {
             Ok(rendered) => rendered,
             Err((failure, detail)) => {
-                self.record_unsent(step.row_id, &failure, detail);
+                self.record_unsent(step.row_id, &failure, detail, None);
                 return Err(());
             }
         };
         let (url, target) = match socket_url(&url, base.as_ref(), step.kind) {
             Ok(parsed) => parsed,
             Err(message) => {
-                self.record_unsent(step.row_id, &Failure::unsent("invalid_url", message), 0);
+                self.record_unsent(step.row_id, &Failure::unsent("invalid_url", message), 0, None);
                 return Err(());
             }
         };
@@ -198,12 +198,13 @@ impl VirtualUser {
                     }
                 }
                 self.sockets[step.socket] = Some(socket);
-                self.record_ok(step.row_id, started, &timing);
+                self.record_ok(step.row_id, started, &timing, Some(url.as_str()));
                 Ok(end)
             }
             Err(failure) => {
                 // Counted as begun above: an outcome with its timing, even if nothing was sent.
-                self.record_failure(step.row_id, started, &timing, &Failure { unsent: false, ..failure }, 0);
+                let failure = Failure { unsent: false, ..failure };
+                self.record_failure(step.row_id, started, &timing, &failure, 0, Some(url.as_str()));
                 Err(())
             }
         }
@@ -254,7 +255,7 @@ impl VirtualUser {
                         self.sockets[step.socket] = None;
                     }
                     for missed in &expected.messages[index..] {
-                        self.record_failure(missed.row_id, since, &whole(since, end, 0), &failure, 0);
+                        self.record_failure(missed.row_id, since, &whole(since, end, 0), &failure, 0, None);
                     }
                     return self.after_failure();
                 }
@@ -263,14 +264,15 @@ impl VirtualUser {
             let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
             if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.session) {
                 let detail = failure.detail;
-                self.record_failure(message.row_id, since, &timing, &Failure::new("check_failed", failure.message), detail);
+                let failure = Failure::new("check_failed", failure.message);
+                self.record_failure(message.row_id, since, &timing, &failure, detail, None);
                 for missed in &expected.messages[index + 1..] {
                     let failure = Failure::new("message_not_awaited", "an earlier message of the wait failed its check");
-                    self.record_failure(missed.row_id, since, &timing, &failure, 0);
+                    self.record_failure(missed.row_id, since, &timing, &failure, 0, None);
                 }
                 return self.after_failure();
             }
-            self.record_ok(message.row_id, since, &timing);
+            self.record_ok(message.row_id, since, &timing, None);
         }
         Flow::Next
     }
