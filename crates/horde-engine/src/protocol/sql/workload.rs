@@ -191,6 +191,7 @@ impl VirtualUser {
                         &RequestTiming { without_phases: true, ..Default::default() },
                         &failure,
                         0,
+                        None,
                     );
                     report.error = Some(failure.message.clone());
                 }
@@ -289,6 +290,7 @@ impl VirtualUser {
             row_id,
             started,
             &RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() },
+            None,
         );
     }
 
@@ -297,7 +299,7 @@ impl VirtualUser {
             let us = timing.duration_us;
             let recorded =
                 RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() };
-            self.record_ok(row_id, timing.started, &recorded);
+            self.record_ok(row_id, timing.started, &recorded, None);
         }
     }
 
@@ -569,7 +571,7 @@ impl VirtualUser {
         let timing = RequestTiming { latency_us: us, uncorrected_us: us, without_phases: true, ..Default::default() };
         let message = format!("{}: {}", step.name, failed.error.describe());
         let failure = Failure::new(failed.error.kind, message.clone());
-        self.record_failure(step.row_id, failed.started, &timing, &failure, failed.error.detail());
+        self.record_failure(step.row_id, failed.started, &timing, &failure, failed.error.detail(), None);
         let ended = Instant::now();
         let started = start.map_or(failed.started, |s| s.started);
         let mut report = self.phase_report(step, step.shared.rows_done.load(Ordering::Relaxed), started, ended);
