@@ -12,6 +12,13 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 # Headless Chromium opens the HTML reports in tests/test_report_html.py (driven by Playwright,
 # which needs no browser of its own).
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# Real databases for `horde sql` (tests/test_sql.py starts its own throwaway servers with
+# scripts/sql/start_*.sh and stops them by PID): PostgreSQL (with pgcrypto, in Debian's server
+# package) and MariaDB, with their command-line clients, which the tests check counts with.
+ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 || missing+=(postgresql)
+command -v psql > /dev/null 2>&1 || missing+=(postgresql-client)
+[ -x /usr/sbin/mariadbd ] || command -v mariadbd > /dev/null 2>&1 || missing+=(mariadb-server)
+command -v mariadb > /dev/null 2>&1 || missing+=(mariadb-client)
 command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"

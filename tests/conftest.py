@@ -20,6 +20,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -368,3 +369,70 @@ def summary_schema():
 @pytest.fixture(scope="session")
 def plan_schema():
     return json.loads((DOCS / "plan.schema.json").read_text())
+
+
+SQL_SCRIPTS = ROOT / "scripts" / "sql"
+
+
+class SqlServer:
+    """A throwaway PostgreSQL or MariaDB on 127.0.0.1 (scripts/sql/start_*.sh, installed by
+    scripts/test.sh), stopped by its PID; ``url`` reaches database ``bench`` as bench/benchpw."""
+
+    def __init__(self, kind, directory):
+        self.kind = kind
+        self.directory = directory
+        self.port = free_port()
+        script = SQL_SCRIPTS / f"start_{kind}.sh"
+        started = subprocess.run(["bash", str(script), str(directory), str(self.port)], capture_output=True,
+                                 text=True, timeout=120)
+        if started.returncode != 0:
+            raise RuntimeError(f"{script} failed: {started.stderr}{started.stdout}")
+        self.pid = int(started.stdout.strip().splitlines()[-1])
+        scheme = "postgres" if kind == "postgres" else "mysql"
+        self.url = f"{scheme}://bench:benchpw@127.0.0.1:{self.port}/bench"
+
+    def query(self, sql):
+        """The server's own answer, through its own command-line client: one value."""
+        if self.kind == "postgres":
+            argv = ["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "bench", "-d", "bench", "-tA", "-c", sql]
+            env = {**os.environ, "PGPASSWORD": "benchpw"}
+        else:
+            argv = ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(self.port), "-ubench", "-pbenchpw",
+                    "-N", "-B", "bench", "-e", sql]
+            env = dict(os.environ)
+        completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+        if completed.returncode != 0:
+            raise RuntimeError(f"{sql}: {completed.stderr}")
+        return completed.stdout.strip()
+
+    def stop(self):
+        try:
+            os.kill(self.pid, signal.SIGINT if self.kind == "postgres" else signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        wait_until(lambda: not os.path.exists(f"/proc/{self.pid}"), timeout=30, what=f"{self.kind} to stop")
+
+
+def sql_server(kind):
+    """A server in a directory of its own under /tmp: PostgreSQL runs as the postgres user, who
+    cannot enter pytest's private temporary directories."""
+    directory = Path(tempfile.mkdtemp(prefix=f"horde-{kind}-"))
+    server = SqlServer(kind, directory)
+    return server
+
+
+def serve_sql(kind):
+    server = sql_server(kind)
+    yield server
+    server.stop()
+    shutil.rmtree(server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    yield from serve_sql("postgres")
+
+
+@pytest.fixture(scope="session")
+def mariadb():
+    yield from serve_sql("mariadb")

@@ -155,6 +155,25 @@ def test_couchdb_mixed_traffic(couchdb, tmp_path):
     assert get_json(f"{couchdb.url}/mixed_example")["doc_count"] == 300 + 60 - 30
 
 
+def test_sql_experiment_on_sqlite(tmp_path):
+    completed = run_example(["bash", EXAMPLES / "sql_experiment.sh", "", "--results", tmp_path / "results"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert all(p["verification"]["passed"] for p in summary["sql"]), summary["sql"]
+    assert "Inserted 100000 rows in 0 minutes and" in completed.stdout
+
+
+def test_sql_experiment_on_postgres(postgres, tmp_path):
+    completed = run_example(["bash", EXAMPLES / "sql_experiment.sh", postgres.url, "--results", tmp_path / "results"],
+                            tmp_path)
+    [summary] = summaries(tmp_path)
+    assert [p["name"] for p in summary["sql"]] == [
+        "drop before", "create", "populate row-txn", "populate batch", "populate bulk", "select", "alter in-place",
+        "update row-txn", "update temp-join", "update swap", "update server", "drop"]
+    assert all(p["verification"]["passed"] for p in summary["sql"]), summary["sql"]
+    assert "Updated 100000 rows in" in completed.stdout
+    assert postgres.query("SELECT count(*) FROM pg_tables WHERE tablename = 'bulktest'") == "0", "dropped at the end"
+
+
 def test_compare(target, tmp_path):
     completed = run_example(["bash", EXAMPLES / "compare.sh", target.url, tmp_path / "results"], tmp_path)
     assert "horde compare exited 99" in completed.stdout, completed.stdout
@@ -174,7 +193,8 @@ def test_every_example_is_covered():
                "document_schema.json", "document_schema.xml", "couchdb_bulk_insert.py", "couchdb_benchmark.sh",
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
-               "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py"}
+               "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
+               "sql_experiment.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

@@ -58,6 +58,10 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Iron Cushion's CouchDB benchmark: bulk insert, then weighted CRUD (its flags, its report).
     Couchdb(CouchdbArgs),
+    /// Seed 000's SQL experiment against SQLite (the default), PostgreSQL or MariaDB/MySQL:
+    /// create, populate, select, alter and update a table by several strategies, timed and
+    /// checked by the database.
+    Sql(SqlArgs),
     /// Compare two sets of runs: per request and metric, the change B/A with its confidence
     /// interval and a verdict (exit 99 on a regression beyond the tolerance).
     Compare(CompareArgs),
@@ -375,6 +379,61 @@ pub struct CouchdbArgs {
     pub workers: Option<u32>,
     /// Write the plan this command would run and exit (to run it later, or edit it).
     #[arg(long, alias = "print_plan")]
+    pub print_plan: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `horde sql`: seed 000's experiment. Lists are comma-separated; every strategy of a phase
+/// starts from the same state.
+#[derive(Args, Debug)]
+pub struct SqlArgs {
+    /// The database: postgres://user:password@host:port/db, mysql://user:password@host:port/db
+    /// (MariaDB too), sqlite:///path/file.db. Default: a SQLite file in the results directory.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Rows of the table.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rows: u64,
+    /// Connections working at once, each on its share of the rows (default: 4; SQLite, which
+    /// has one writer at a time: 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Rows per multi-row statement, per transaction (row-txn), in flight (pipeline).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_size: u32,
+    /// Characters of random text per row.
+    #[arg(long, default_value_t = 45, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub text_length: u32,
+    /// The phases to run, in this order: create, populate, select, alter, update.
+    #[arg(long, value_delimiter = ',', default_value = "create,populate,select,alter,update")]
+    pub phases: Vec<String>,
+    /// Populate strategies: row (autocommit: slow), row-txn, pipeline (PostgreSQL), batch, bulk.
+    #[arg(long, value_delimiter = ',', default_value = "row-txn,batch,bulk")]
+    pub populate: Vec<String>,
+    /// Update strategies: row (autocommit: slow), row-txn, temp-join, swap, server.
+    #[arg(long, value_delimiter = ',', default_value = "row-txn,temp-join,swap,server")]
+    pub update: Vec<String>,
+    /// How the alter phase adds the column: in-place, or rebuild (a rewrite of every row).
+    #[arg(long, default_value = "in-place")]
+    pub alter: String,
+    /// The table (created by the create phase; it must not exist unless --replace).
+    #[arg(long, default_value = "bulktest")]
+    pub table: String,
+    /// Drop the table first if it exists.
+    #[arg(long)]
+    pub replace: bool,
+    /// Keep the table at the end (it is dropped otherwise).
+    #[arg(long)]
+    pub keep: bool,
+    /// Seed of the random text: the same seed gives the same rows.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
+    pub workers: Option<u32>,
+    /// Write the plan this command would run and exit.
+    #[arg(long)]
     pub print_plan: bool,
     #[command(flatten)]
     pub output: OutputArgs,

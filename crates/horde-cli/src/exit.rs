@@ -9,6 +9,10 @@ pub const INVALID_INPUT: i32 = 2;
 /// horde could not do its job: results could not be written, a port could not be bound, an
 /// internal error. Never 1, which a Python interpreter returns for any uncaught exception.
 pub const RUN_FAILED: i32 = 3;
+/// The system under test failed the workload: a phase of `horde sql` failed (a statement, a
+/// lost connection) or the database's count after it was not what the phase should have left.
+/// The results measured until then are on disk.
+pub const WORKLOAD_FAILED: i32 = 4;
 /// Thresholds failed (or had no data), a run was aborted by one, or no level of a sweep met
 /// its SLOs: 99, as k6, so CI scripts can tell "the system is too slow" from "horde failed".
 pub const THRESHOLDS_FAILED: i32 = 99;

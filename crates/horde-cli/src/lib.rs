@@ -19,6 +19,7 @@ mod metrics_endpoint;
 mod output;
 mod quick;
 mod signals;
+mod sql;
 mod sweep;
 mod target_certificate;
 mod trials;
@@ -161,6 +162,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Target(args) => serve_target(args),
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
+        Command::Sql(args) => sql::sql(&args),
         Command::Report { results, html: true } => {
             let dir = if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
             if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {

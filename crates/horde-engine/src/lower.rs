@@ -18,6 +18,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::protocol::http::cookies::{self, CookieStep};
+use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
 use crate::session::expression::{CompiledCondition, Names};
@@ -67,6 +68,8 @@ pub struct Program {
     pub function_cost: Arc<FunctionCost>,
     /// The plan's thresholds, parsed, their named scopes checked against `rows` and `groups`.
     pub thresholds: Vec<horde_plan::ThresholdSpec>,
+    /// The plan's SQL phases (`sql_workload` steps): the collector reads their progress.
+    pub sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
 impl Program {
@@ -222,6 +225,7 @@ pub enum StepProgram {
     Cookie(Box<CookieStep>),
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
+    SqlWorkload(Box<crate::protocol::sql::SqlWorkloadProgram>),
 }
 
 /// A condition, with the row its evaluation errors are counted under (a condition is no
@@ -464,6 +468,8 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
         session_function_keys: Vec::new(),
+        sql_databases: HashMap::new(),
+        sql_phases: Vec::new(),
     };
     lowering.load_feeders(plan);
     for scenario in &plan.scenarios {
@@ -541,6 +547,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         session_functions: None,
         function_cost: Arc::default(),
         thresholds,
+        sql_phases: lowering.sql_phases,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -603,6 +610,9 @@ struct Lowering {
     /// Each feeder's source, as errors name it (the file, or the plan's inline records).
     feeder_sources: Vec<String>,
     session_function_keys: Vec<String>,
+    /// Database URLs of SQL steps, parsed once each.
+    sql_databases: HashMap<String, Arc<Database>>,
+    sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
 impl Names for Lowering {
@@ -1066,6 +1076,7 @@ impl Lowering {
                             bulk_documents_per_user: step.bulk_documents_per_user,
                         }))
                     }
+                    Step::SqlWorkload(step) => StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix))),
                 }
             })
             .collect()
@@ -1239,6 +1250,41 @@ impl Lowering {
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.
+    /// A phase of `horde sql`. Steps naming one database URL share its parsed form: SQLite's
+    /// connections to one file then take turns writing (see `Database::Sqlite`).
+    fn sql_workload(&mut self, path: &str, step: &horde_plan::SqlWorkload, group_prefix: &str) -> SqlWorkloadProgram {
+        let database = match self.sql_databases.get(&step.url) {
+            Some(database) => database.clone(),
+            None => match Database::parse(&step.url, self.base_dir.as_deref()) {
+                Ok(database) => {
+                    let database = Arc::new(database);
+                    self.sql_databases.insert(step.url.clone(), database.clone());
+                    database
+                }
+                Err(message) => {
+                    self.errors.push(PlanError::new(format!("{path}.url"), message));
+                    Arc::new(Database::sqlite(PathBuf::from(":memory:")))
+                }
+            },
+        };
+        let name: Arc<str> = format!("{group_prefix}{}", step.name).into();
+        let shared = Arc::new(PhaseShared::new(step.threads.max(1)));
+        self.sql_phases.push(crate::protocol::sql::PhaseProgress::new(name.clone(), step.rows, shared.clone()));
+        SqlWorkloadProgram {
+            row_id: self.row(name.clone()),
+            name,
+            database,
+            table: step.table.clone(),
+            phase: step.phase,
+            strategy: step.strategy,
+            rows: step.rows,
+            threads: step.threads.max(1),
+            batch_size: step.batch_size.max(1) as usize,
+            text_length: step.text_length.max(1) as usize,
+            shared,
+        }
+    }
+
     fn row(&mut self, row: Arc<str>) -> usize {
         match self.rows.iter().position(|r| *r == row) {
             Some(id) => id,

@@ -108,6 +108,12 @@ impl WorkerLimits {
         let _ = self.ledger.stop_reason.set(reason);
     }
 
+    /// The run was asked to stop from inside: no new user starts, even before the collector
+    /// tells the workers (a scenario `after` the one that asked would start at once).
+    pub fn stop_requested(&self) -> bool {
+        self.ledger.stop_reason.get().is_some()
+    }
+
     pub fn new(ledger: Arc<RunLedger>, start: Instant) -> WorkerLimits {
         WorkerLimits { ledger, start, requests: Cell::new(0), slots: Cell::new((0, 0)) }
     }

@@ -244,6 +244,7 @@ impl VirtualUser {
                 StepProgram::Cookie(step) => self.cookie_step(step),
                 StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
                 StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
+                StepProgram::SqlWorkload(step) => Box::pin(self.sql_workload(step)).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
                     unreachable!("handled by chain")
                 }

@@ -181,6 +181,8 @@ pub(crate) struct WorkerMetrics {
     pub connections: horde_metrics::ConnectionEvents,
     /// Users that finished a CouchDB step this interval.
     pub couchdb_connections: Vec<horde_metrics::ConnectionPhases>,
+    /// `horde sql` phases that ended this interval.
+    pub sql_phases: Vec<horde_metrics::SqlPhaseReport>,
 }
 
 impl WorkerMetrics {
@@ -199,6 +201,7 @@ impl WorkerMetrics {
             late_starts: 0,
             connections: Default::default(),
             couchdb_connections: Vec::new(),
+            sql_phases: Vec::new(),
         }
     }
 
@@ -282,6 +285,7 @@ impl WorkerMetrics {
             late_starts: std::mem::take(&mut self.late_starts),
             connections: std::mem::take(&mut self.connections),
             couchdb_connections: std::mem::take(&mut self.couchdb_connections),
+            sql_phases: std::mem::take(&mut self.sql_phases),
             finished,
             interval,
         }
@@ -447,7 +451,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                     for period in periods {
                         tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
-                        while Instant::now() < until && !ctx.limits.requests_exhausted() {
+                        while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested() {
                             let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
                             users_made.set(users_made.get() + 1);
                             if run_user(&ctx, scenario, number, None).await == UserOutcome::Exhausted {
@@ -483,7 +487,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                 tokio::task::yield_now().await;
                 made_since_yield = 0;
             }
-            if ctx.limits.requests_exhausted() {
+            if ctx.limits.requests_exhausted() || ctx.limits.stop_requested() {
                 break;
             }
             let intended = begin + offset;

@@ -14,6 +14,7 @@
 //! and merging keeps every count.
 
 mod couchdb;
+mod sql;
 mod recorder;
 mod request_log;
 mod summary;
@@ -21,6 +22,7 @@ mod threshold;
 mod timeseries;
 mod totals;
 
+pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
 pub use recorder::{

@@ -329,6 +329,8 @@ pub struct Snapshot {
     pub connections: ConnectionEvents,
     /// Virtual users that finished a CouchDB step in this interval, with where their time went.
     pub couchdb_connections: Vec<crate::ConnectionPhases>,
+    /// `horde sql` phases that ended in this interval.
+    pub sql_phases: Vec<crate::SqlPhaseReport>,
     /// True in the worker's last snapshot.
     pub finished: bool,
     /// Which snapshot interval this covers: interval i is ((i-1)·T, i·T] from the start of

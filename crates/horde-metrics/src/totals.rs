@@ -68,6 +68,10 @@ pub struct Totals {
     pub complete_intervals: u64,
     /// Per CouchDB step, in order of first appearance: every connection's phase totals.
     pub couchdb_steps: Vec<(Arc<str>, CouchdbStepKind, Vec<ConnectionPhases>)>,
+    /// `horde sql` phases, in the order they ran.
+    pub sql_phases: Vec<crate::SqlPhaseReport>,
+    /// The SQL phase running now, read by the collector at every interval.
+    pub sql_progress: Option<crate::SqlProgress>,
     /// Why a scenario stopped the run, when one did.
     pub stop_reason: Option<String>,
     /// Session functions (Python code the plan calls): calls and seconds spent in them, when
@@ -99,6 +103,8 @@ impl Totals {
             intervals: PendingIntervals::starting_at(started_at),
             complete_intervals: 0,
             couchdb_steps: Vec::new(),
+            sql_phases: Vec::new(),
+            sql_progress: None,
             stop_reason: None,
             session_functions: None,
             thresholds: Vec::new(),
@@ -158,6 +164,11 @@ impl Totals {
         }
         self.late_starts += snapshot.late_starts;
         self.connections.add(&snapshot.connections);
+        // Workers hand phases in at their own intervals: kept in the order they ran.
+        for phase in snapshot.sql_phases {
+            let at = self.sql_phases.partition_point(|p| p.started_ms <= phase.started_ms);
+            self.sql_phases.insert(at, phase);
+        }
         for connection in snapshot.couchdb_connections {
             match self.couchdb_steps.iter_mut().find(|(name, _, _)| *name == connection.step) {
                 Some((_, _, records)) => records.push(connection),

@@ -22,12 +22,14 @@ mod couchdb;
 mod feeder;
 pub mod input;
 mod schema_check;
+mod sql;
 mod template;
 mod threshold;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
+pub use sql::{SqlPhase, SqlStrategy, SqlWorkload, MAX_SQL_TEXT_LENGTH};
 pub use template::{
     is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
     Segment,
@@ -672,6 +674,8 @@ pub enum Step {
     CouchdbBulkInsert(CouchdbBulkInsert),
     /// Iron Cushion's CRUD step against a CouchDB database.
     CouchdbCrud(CouchdbCrud),
+    /// One phase of seed 000's SQL experiment (`horde sql`): see docs/sql.md.
+    SqlWorkload(SqlWorkload),
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]

@@ -516,7 +516,56 @@ impl Validator {
                         self.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
                     }
                 }
+                Step::SqlWorkload(step) => self.sql_workload(&path, step),
             }
+        }
+    }
+
+    fn sql_workload(&mut self, path: &str, step: &crate::SqlWorkload) {
+        if step.name.trim().is_empty() {
+            self.error(format!("{path}.name"), "must not be empty");
+        }
+        let scheme = step.url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+        if !matches!(scheme, "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") {
+            self.error(
+                format!("{path}.url"),
+                format!(
+                    "{:?} is not a database URL horde knows: sqlite:///path/file.db, \
+                     postgres://user:password@host:port/database or mysql://user:password@host:port/database",
+                    step.url
+                ),
+            );
+        }
+        let identifier = |name: &str| {
+            let mut chars = name.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && name.len() <= 48
+        };
+        if !identifier(&step.table) {
+            self.error(
+                format!("{path}.table"),
+                format!("{:?} is not a table name horde uses: a letter or _, then letters, digits or _ (at most 48)", step.table),
+            );
+        }
+        if !step.phase.strategies().contains(&step.strategy) {
+            let names: Vec<&str> = step.phase.strategies().iter().map(|s| s.as_str()).collect();
+            self.error(
+                format!("{path}.strategy"),
+                format!("{} is not a strategy of the {} phase: {}", step.strategy.as_str(), step.phase.as_str(), names.join(", ")),
+            );
+        }
+        if step.rows == 0 {
+            self.error(format!("{path}.rows"), "must be more than 0");
+        }
+        if step.threads == 0 {
+            self.error(format!("{path}.threads"), "must be more than 0");
+        }
+        if step.batch_size == 0 {
+            self.error(format!("{path}.batch_size"), "must be more than 0");
+        }
+        if step.text_length == 0 || step.text_length > crate::MAX_SQL_TEXT_LENGTH {
+            self.error(format!("{path}.text_length"), format!("must be from 1 to {}", crate::MAX_SQL_TEXT_LENGTH));
         }
     }
 

@@ -84,6 +84,8 @@ fn rate(count: u64, duration_ms: u64) -> String {
 pub fn render(summary: &Summary) -> String {
     // CouchDB steps first, in Iron Cushion's own format; horde's own figures follow.
     let mut out = crate::render_iron_cushion(&summary.couchdb);
+    // `horde sql`'s phases likewise, in seed 000's words and table.
+    out.push_str(&crate::render_sql(summary));
     let g = &summary.global;
     let duration_ms = summary.run.duration_ms;
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));

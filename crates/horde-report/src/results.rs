@@ -216,10 +216,15 @@ impl ResultsSink {
         let rate = (ok + ko - last_ok - last_ko) as f64 / seconds;
         self.last_progress = Instant::now();
         self.last_progress_counts = (ok, ko);
+        // A SQL phase's statements can be few and long (one COPY per thread): its rows say more.
+        let sql = match &totals.sql_progress {
+            Some(p) => format!(" | {}: {} of {} rows", crate::terminal::printable(&p.phase), p.rows, p.expected),
+            None => String::new(),
+        };
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(
             stderr,
-            "[{:>6.1}s] users {:>6} active | {:>10.1} req/s | OK {:>10} | KO {:>8}",
+            "[{:>6.1}s] users {:>6} active | {:>10.1} req/s | OK {:>10} | KO {:>8}{sql}",
             totals.elapsed.as_secs_f64(),
             totals.users_active,
             rate,

@@ -33,6 +33,9 @@ pub struct Summary {
     /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub couchdb: Vec<CouchdbStepReport>,
+    /// `horde sql` phases (seed 000's experiment), in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sql: Vec<horde_metrics::SqlPhaseReport>,
     /// The plan's thresholds and their verdicts, in the plan's order; judged when the run
     /// ends (empty while it runs). Any that did not pass makes the run exit 99.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -191,6 +194,7 @@ impl Summary {
                 }
             },
             couchdb: totals.couchdb_reports(),
+            sql: totals.sql_phases.clone(),
             thresholds: totals.thresholds.clone(),
             environment: environment.clone(),
             plan: plan.clone(),

@@ -6,3 +6,4 @@
 pub(crate) mod couchdb;
 pub(crate) mod http;
 pub(crate) mod messages;
+pub(crate) mod sql;

@@ -1,0 +1,30 @@
+//! SQL databases: PostgreSQL, MariaDB/MySQL and SQLite behind one connection type
+//! (`connection.rs`, a driver per file), their failures as stable kinds (`error.rs`), the
+//! dialects' differences (`database.rs`), and seed 000's experiment as a step (`workload.rs`,
+//! the phases and their strategies; `resources.rs`, what a phase cost the client and the
+//! server).
+
+mod connection;
+pub(crate) mod database;
+mod error;
+mod mysql;
+mod postgres;
+mod resources;
+mod sqlite;
+mod workload;
+
+pub use database::{redacted, Database};
+
+/// Connects to the database once and runs `SELECT 1`: a wrong URL, password or database name
+/// is found before a run starts, with the database's own message. Gives the database's name.
+pub fn check_connection(url: &str, base_dir: Option<&std::path::Path>) -> Result<String, String> {
+    let database = Database::parse(url, base_dir)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        let mut connection = connection::Connection::connect(&database).await.map_err(|e| e.describe())?;
+        connection.execute("SELECT 1").await.map_err(|e| e.describe())?;
+        Ok(connection.kind().name().to_string())
+    })
+}
+pub use workload::{running_phase, PhaseProgress, PhaseShared, SqlWorkloadProgram};

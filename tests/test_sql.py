@@ -1,0 +1,161 @@
+"""`horde sql`, seed 000's experiment, against SQLite (embedded), a real PostgreSQL and a real
+MariaDB started for the tests: every strategy leaves what it should, counted by horde's own
+check and again here through the database's own client (row counts, and every row's hash
+recomputed); the seed's sentences; bad URLs, passwords and databases, a table that exists, and
+a server killed in the middle of a phase, each a clear error naming the phase, with the
+results measured until then on disk."""
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from conftest import sql_server, wait_until
+
+ALL_POPULATE = "row,row-txn,batch,bulk"
+ALL_UPDATE = "row,row-txn,temp-join,swap,server"
+
+
+def phases(result):
+    return [(p["phase"], p["strategy"]) for p in result.summary["sql"]]
+
+
+def assert_every_phase_checked(result, rows):
+    for phase in result.summary["sql"]:
+        assert "error" not in phase, phase
+        check = phase["verification"]
+        assert check["passed"], phase
+        if phase["phase"] in ("populate", "select", "update"):
+            assert phase["rows"] == rows, phase
+            assert check["found"] == rows, phase
+
+
+def test_sqlite_default_runs_every_phase_and_the_rows_are_right(horde):
+    rows = 20_000
+    fast_populate, fast_update = "row-txn,batch,bulk", "row-txn,temp-join,swap,server"
+    result = horde("sql", "--rows", rows, "--keep", "--seed", "5", "--populate", fast_populate, "--update", fast_update,
+                   "--batch-size", "3000", timeout=300)
+    assert result.code == 0, result.stderr
+    assert phases(result) == [("create", "single")] + [("populate", s) for s in fast_populate.split(",")] + [
+        ("select", "single"), ("alter", "in-place")] + [("update", s) for s in fast_update.split(",")]
+    assert_every_phase_checked(result, rows)
+    # The seed's own words come first.
+    assert f"Inserted {rows} rows in 0 minutes and" in result.stdout
+    assert f"Updated {rows} rows in" in result.stdout and "Selected" in result.stdout
+    # ceil(rows / batch) statements for `batch`, a BEGIN and a COMMIT per 3,000 rows for `row-txn`.
+    assert result.row("populate batch")["count"] == 7
+    assert result.row("populate row-txn")["count"] == rows + 2 * 7
+    # The database file is in the results directory; its rows, read here, carry their hashes.
+    database = next(result.results_dir.glob("*/horde-sql.db"))
+    with sqlite3.connect(database) as connection:
+        pairs = connection.execute("SELECT text, hashval FROM bulktest").fetchall()
+    assert len(pairs) == rows
+    assert all(len(text) == 45 and hashlib.sha1(text.encode()).hexdigest() == digest for text, digest in pairs)
+
+
+def test_sqlite_autocommit_row_by_row(horde):
+    """Autocommit waits for the disk at every row (about 1,000 a second here): a few hundred."""
+    rows = 300
+    result = horde("sql", "--rows", rows, "--threads", "2", "--populate", "row", "--update", "row", timeout=300)
+    assert result.code == 0, result.stderr
+    assert_every_phase_checked(result, rows)
+    # One INSERT per row; one UPDATE per row, and two page reads per thread (its rows, then none).
+    assert result.row("populate row")["count"] == rows
+    assert result.row("update row")["count"] == rows + 2 * 2
+
+
+@pytest.mark.parametrize("server_name", ["postgres", "mariadb"])
+def test_every_strategy_against_a_real_server(horde, request, server_name):
+    server = request.getfixturevalue(server_name)
+    rows = 30_000
+    populate = ALL_POPULATE + (",pipeline" if server_name == "postgres" else "")
+    result = horde("sql", "--url", server.url, "--rows", rows, "--threads", "3", "--batch-size", "4000",
+                   "--populate", populate, "--update", ALL_UPDATE, "--alter", "rebuild", "--keep", "--replace",
+                   timeout=600)
+    assert result.code == 0, result.stderr + result.stdout
+    assert_every_phase_checked(result, rows)
+    assert result.row("populate row")["count"] == rows
+    # The server's own count, and its own hash of every row, through its own client.
+    assert server.query("SELECT count(*) FROM bulktest") == str(rows)
+    sha1 = "encode(digest(text, 'sha1'), 'hex')" if server_name == "postgres" else "SHA1(text)"
+    assert server.query(f"SELECT count(*) FROM bulktest WHERE hashval = {sha1}") == str(rows)
+    # The server's CPU is read from /proc (it runs here), the client's too.
+    update = next(p for p in result.summary["sql"] if p["name"] == "update server")
+    assert update["server_cpu_seconds"] > 0 and update["client_cpu_seconds"] >= 0
+    # The password never reaches the output.
+    assert "benchpw" not in result.stdout + result.stderr
+    assert "bench:***@" in result.stderr
+
+
+def test_bad_urls_passwords_and_databases_are_named(horde, postgres, mariadb, tmp_path):
+    bad_scheme = horde("sql", "--url", "oracle://x@127.0.0.1/db", "--rows", "10")
+    assert bad_scheme.code == 2 and "oracle" in bad_scheme.stderr, bad_scheme.stderr
+
+    wrong_password = postgres.url.replace("benchpw", "nope")
+    result = horde("sql", "--url", wrong_password, "--rows", "10")
+    assert result.code == 3, result.stderr
+    assert "password authentication failed" in result.stderr and "before the first phase" in result.stderr
+    assert "nope" not in result.stderr
+
+    missing = mariadb.url.rsplit("/", 1)[0] + "/missing_db"
+    result = horde("sql", "--url", missing, "--rows", "10")
+    assert result.code == 3 and "missing_db" in result.stderr, result.stderr
+
+    refused = horde("sql", "--url", "postgres://bench:benchpw@127.0.0.1:1/bench", "--rows", "10")
+    assert refused.code == 3 and "refused" in refused.stderr.lower(), refused.stderr
+
+    pipeline = horde("sql", "--url", mariadb.url, "--populate", "pipeline", "--rows", "10")
+    assert pipeline.code == 2 and "--populate pipeline" in pipeline.stderr, pipeline.stderr
+
+    unknown = horde("sql", "--update", "teleport", "--phases", "create,update,select", "--rows", "10")
+    assert unknown.code == 2, unknown.stderr
+    assert '--update "teleport" is not a strategy of the update phase: server, row, row-txn, temp-join, swap' in unknown.stderr
+    assert "must keep the experiment's order" in unknown.stderr
+
+
+def test_a_table_that_exists_fails_the_create_phase(horde, postgres):
+    postgres.query("DROP TABLE IF EXISTS taken")
+    postgres.query("CREATE TABLE taken (x int)")
+    result = horde("sql", "--url", postgres.url, "--table", "taken", "--rows", "100")
+    assert result.code == 4, result.stderr
+    assert "phase failed: create" in result.stderr and "already exists" in result.stderr
+    summary = result.summary
+    assert summary["run"]["status"] == "stopped"
+    assert [p["name"] for p in summary["sql"]] == ["create"], "nothing ran after the failed phase"
+    assert "42P07" in summary["sql"][0]["error"]
+    # The user's table is left as it was.
+    assert postgres.query("SELECT count(*) FROM taken") == "0"
+
+
+def test_a_server_killed_mid_phase_leaves_the_results_so_far(tmp_path):
+    server = sql_server("postgres")
+    try:
+        results = tmp_path / "killed"
+        process = subprocess.Popen(
+            ["horde", "sql", "--url", server.url, "--rows", "400000", "--threads", "2", "--populate", "row",
+             "--results-dir", str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Once rows go in, the server dies (SIGKILL: no goodbye to the clients).
+        wait_until(lambda: (results / "summary.json").exists() and "populate row" in (results / "summary.json").read_text(),
+                   timeout=60, what="the populate phase to start")
+        time.sleep(0.5)
+        subprocess.run(["pkill", "-KILL", "-P", str(server.pid)], check=False)
+        os.kill(server.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        server.stop()
+    assert process.returncode == 4, stderr
+    assert "phase failed: populate row" in stderr, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["run"]["status"] == "stopped"
+    failed = summary["sql"][-1]
+    assert failed["name"] == "populate row" and failed["error"].startswith("populate row:"), failed
+    assert 0 < failed["rows"] < 400_000 or failed["rows"] == 0
+    row = next(r for r in summary["requests"] if r["name"] == "populate row")
+    assert row["ok"] > 0 and row["ko"] >= 1
+    assert any(e["kind"] in ("sql_connection_lost", "sql_connection", "sql_operator_intervention", "connect_refused")
+               for e in summary["errors"]), summary["errors"]
