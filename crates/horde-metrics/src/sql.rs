@@ -62,4 +62,6 @@ pub struct SqlProgress {
     pub phase: std::sync::Arc<str>,
     pub rows: u64,
     pub expected: u64,
+    /// Still preparing (untimed): emptying the table, resetting the hashes.
+    pub preparing: bool,
 }

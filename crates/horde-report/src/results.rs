@@ -218,6 +218,7 @@ impl ResultsSink {
         self.last_progress_counts = (ok, ko);
         // A SQL phase's statements can be few and long (one COPY per thread): its rows say more.
         let sql = match &totals.sql_progress {
+            Some(p) if p.preparing => format!(" | {}: preparing (untimed)", crate::terminal::printable(&p.phase)),
             Some(p) => format!(" | {}: {} of {} rows", crate::terminal::printable(&p.phase), p.rows, p.expected),
             None => String::new(),
         };

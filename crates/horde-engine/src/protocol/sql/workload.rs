@@ -52,6 +52,9 @@ pub struct PhaseShared {
     reported: AtomicBool,
     /// Rows handled so far, as they go (the progress line reads it).
     progress: Arc<AtomicU64>,
+    /// The first user is preparing (emptying the table, resetting 10 million hashes can take
+    /// a while): the phase shows on the progress line before its clock starts.
+    preparing: AtomicBool,
 }
 
 impl PhaseShared {
@@ -62,6 +65,7 @@ impl PhaseShared {
             rows_done: AtomicU64::new(0),
             reported: AtomicBool::new(false),
             progress: Arc::new(AtomicU64::new(0)),
+            preparing: AtomicBool::new(false),
         }
     }
 }
@@ -81,11 +85,15 @@ impl PhaseProgress {
 
 /// The phase that has started and not ended, with its rows so far.
 pub fn running_phase(phases: &[PhaseProgress]) -> Option<horde_metrics::SqlProgress> {
-    let running = phases.iter().find(|p| p.shared.ready.initialized() && !p.shared.reported.load(Ordering::Acquire))?;
+    let running = phases.iter().find(|p| {
+        (p.shared.ready.initialized() || p.shared.preparing.load(Ordering::Relaxed))
+            && !p.shared.reported.load(Ordering::Acquire)
+    })?;
     Some(horde_metrics::SqlProgress {
         phase: running.name.clone(),
         rows: running.shared.progress.load(Ordering::Relaxed),
         expected: running.rows,
+        preparing: !running.shared.ready.initialized(),
     })
 }
 
@@ -133,6 +141,7 @@ impl VirtualUser {
             .ready
             .get_or_init(|| {
                 preparing = true;
+                step.shared.preparing.store(true, Ordering::Relaxed);
                 prepare(&mut connection, step)
             })
             .await;
@@ -633,6 +642,11 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
             // Every strategy starts from no hash at all.
             let reset = format!("UPDATE {table} SET hashval = NULL WHERE hashval IS NOT NULL");
             connection.execute(&reset).await.map_err(|e| context("resetting the hashes", e))?;
+            if kind == DatabaseKind::Postgres {
+                // The reset left a dead version of every row: without a vacuum, each strategy
+                // after the first would read a table twice the size.
+                connection.execute(&format!("VACUUM {table}")).await.map_err(|e| context("vacuuming the table", e))?;
+            }
             if step.strategy == SqlStrategy::Swap {
                 let new_table = swap_table(table);
                 connection
