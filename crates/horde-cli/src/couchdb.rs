@@ -188,6 +188,7 @@ impl Benchmark {
             base_dir: None,
             protocol: HttpProtocol::default(),
             feeders: Vec::new(),
+            databases: Vec::new(),
             thresholds: Vec::new(),
             scenarios,
             options: RunOptions { seed: self.seed, workers, ..RunOptions::default() },

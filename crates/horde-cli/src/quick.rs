@@ -210,6 +210,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         name: "http".into(),
         base_dir: None,
         feeders: Vec::new(),
+        databases: Vec::new(),
         thresholds: args.thresholds.thresholds.clone(),
         protocol: HttpProtocol {
             request_timeout_ms: timeout_ms,

@@ -160,6 +160,7 @@ impl Experiment {
             base_dir: None,
             protocol: HttpProtocol::default(),
             feeders: Vec::new(),
+            databases: Vec::new(),
             thresholds: Vec::new(),
             scenarios,
             options: RunOptions { seed: args.seed, workers: args.workers, ..RunOptions::default() },

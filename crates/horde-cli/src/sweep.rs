@@ -455,6 +455,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
         base_dir: None,
         protocol: Default::default(),
         feeders: Vec::new(),
+        databases: Vec::new(),
         thresholds: Vec::new(),
         scenarios: vec![Scenario { name: "url".into(), steps, injection: vec![Injection::AtOnceUsers { users: 1 }], after: None }],
         options: horde_plan::RunOptions {

@@ -20,6 +20,7 @@
 //! (`protocol::http`), runs the checks, and records the outcome in its worker's recorders. Every interval the worker moves its recorders into a snapshot for the collector
 //! ([`run`]).
 
+mod checks;
 mod control;
 mod descriptors;
 mod failure;

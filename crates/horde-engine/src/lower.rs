@@ -70,6 +70,8 @@ pub struct Program {
     pub thresholds: Vec<horde_plan::ThresholdSpec>,
     /// The plan's SQL phases (`sql_workload` steps): the collector reads their progress.
     pub sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
+    /// The plan's databases, which `sql` steps run on, in the plan's order.
+    pub databases: Vec<crate::protocol::sql::ScenarioDatabase>,
 }
 
 impl Program {
@@ -226,6 +228,8 @@ pub enum StepProgram {
     CouchdbBulkInsert(Box<BulkInsertProgram>),
     CouchdbCrud(Box<CrudProgram>),
     SqlWorkload(Box<crate::protocol::sql::SqlWorkloadProgram>),
+    SqlStatement(Box<crate::protocol::sql::SqlStatementProgram>),
+    SqlTransaction(Box<crate::protocol::sql::SqlTransactionProgram>),
 }
 
 /// A condition, with the row its evaluation errors are counted under (a condition is no
@@ -429,6 +433,10 @@ pub enum Extractor {
     Sha256,
     CurrentLocation,
     ResponseTimeInMillis,
+    /// A SQL statement's rows returned or changed.
+    RowCount,
+    /// A SQL query's values in the column of this name.
+    Column(String),
 }
 
 impl Extractor {
@@ -470,7 +478,11 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         session_function_keys: Vec::new(),
         sql_databases: HashMap::new(),
         sql_phases: Vec::new(),
+        database_names: plan.databases.iter().map(|d| d.name.clone()).collect(),
+        database_kinds: Vec::new(),
     };
+    let databases = lowering.databases(plan);
+    lowering.database_kinds = databases.iter().map(|d| d.database.kind()).collect();
     lowering.load_feeders(plan);
     for scenario in &plan.scenarios {
         lowering.collect_defined(&scenario.steps);
@@ -548,6 +560,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         function_cost: Arc::default(),
         thresholds,
         sql_phases: lowering.sql_phases,
+        databases,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -612,6 +625,9 @@ struct Lowering {
     session_function_keys: Vec<String>,
     /// Database URLs of SQL steps, parsed once each.
     sql_databases: HashMap<String, Arc<Database>>,
+    /// The plan's databases (`sql` steps name them) and what each one is.
+    database_names: Vec<String>,
+    database_kinds: Vec<crate::protocol::sql::database::DatabaseKind>,
     sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
@@ -751,6 +767,7 @@ impl Lowering {
                 Step::GetCookie(get) => {
                     self.defined.insert(get.save_as.clone());
                 }
+                Step::Sql(statement) => self.defined.extend(statement.checks.iter().filter_map(|c| c.save_as.clone())),
                 Step::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
                 | Step::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
                 | Step::WsSend(horde_plan::WsSend { await_messages: Some(messages), .. })
@@ -1077,6 +1094,15 @@ impl Lowering {
                         }))
                     }
                     Step::SqlWorkload(step) => StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix))),
+                    Step::Sql(step) => StepProgram::SqlStatement(Box::new(self.sql_statement(&path, step, group_prefix))),
+                    Step::SqlTransaction(step) => {
+                        let row = format!("{group_prefix}{}", step.action.statement()).into();
+                        StepProgram::SqlTransaction(Box::new(crate::protocol::sql::SqlTransactionProgram {
+                            row_id: self.row(row),
+                            database: self.database_index(step.database.as_deref()),
+                            action: step.action,
+                        }))
+                    }
                 }
             })
             .collect()
@@ -1282,6 +1308,60 @@ impl Lowering {
             batch_size: step.batch_size.max(1) as usize,
             text_length: step.text_length.max(1) as usize,
             shared,
+        }
+    }
+
+    /// The plan's databases, their URLs parsed once (a bad one is an error at its path).
+    fn databases(&mut self, plan: &Plan) -> Vec<crate::protocol::sql::ScenarioDatabase> {
+        let mut databases = Vec::with_capacity(plan.databases.len());
+        for (i, database) in plan.databases.iter().enumerate() {
+            let parsed = match Database::parse(&database.url, self.base_dir.as_deref()) {
+                Ok(parsed) => parsed,
+                Err(message) => {
+                    self.errors.push(PlanError::new(format!("databases[{i}].url"), message));
+                    Database::sqlite(PathBuf::from(":memory:"))
+                }
+            };
+            databases.push(crate::protocol::sql::ScenarioDatabase {
+                name: database.name.clone(),
+                database: Arc::new(parsed),
+                pool_size: database.pool_size,
+            });
+        }
+        databases
+    }
+
+    /// A step's database: the one it names, or the plan's only one. Validation names a bad
+    /// reference; the first database stands in for it.
+    fn database_index(&self, name: Option<&str>) -> usize {
+        name.and_then(|name| self.database_names.iter().position(|known| known == name)).unwrap_or(0)
+    }
+
+    fn sql_statement(&mut self, path: &str, step: &horde_plan::SqlStatement, group_prefix: &str) -> crate::protocol::sql::SqlStatementProgram {
+        let database = self.database_index(step.database.as_deref());
+        let kind = self.database_kinds.get(database).copied().unwrap_or(crate::protocol::sql::database::DatabaseKind::Sqlite);
+        let (sql, bind_order) = crate::protocol::sql::translate_placeholders(&step.sql, kind, step.params.len());
+        let params = step.params.iter().map(|p| self.template(p)).collect();
+        let checks: Vec<CheckProgram> =
+            step.checks.iter().enumerate().filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check)).collect();
+        let mut columns: Vec<String> = Vec::new();
+        for check in &checks {
+            if let Extractor::Column(name) = &check.extractor {
+                if !columns.contains(name) {
+                    columns.push(name.clone());
+                }
+            }
+        }
+        let row = format!("{group_prefix}{}", step.name).into();
+        crate::protocol::sql::SqlStatementProgram {
+            row_id: self.row(row),
+            database,
+            kind: step.kind,
+            sql,
+            params,
+            bind_order,
+            checks,
+            columns,
         }
     }
 
@@ -1513,6 +1593,8 @@ impl Lowering {
             CheckSource::Sha256 => (Extractor::Sha256, "sha256".to_string()),
             CheckSource::CurrentLocation => (Extractor::CurrentLocation, "current_location".to_string()),
             CheckSource::ResponseTimeInMillis => (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string()),
+            CheckSource::RowCount => (Extractor::RowCount, "row_count".to_string()),
+            CheckSource::Column { name } => (Extractor::Column(name.clone()), format!("column({name:?})")),
         };
         let description = match check.select {
             Select::First => description,

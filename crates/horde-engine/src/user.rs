@@ -62,6 +62,9 @@ pub(crate) struct VirtualUser {
     /// WebSockets and event streams the user holds, by the plan's socket index; empty until
     /// the user's first socket step.
     pub(crate) sockets: Vec<Option<crate::protocol::messages::OpenSocket>>,
+    /// Connections to the plan's databases, by their index; empty until the user's first SQL
+    /// step.
+    pub(crate) sql: Vec<crate::protocol::sql::SqlLink>,
     /// When the next request was meant to start (arrival time, end of a pause). Latency is
     /// measured from it, so a late timer or a busy worker shows up in the figures.
     pub(crate) next_intended: Option<Instant>,
@@ -104,6 +107,7 @@ impl VirtualUser {
         VirtualUser {
             http: HttpSession::new(ctx.program.reads_response_headers),
             sockets: Vec::new(),
+            sql: Vec::new(),
             paces: vec![None; ctx.program.paces],
             slot_timer: None,
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
@@ -245,6 +249,8 @@ impl VirtualUser {
                 StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
                 StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
                 StepProgram::SqlWorkload(step) => Box::pin(self.sql_workload(step)).await,
+                StepProgram::SqlStatement(step) => Box::pin(self.scenario_statement(step)).await,
+                StepProgram::SqlTransaction(step) => Box::pin(self.sql_transaction(step)).await,
                 StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
                     unreachable!("handled by chain")
                 }

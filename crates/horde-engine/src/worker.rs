@@ -94,6 +94,8 @@ pub(crate) struct WorkerContext {
     gates: Arc<[ScenarioGate]>,
     /// The per-request log, when the run keeps one.
     pub request_log: Option<RefCell<WorkerRequestLog>>,
+    /// This worker's share of the pooled databases' connections.
+    pub sql_pools: crate::protocol::sql::WorkerPools,
 }
 
 impl WorkerContext {
@@ -357,6 +359,7 @@ async fn worker_main(setup: WorkerSetup) {
         gates,
         request_log: request_log
             .map(|(output, started_epoch_us, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
+        sql_pools: Default::default(),
     });
 
     for scenario in 0..program.scenarios.len() {

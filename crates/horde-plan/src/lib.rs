@@ -29,7 +29,10 @@ mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
-pub use sql::{SqlPhase, SqlStrategy, SqlWorkload, MAX_SQL_TEXT_LENGTH};
+pub use sql::{
+    sql_placeholders, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind, SqlStrategy, SqlTransaction,
+    SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
+};
 pub use template::{
     is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
     Segment,
@@ -76,6 +79,9 @@ pub struct Plan {
     /// run and shared by every virtual user.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feeders: Vec<Feeder>,
+    /// Databases that `sql` steps run statements on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub databases: Vec<SqlDatabase>,
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub options: RunOptions,
@@ -676,6 +682,11 @@ pub enum Step {
     CouchdbCrud(CouchdbCrud),
     /// One phase of seed 000's SQL experiment (`horde sql`): see docs/sql.md.
     SqlWorkload(SqlWorkload),
+    /// A SQL statement on one of the plan's `databases`, with checks on its result
+    /// (`row_count`, `column`): see docs/sql.md.
+    Sql(SqlStatement),
+    /// `begin`, `commit` or `rollback` on one of the plan's `databases`.
+    SqlTransaction(SqlTransaction),
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -981,6 +992,12 @@ pub enum CheckSource {
     /// The exchange's response time, whole milliseconds, measured as the report's (from the
     /// intended start; for a redirect's target, from its own start).
     ResponseTimeInMillis,
+    /// A SQL statement's rows: how many a query returned, or an `execute` changed.
+    RowCount,
+    /// A SQL query's values in the column of this name (case as the database gives it), one per
+    /// row in order; SQL NULL is no value. Numbers, dates and the like as the database
+    /// writes them as text.
+    Column { name: String },
 }
 
 impl CheckSource {
@@ -994,7 +1011,13 @@ impl CheckSource {
                 | CheckSource::Jsonpath { .. }
                 | CheckSource::Jmespath { .. }
                 | CheckSource::Xpath { .. }
+                | CheckSource::Column { .. }
         )
+    }
+
+    /// Whether the source reads a SQL statement's result (and nothing else does).
+    pub fn is_sql(&self) -> bool {
+        matches!(self, CheckSource::RowCount | CheckSource::Column { .. })
     }
 
     /// Whether the source reads something only a response has (not a socket's message).

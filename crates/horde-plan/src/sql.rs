@@ -152,3 +152,161 @@ fn default_text_length() -> u32 {
 
 /// The widest column the table gets: the seed's `varchar(45)` grows to fit longer text.
 pub const MAX_SQL_TEXT_LENGTH: u32 = 4096;
+
+/// A database that scenarios' `sql` steps run statements on (Gatling's JDBC protocol, k6's
+/// `sql.open`). A plan may name several.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlDatabase {
+    /// What steps call it by (`database`); a plan with one database need not name it.
+    #[serde(default = "default_database_name")]
+    pub name: String,
+    /// `sqlite:///path/file.db`, `postgres://user:password@host:port/database` or
+    /// `mysql://user:password@host:port/database`.
+    pub url: String,
+    /// Without it, each virtual user has a connection of its own, opened at its first statement
+    /// and closed when it ends. With it, the users share this many connections (split between
+    /// the workers), as an application's pool does: a statement waits for a free one, and
+    /// that wait is part of its latency; a transaction holds its connection from `begin` to
+    /// `commit` or `rollback`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u32>,
+}
+
+pub fn default_database_name() -> String {
+    "default".to_string()
+}
+
+/// Whether a statement's rows are read (`query`) or only counted as changed (`execute`).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SqlStatementKind {
+    /// The rows it returns: `row_count` is their number, `column` reads their values.
+    Query,
+    /// The rows it changed: `row_count` is their number.
+    Execute,
+}
+
+/// One SQL statement a virtual user runs, timed on its row like a request: prepared once per
+/// connection, its `$1`, `$2`... bound to the rendered `params` (as text: the database
+/// converts them to the columns' types), its result checked (`row_count`, `column`).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlStatement {
+    /// Its statistics row.
+    pub name: String,
+    /// The plan's database it runs on; may be left out when the plan has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    pub kind: SqlStatementKind,
+    /// One statement, its parameters written `$1`, `$2`... whatever the database (horde
+    /// writes them as MySQL's `?` or SQLite's `?1` for those).
+    pub sql: String,
+    /// Templates, one per placeholder: `params[0]` is `$1`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::Check>,
+}
+
+/// Transaction control on a database's connection.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SqlTransactionAction {
+    Begin,
+    Commit,
+    Rollback,
+}
+
+impl SqlTransactionAction {
+    /// The statement, and the name of its row.
+    pub fn statement(self) -> &'static str {
+        match self {
+            SqlTransactionAction::Begin => "BEGIN",
+            SqlTransactionAction::Commit => "COMMIT",
+            SqlTransactionAction::Rollback => "ROLLBACK",
+        }
+    }
+}
+
+/// `begin`, `commit` or `rollback` on the user's connection to a database, timed on a row of
+/// that name (`COMMIT`). Between begin and its end, the user's statements on that database
+/// are one transaction on one connection, pooled or not.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SqlTransaction {
+    pub action: SqlTransactionAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+/// A `$n` placeholder in a statement: where it is (bytes) and its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    pub range: std::ops::Range<usize>,
+    pub number: u32,
+}
+
+/// The `$1`, `$2`... of a statement, in order, outside quoted text, quoted names and comments
+/// (`'$1'`, `"$1"`, `` `$1` ``, `-- $1`, `/* $1 */` are not placeholders; neither is a
+/// PostgreSQL dollar-quoted body such as `$$ ... $$` or `$tag$ ... $tag$`).
+pub fn sql_placeholders(sql: &str) -> Vec<Placeholder> {
+    let bytes = sql.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    let skip_until = |from: usize, end: &[u8]| -> usize {
+        sql[from..].find(std::str::from_utf8(end).unwrap_or("")).map_or(bytes.len(), |at| from + at + end.len())
+    };
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                // A doubled quote inside is the quote itself: the scan resumes after it either way.
+                i = skip_until(i + 1, &[quote]);
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => i = skip_until(i + 2, b"\n"),
+            b'/' if bytes.get(i + 1) == Some(&b'*') => i = skip_until(i + 2, b"*/"),
+            b'$' => {
+                let digits = bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let after_word = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+                if digits > 0 && !after_word {
+                    let end = i + 1 + digits;
+                    if let Ok(number) = sql[i + 1..end].parse::<u32>() {
+                        found.push(Placeholder { range: i..end, number });
+                    }
+                    i = end;
+                } else {
+                    // A dollar quote: `$$` or `$tag$`, closed by the same.
+                    let tag_len = bytes[i + 1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
+                    if !after_word && bytes.get(i + 1 + tag_len) == Some(&b'$') {
+                        let tag = &sql[i..i + tag_len + 2];
+                        i = skip_until(i + tag.len(), tag.as_bytes());
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    fn numbers(sql: &str) -> Vec<u32> {
+        sql_placeholders(sql).into_iter().map(|p| p.number).collect()
+    }
+
+    #[test]
+    fn placeholders_outside_quotes_and_comments() {
+        assert_eq!(numbers("SELECT * FROM t WHERE a = $1 AND b = $2"), vec![1, 2]);
+        assert_eq!(numbers("SELECT '$1', \"$2\", `$3` -- $4\n, $5 /* $6 */ FROM t WHERE x=$2"), vec![5, 2]);
+        assert_eq!(numbers("SELECT $$ $1 $$, $tag$ $2 $tag$, $3"), vec![3]);
+        assert_eq!(numbers("SELECT 'it''s $1', $10"), vec![10]);
+        assert_eq!(numbers("SELECT a$1 FROM t"), Vec::<u32>::new());
+        let found = sql_placeholders("x = $12");
+        assert_eq!(found[0].range, 4..7);
+    }
+}

@@ -18,7 +18,8 @@ const MAX_CONNECTIONS_PER_HOST: u32 = 64;
 
 pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
     let feeders = plan.feeders.iter().map(|f| f.name.clone()).collect();
-    let mut v = Validator { errors: Vec::new(), feeders };
+    let databases = plan.databases.iter().map(|d| d.name.clone()).collect();
+    let mut v = Validator { errors: Vec::new(), feeders, databases };
     v.plan(plan);
     let value = serde_json::to_value(plan).expect("a plan always serializes");
     v.durations("", &value);
@@ -29,6 +30,8 @@ struct Validator {
     errors: Vec<PlanError>,
     /// The plan's feeder names, which `feed` steps refer to.
     feeders: Vec<String>,
+    /// The plan's database names, which `sql` steps refer to.
+    databases: Vec<String>,
 }
 
 impl Validator {
@@ -139,6 +142,7 @@ impl Validator {
         }
         self.options(plan);
         self.feeders(plan);
+        self.databases(plan);
         if plan.scenarios.is_empty() {
             self.error("scenarios", "a plan needs at least one scenario");
         }
@@ -517,7 +521,103 @@ impl Validator {
                     }
                 }
                 Step::SqlWorkload(step) => self.sql_workload(&path, step),
+                Step::Sql(step) => self.sql_statement(&path, step),
+                Step::SqlTransaction(step) => self.sql_database_reference(&path, step.database.as_deref()),
             }
+        }
+    }
+
+    fn database_url(&mut self, path: &str, url: &str) {
+        let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+        if !matches!(scheme, "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") {
+            self.error(
+                path,
+                format!(
+                    "{url:?} is not a database URL horde knows: sqlite:///path/file.db, \
+                     postgres://user:password@host:port/database or mysql://user:password@host:port/database"
+                ),
+            );
+        }
+    }
+
+    fn databases(&mut self, plan: &Plan) {
+        let mut names = std::collections::HashSet::new();
+        for (i, database) in plan.databases.iter().enumerate() {
+            let path = format!("databases[{i}]");
+            if database.name.trim().is_empty() {
+                self.error(format!("{path}.name"), "a database needs a name");
+            } else if !names.insert(database.name.as_str()) {
+                self.error(format!("{path}.name"), format!("duplicate database name {:?}", database.name));
+            }
+            self.database_url(&format!("{path}.url"), &database.url);
+            if database.pool_size == Some(0) {
+                self.error(format!("{path}.pool_size"), "must be at least 1 (leave it out for a connection per user)");
+            }
+        }
+    }
+
+    /// A step's `database`: one of the plan's, or none when the plan has exactly one.
+    fn sql_database_reference(&mut self, path: &str, database: Option<&str>) {
+        match database {
+            None if self.databases.len() == 1 => {}
+            None if self.databases.is_empty() => self.error(
+                path,
+                "the plan has no database: add one to `databases` (in Python, setup(..., protocol=[sql.url(\"postgres://...\")]))",
+            ),
+            None => self.error(
+                format!("{path}.database"),
+                format!("the plan has several databases: name one of {}", self.databases.join(", ")),
+            ),
+            Some(name) if !self.databases.iter().any(|known| known == name) => {
+                let known = if self.databases.is_empty() { "none".to_string() } else { self.databases.join(", ") };
+                self.error(format!("{path}.database"), format!("no database named {name:?} (the plan's: {known})"));
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn sql_statement(&mut self, path: &str, step: &crate::SqlStatement) {
+        if step.name.trim().is_empty() {
+            self.error(format!("{path}.name"), "a statement needs a name (its row)");
+        }
+        self.sql_database_reference(path, step.database.as_deref());
+        if step.sql.trim().is_empty() {
+            self.error(format!("{path}.sql"), "no statement");
+        }
+        let placeholders = crate::sql_placeholders(&step.sql);
+        let highest = placeholders.iter().map(|p| p.number).max().unwrap_or(0) as usize;
+        if placeholders.iter().any(|p| p.number == 0) {
+            self.error(format!("{path}.sql"), "placeholders count from $1");
+        }
+        if highest > step.params.len() {
+            self.error(
+                format!("{path}.params"),
+                format!("the statement uses ${highest} but has {} param(s)", step.params.len()),
+            );
+        }
+        for (i, param) in step.params.iter().enumerate() {
+            self.template(&format!("{path}.params[{i}]"), param);
+            if !placeholders.iter().any(|p| p.number as usize == i + 1) {
+                self.error(format!("{path}.params[{i}]"), format!("${} is not in the statement", i + 1));
+            }
+        }
+        for (i, check) in step.checks.iter().enumerate() {
+            let path = format!("{path}.checks[{i}]");
+            match &check.source {
+                CheckSource::RowCount | CheckSource::ResponseTimeInMillis => {}
+                CheckSource::Column { name } if name.trim().is_empty() => {
+                    self.error(format!("{path}.source.name"), "a column check needs a column name");
+                }
+                CheckSource::Column { .. } if step.kind == crate::SqlStatementKind::Execute => {
+                    self.error(format!("{path}.source"), "an execute returns no rows: make the statement a query to read its columns");
+                }
+                CheckSource::Column { .. } => {}
+                _ => self.error(
+                    format!("{path}.source"),
+                    "a statement's result is checked with row_count, column or response_time_in_millis",
+                ),
+            }
+            self.check(&path, check);
         }
     }
 
@@ -525,17 +625,7 @@ impl Validator {
         if step.name.trim().is_empty() {
             self.error(format!("{path}.name"), "must not be empty");
         }
-        let scheme = step.url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
-        if !matches!(scheme, "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") {
-            self.error(
-                format!("{path}.url"),
-                format!(
-                    "{:?} is not a database URL horde knows: sqlite:///path/file.db, \
-                     postgres://user:password@host:port/database or mysql://user:password@host:port/database",
-                    step.url
-                ),
-            );
-        }
+        self.database_url(&format!("{path}.url"), &step.url);
         let identifier = |name: &str| {
             let mut chars = name.chars();
             chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -645,10 +735,10 @@ impl Validator {
             for (kind, checks) in [("matching", &message.matching), ("checks", &message.checks)] {
                 for (j, check) in checks.iter().enumerate() {
                     let path = format!("{path}.{kind}[{j}]");
-                    if check.source.needs_response() {
+                    if check.source.needs_response() || check.source.is_sql() {
                         self.error(
                             format!("{path}.source"),
-                            "a message has no status, headers, location or response time: check its text",
+                            "a message has no status, headers, location, response time or rows: check its text",
                         );
                     }
                     if kind == "matching" && check.save_as.is_some() {
@@ -717,7 +807,11 @@ impl Validator {
             self.body(&format!("{path}.body"), body);
         }
         for (i, check) in request.checks.iter().enumerate() {
-            self.check(&format!("{path}.checks[{i}]"), check);
+            let path = format!("{path}.checks[{i}]");
+            if check.source.is_sql() {
+                self.error(format!("{path}.source"), "row_count and column read a SQL statement's result, not an HTTP response");
+            }
+            self.check(&path, check);
         }
         for (i, resource) in request.resources.iter().enumerate() {
             let path = format!("{path}.resources[{i}]");
@@ -810,7 +904,7 @@ impl Validator {
         if !check.select.is_first() && !check.source.is_multivalued() && !counts_substrings {
             self.error(
                 format!("{path}.select"),
-                "find(n), find_all and count apply to regex, css, jsonpath, jmespath, xpath and header \
+                "find(n), find_all and count apply to regex, css, jsonpath, jmespath, xpath, header and column \
                  (and count to substring): this source has one value",
             );
         }

@@ -1,12 +1,14 @@
-//! Checks: extract values from a response, select, transform, validate, save into the
-//! session.
+//! What checks read in an HTTP response (or a socket's message): its status, headers and
+//! body, parsed as HTML or JSON on demand. Selecting, validating and saving are the core's
+//! (`crate::checks`).
 
-use crate::lower::{CheckProgram, Expected, Extractor, ValidationProgram};
-use crate::session::expression::{abridged, compare, hex, EvalError};
+pub use crate::checks::CheckFailure;
+use crate::checks::{run_checks_on, CheckSubject};
+use crate::lower::{CheckProgram, Extractor};
+use crate::session::expression::hex;
 use crate::session::{Session, Value};
 use base64::Engine as _;
 use bytes::Bytes;
-use horde_plan::{CompareOp, Select, Transform};
 use http::{HeaderMap, StatusCode};
 use sha1::Digest as _;
 use std::borrow::Cow;
@@ -70,7 +72,9 @@ impl<'a> ResponseView<'a> {
         }
         self.jmespath.clone().flatten()
     }
+}
 
+impl CheckSubject for ResponseView<'_> {
     /// The source's values, at most `limit` of them, in the response's order. JSON null is no
     /// value. An error is an expression that failed on this response.
     fn values(&mut self, extractor: &Extractor, limit: usize) -> Result<Vec<Value>, String> {
@@ -132,75 +136,13 @@ impl<'a> ResponseView<'a> {
             Extractor::ResponseTimeInMillis => {
                 self.response_time_ms.map(|ms| Value::from(ms.to_string())).into_iter().collect()
             }
+            Extractor::RowCount | Extractor::Column(_) => unreachable!("validation keeps SQL sources on SQL steps"),
         })
     }
 
-    /// What the check found: the value `select` picks, transformed; `None` when nothing was.
-    fn find(&mut self, check: &CheckProgram) -> Result<Option<Value>, String> {
-        let limit = match check.select {
-            Select::First => 1,
-            Select::Nth { index } => index as usize + 1,
-            Select::All | Select::Count => usize::MAX,
-        };
-        let mut values = self.values(&check.extractor, limit)?;
-        let transform = |value: Value| check.transforms.iter().try_fold(value, |value, t| transform(value, *t));
-        Ok(match check.select {
-            Select::First | Select::Nth { .. } => match values.len() {
-                n if n == limit => Some(transform(values.pop().expect("limit is at least 1"))?),
-                _ => None,
-            },
-            Select::All if values.is_empty() => None,
-            Select::All => Some(Value::list(values.into_iter().map(transform).collect::<Result<Vec<_>, _>>()?)),
-            Select::Count => Some(transform(Value::from(values.len().to_string()))?),
-        })
+    fn failure_detail(&self, extractor: &Extractor) -> Option<u32> {
+        matches!(extractor, Extractor::Status).then(|| self.status.as_u16() as u32)
     }
-}
-
-/// One of the native transforms; a value it cannot take fails the check.
-fn transform(value: Value, transform: Transform) -> Result<Value, String> {
-    let number = |n: serde_json::Number| Value::Json(std::sync::Arc::new(serde_json::Value::Number(n)));
-    Ok(match transform {
-        Transform::Lowercase => Value::from(value.as_text().to_lowercase()),
-        Transform::Uppercase => Value::from(value.as_text().to_uppercase()),
-        Transform::Trim => match value.as_text() {
-            Cow::Borrowed(text) if text.trim().len() == text.len() => value,
-            text => Value::from(text.trim()),
-        },
-        Transform::ToInt => {
-            let text = value.as_text();
-            match text.trim().parse::<i64>() {
-                Ok(n) => number(n.into()),
-                Err(_) => return Err(format!("expected an integer, found {}", abridged(&text))),
-            }
-        }
-        Transform::ToNumber => {
-            let text = value.as_text();
-            let trimmed = text.trim();
-            match (trimmed.parse::<i64>(), trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64)) {
-                (Ok(n), _) => number(n.into()),
-                (_, Some(n)) => number(n),
-                _ => return Err(format!("expected a number, found {}", abridged(&text))),
-            }
-        }
-        Transform::Length => {
-            let length = match &value {
-                Value::Json(json) => match &**json {
-                    serde_json::Value::Array(items) => items.len(),
-                    serde_json::Value::Object(members) => members.len(),
-                    _ => value.as_text().chars().count(),
-                },
-                Value::Text(text) => text.chars().count(),
-            };
-            number((length as u64).into())
-        }
-    })
-}
-
-/// A failed check: which one, what it saw, and a small detail to count it under.
-#[derive(Debug)]
-pub struct CheckFailure {
-    pub message: String,
-    pub detail: u32,
 }
 
 /// Runs the checks in order; the first failure stops them. Values are saved only from
@@ -220,115 +162,7 @@ pub fn run_checks(
             });
         }
     }
-    for (index, check) in checks.iter().enumerate() {
-        let detail = match check.extractor {
-            Extractor::Status => response.status.as_u16() as u32,
-            _ => 1000 + index as u32,
-        };
-        let fail = |message: String| CheckFailure { message: format!("{}: {message}", check.description), detail };
-        let mut found = response.find(check).map_err(fail)?;
-        if found.is_none() {
-            if check.optional {
-                continue;
-            }
-            if let Some(default) = &check.default {
-                let value = default.template.value(session);
-                found = Some(value.map_err(|e| fail(format!("the default {}", unrenderable_from(e, &default.source))))?);
-            }
-        }
-        verdict(check, found.as_ref(), session).map_err(fail)?;
-        if let (Some(slot), Some(value)) = (check.save_as, found) {
-            session.variables[slot] = Some(value);
-        }
-    }
-    Ok(())
-}
-
-/// Whether `found` passes the check's validation; if not, what was expected and found. The
-/// message is written only for a failure: checks that pass allocate nothing for it.
-fn verdict(check: &CheckProgram, found: Option<&Value>, session: &mut Session) -> Result<(), String> {
-    let text = || found.map(Value::as_text);
-    let render = |expected: &Expected, session: &mut Session| -> Result<String, String> {
-        expected.template.render(session).map_err(|e| format!("the expected value {}", unrenderable_from(e, &expected.source)))
-    };
-    let wanted = match &check.validation {
-        ValidationProgram::Exists if found.is_some() => return Ok(()),
-        ValidationProgram::NotExists if found.is_none() => return Ok(()),
-        ValidationProgram::Exists => "to exist".to_string(),
-        ValidationProgram::NotExists => "not to exist".to_string(),
-        ValidationProgram::Is(expected) | ValidationProgram::Not(expected) => {
-            let is = matches!(check.validation, ValidationProgram::Is(_));
-            // The common case, a fixed expected text, compares without rendering anything.
-            if let (Some(literal), Some(found), false) = (expected.template.as_static(), found, check.select == Select::All) {
-                if (*found.as_text() == *literal) == is {
-                    return Ok(());
-                }
-            }
-            let value = expected
-                .template
-                .value(session)
-                .map_err(|e| format!("the expected value {}", unrenderable_from(e, &expected.source)))?;
-            let equal = found.is_some_and(|found| {
-                // A list equals a JSON array however it is spaced.
-                *found.as_text() == *value.as_text()
-                    || (check.select == Select::All && found.to_json().is_some_and(|f| value.to_json().is_some_and(|v| f == v)))
-            });
-            if found.is_some() && equal == is {
-                return Ok(());
-            }
-            let wanted = describe(&value.as_text(), expected);
-            if is { wanted } else { format!("not {wanted}") }
-        }
-        ValidationProgram::In(values) => {
-            let mut rendered = Vec::with_capacity(values.len());
-            for expected in values {
-                rendered.push(render(expected, session)?);
-            }
-            if text().is_some_and(|text| rendered.iter().any(|v| *v == *text)) {
-                return Ok(());
-            }
-            format!("one of {rendered:?}")
-        }
-        ValidationProgram::Compare(op, expected) => {
-            let value = render(expected, session)?;
-            if text().is_some_and(|text| compare(&text, *op, &value)) {
-                return Ok(());
-            }
-            let relation = match op {
-                CompareOp::Lt => "less than",
-                CompareOp::Le => "at most",
-                CompareOp::Gt => "more than",
-                CompareOp::Ge => "at least",
-                CompareOp::Eq | CompareOp::Ne => unreachable!("is and not are validations of their own"),
-            };
-            format!("{relation} {}", describe(&value, expected))
-        }
-    };
-    let found = match text() {
-        None => "nothing".to_string(),
-        Some(value) => abridged(&value),
-    };
-    Err(format!("expected {wanted}, found {found}"))
-}
-
-/// An expected value as a message shows it: its text, and the template it came from when
-/// that differs.
-fn describe(value: &str, expected: &Expected) -> String {
-    match expected.template.as_static() {
-        Some(_) => format!("{value:?}"),
-        None => format!("{value:?} (from {:?})", expected.source),
-    }
-}
-
-fn unrenderable(error: EvalError) -> String {
-    match error {
-        EvalError::Undefined(_) => "has a variable that is not set".to_string(),
-        EvalError::Invalid(message) => format!("cannot be computed: {message}"),
-    }
-}
-
-fn unrenderable_from(error: EvalError, source: &str) -> String {
-    format!("{source:?} {}", unrenderable(error))
+    run_checks_on(checks, response, session)
 }
 
 #[cfg(test)]

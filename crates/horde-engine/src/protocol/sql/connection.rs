@@ -9,11 +9,36 @@ use super::sqlite::LiteConnection;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-/// A statement parameter: text, or an integer (a key).
+/// A statement parameter: text for a text column, an integer (a key), or text the database
+/// converts to whatever type the placeholder has (a scenario's rendered templates).
 #[derive(Debug, Clone, Copy)]
 pub enum Param<'a> {
     Text(&'a str),
     Int(i64),
+    Untyped(&'a str),
+}
+
+/// What a scenario's statement returned: how many rows (returned by a query, changed by an
+/// execute), and the values of the columns its checks read, one per row (`None`: SQL NULL).
+/// Other columns are never converted.
+#[derive(Debug, Default)]
+pub struct StatementResult {
+    pub row_count: u64,
+    /// In the order of the statement's wanted columns; `None` when the result has no column of
+    /// that name.
+    pub columns: Vec<Option<Vec<Option<String>>>>,
+    /// The result's column names, kept only when a wanted one is missing (for the message).
+    pub column_names: Vec<String>,
+}
+
+impl StatementResult {
+    /// A result ready to take the values of `wanted` columns, found at `indices` of the
+    /// result's (`None`: not in it).
+    pub fn for_columns(indices: &[Option<usize>], names: impl FnOnce() -> Vec<String>) -> StatementResult {
+        let columns = indices.iter().map(|index| index.map(|_| Vec::new())).collect();
+        let column_names = if indices.iter().any(Option::is_none) { names() } else { Vec::new() };
+        StatementResult { row_count: 0, columns, column_names }
+    }
 }
 
 /// One statement's time, for statements a driver runs several of at once (pipelining).
@@ -77,6 +102,22 @@ impl Connection {
             Connection::Postgres(c) => c.exec_prepared(sql, params).await,
             Connection::MySql(c) => c.exec_prepared(sql, params).await,
             Connection::Sqlite(c) => c.exec_prepared(sql, params).await,
+        }
+    }
+
+    /// A scenario's statement: prepared once per connection, its rows counted and the wanted
+    /// columns' values read (a query), or the rows it changed counted (an execute).
+    pub async fn run_statement(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        kind: horde_plan::SqlStatementKind,
+        wanted: &[String],
+    ) -> Result<StatementResult, SqlError> {
+        match self {
+            Connection::Postgres(c) => c.run_statement(sql, params, kind, wanted).await,
+            Connection::MySql(c) => c.run_statement(sql, params, kind, wanted).await,
+            Connection::Sqlite(c) => c.run_statement(sql, params, kind, wanted).await,
         }
     }
 

@@ -1,16 +1,19 @@
 //! SQL databases: PostgreSQL, MariaDB/MySQL and SQLite behind one connection type
-//! (`connection.rs`, a driver per file), their failures as stable kinds (`error.rs`), the
-//! dialects' differences (`database.rs`), and seed 000's experiment as a step (`workload.rs`,
-//! the phases and their strategies; `resources.rs`, what a phase cost the client and the
-//! server).
+//! (`connection.rs`, a driver per file; PostgreSQL's binary values as text in
+//! `postgres_text.rs`), their failures as stable kinds (`error.rs`), the dialects' differences
+//! (`database.rs`), statements and transactions inside scenarios with their checks and pools
+//! (`statement.rs`), and seed 000's experiment as a step (`workload.rs`, the phases and their
+//! strategies; `resources.rs`, what a phase cost the client and the server).
 
 mod connection;
 pub(crate) mod database;
 mod error;
 mod mysql;
 mod postgres;
+mod postgres_text;
 mod resources;
 mod sqlite;
+mod statement;
 mod workload;
 
 pub use database::{redacted, Database};
@@ -27,4 +30,7 @@ pub fn check_connection(url: &str, base_dir: Option<&std::path::Path>) -> Result
         Ok(connection.kind().name().to_string())
     })
 }
+pub use statement::{
+    translate_placeholders, ScenarioDatabase, SqlLink, SqlStatementProgram, SqlTransactionProgram, WorkerPools,
+};
 pub use workload::{running_phase, PhaseProgress, PhaseShared, SqlWorkloadProgram};

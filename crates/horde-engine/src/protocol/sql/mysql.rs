@@ -2,8 +2,9 @@
 //! driver's cache, by their text), rows stream from the binary protocol, and bulk loads are
 //! `LOAD DATA LOCAL INFILE` fed from memory.
 
-use super::connection::Param;
+use super::connection::{Param, StatementResult};
 use super::error::SqlError;
+use horde_plan::SqlStatementKind;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
@@ -21,7 +22,8 @@ fn values(params: &[Param<'_>]) -> Params {
         params
             .iter()
             .map(|p| match *p {
-                Param::Text(text) => Value::Bytes(text.as_bytes().to_vec()),
+                // MySQL converts a string to the type its use needs.
+                Param::Text(text) | Param::Untyped(text) => Value::Bytes(text.as_bytes().to_vec()),
                 Param::Int(n) => Value::Int(n),
             })
             .collect(),
@@ -46,6 +48,36 @@ impl MyConnection {
     pub async fn exec_prepared(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
         self.conn.exec_drop(sql, values(params)).await?;
         Ok(self.conn.affected_rows())
+    }
+
+    pub async fn run_statement(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        kind: SqlStatementKind,
+        wanted: &[String],
+    ) -> Result<StatementResult, SqlError> {
+        if kind == SqlStatementKind::Execute {
+            return Ok(StatementResult { row_count: self.exec_prepared(sql, params).await?, ..StatementResult::default() });
+        }
+        let mut rows = self.conn.exec_iter(sql, values(params)).await?;
+        let columns = rows.columns();
+        let columns: &[mysql_async::Column] = columns.as_deref().unwrap_or_default();
+        let indices: Vec<Option<usize>> =
+            wanted.iter().map(|name| columns.iter().position(|c| c.name_str() == name.as_str())).collect();
+        let dates: Vec<bool> = columns.iter().map(|c| c.column_type() == mysql_async::consts::ColumnType::MYSQL_TYPE_DATE).collect();
+        let mut result =
+            StatementResult::for_columns(&indices, || columns.iter().map(|c| c.name_str().into_owned()).collect());
+        rows.for_each(|row| {
+            result.row_count += 1;
+            for (values, index) in result.columns.iter_mut().zip(&indices) {
+                if let (Some(values), Some(index)) = (values, *index) {
+                    values.push(row.as_ref(index).and_then(|value| text_of(value, dates[index])));
+                }
+            }
+        })
+        .await?;
+        Ok(result)
     }
 
     /// Counts the rows (and their text bytes) as they stream in.
@@ -87,4 +119,32 @@ impl MyConnection {
         self.conn.query_drop(format!("LOAD DATA LOCAL INFILE 'horde' INTO TABLE {table} ({columns})")).await?;
         Ok(self.conn.affected_rows())
     }
+}
+
+/// A value as the `mariadb` client shows it; `None` for NULL.
+fn text_of(value: &Value, is_date: bool) -> Option<String> {
+    Some(match value {
+        Value::NULL => return None,
+        Value::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Int(n) => n.to_string(),
+        Value::UInt(n) => n.to_string(),
+        Value::Float(x) => x.to_string(),
+        Value::Double(x) => x.to_string(),
+        Value::Date(year, month, day, ..) if is_date => format!("{year:04}-{month:02}-{day:02}"),
+        Value::Date(year, month, day, hour, minute, second, micros) => {
+            let mut text = format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}");
+            if *micros != 0 {
+                text.push_str(&format!(".{micros:06}"));
+            }
+            text
+        }
+        Value::Time(negative, days, hours, minutes, seconds, micros) => {
+            let hours = u64::from(*days) * 24 + u64::from(*hours);
+            let mut text = format!("{}{hours:02}:{minutes:02}:{seconds:02}", if *negative { "-" } else { "" });
+            if *micros != 0 {
+                text.push_str(&format!(".{micros:06}"));
+            }
+            text
+        }
+    })
 }

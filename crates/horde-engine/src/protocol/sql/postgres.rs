@@ -2,13 +2,15 @@
 //! task), prepared statements are cached per connection, COPY streams rows in, and pipelining
 //! is several statements in flight on one connection.
 
-use super::connection::{Param, StatementTiming};
+use super::connection::{Param, StatementResult, StatementTiming};
 use super::error::SqlError;
+use super::postgres_text::PgText;
+use horde_plan::SqlStatementKind;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt, TryStreamExt};
 use std::collections::HashMap;
 use tokio::time::Instant;
-use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Statement};
 
 pub struct PgConnection {
@@ -66,6 +68,37 @@ impl PgConnection {
         let statement = self.statement(sql).await?;
         let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         Ok(self.client.execute(&statement, &params).await?)
+    }
+
+    pub async fn run_statement(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        kind: SqlStatementKind,
+        wanted: &[String],
+    ) -> Result<StatementResult, SqlError> {
+        let statement = self.statement(sql).await?;
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        if kind == SqlStatementKind::Execute {
+            let row_count = self.client.execute(&statement, &params).await?;
+            return Ok(StatementResult { row_count, ..StatementResult::default() });
+        }
+        let indices: Vec<Option<usize>> =
+            wanted.iter().map(|name| statement.columns().iter().position(|c| c.name() == name)).collect();
+        let mut result = StatementResult::for_columns(&indices, || {
+            statement.columns().iter().map(|c| c.name().to_string()).collect()
+        });
+        let stream = self.client.query_raw(&statement, params).await?;
+        futures_util::pin_mut!(stream);
+        while let Some(row) = stream.try_next().await? {
+            result.row_count += 1;
+            for (values, index) in result.columns.iter_mut().zip(&indices) {
+                if let (Some(values), Some(index)) = (values, index) {
+                    values.push(row.try_get::<_, Option<PgText>>(*index)?.map(|text| text.0));
+                }
+            }
+        }
+        Ok(result)
     }
 
     /// Every row's statement sent at once on the connection, the answers read as they come:
@@ -157,20 +190,33 @@ impl PgConnection {
 impl ToSql for Param<'_> {
     fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match *self {
-            Param::Text(text) => text.to_sql(ty, out),
+            Param::Text(text) if <&str as ToSql>::accepts(ty) => text.to_sql(ty, out),
+            Param::Text(_) => Err(format!("a text parameter cannot be a {}", ty.name()).into()),
+            // Sent in the text format (below): the server parses it as the placeholder's type.
+            Param::Untyped(text) => {
+                out.extend_from_slice(text.as_bytes());
+                Ok(IsNull::No)
+            }
             Param::Int(n) => match *ty {
                 Type::INT2 => i16::try_from(n)?.to_sql(ty, out),
                 Type::INT4 => i32::try_from(n)?.to_sql(ty, out),
-                _ => n.to_sql(ty, out),
+                Type::INT8 => n.to_sql(ty, out),
+                _ => Err(format!("an integer parameter cannot be a {}", ty.name()).into()),
             },
         }
     }
 
-    fn accepts(ty: &Type) -> bool {
-        <&str as ToSql>::accepts(ty)
-            || <i64 as ToSql>::accepts(ty)
-            || <i32 as ToSql>::accepts(ty)
-            || <i16 as ToSql>::accepts(ty)
+    fn encode_format(&self, _ty: &Type) -> Format {
+        match self {
+            Param::Untyped(_) => Format::Text,
+            Param::Text(_) | Param::Int(_) => Format::Binary,
+        }
+    }
+
+    /// Any type: an untyped parameter is text the server parses; the others check their type
+    /// when encoded.
+    fn accepts(_ty: &Type) -> bool {
+        true
     }
 
     tokio_postgres::types::to_sql_checked!();

@@ -2,8 +2,9 @@
 //! worker thread, like computing a hash. Callers keep each call short (a page, a batch, one
 //! transaction) and yield between calls, so the worker's other tasks (snapshots, a stop) run.
 
-use super::connection::Param;
+use super::connection::{Param, StatementResult};
 use super::error::SqlError;
+use horde_plan::SqlStatementKind;
 use rusqlite::{params_from_iter, Connection, ToSql};
 use sha1::Digest;
 use std::path::Path;
@@ -21,7 +22,8 @@ pub struct LiteConnection {
 impl ToSql for Param<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         Ok(match *self {
-            Param::Text(text) => {
+            // An untyped text compared with a number column takes the column's affinity.
+            Param::Text(text) | Param::Untyped(text) => {
                 rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(text.as_bytes()))
             }
             Param::Int(n) => rusqlite::types::ToSqlOutput::Owned(rusqlite::types::Value::Integer(n)),
@@ -79,6 +81,42 @@ impl LiteConnection {
         Ok(self.conn.changes())
     }
 
+    /// A scenario's statement. One that writes takes the run's turn on the file (unless the
+    /// connection's transaction holds it already); a read does not need it.
+    pub async fn run_statement(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        kind: SqlStatementKind,
+        wanted: &[String],
+    ) -> Result<StatementResult, SqlError> {
+        let writes = !self.conn.prepare_cached(sql)?.readonly();
+        let _turn = match (writes, &self.transaction) {
+            (true, None) => Some(self.writer.lock().await),
+            _ => None,
+        };
+        let mut statement = self.conn.prepare_cached(sql)?;
+        if kind == SqlStatementKind::Execute {
+            let row_count = statement.execute(params_from_iter(params.iter()))? as u64;
+            return Ok(StatementResult { row_count, ..StatementResult::default() });
+        }
+        let indices: Vec<Option<usize>> =
+            wanted.iter().map(|name| statement.column_names().position(|c| c == name)).collect();
+        let mut result = StatementResult::for_columns(&indices, || {
+            statement.column_names().map(|name| name.to_string()).collect()
+        });
+        let mut rows = statement.query(params_from_iter(params.iter()))?;
+        while let Some(row) = rows.next()? {
+            result.row_count += 1;
+            for (values, index) in result.columns.iter_mut().zip(&indices) {
+                if let (Some(values), Some(index)) = (values, *index) {
+                    values.push(text_of(row.get_ref(index)?));
+                }
+            }
+        }
+        Ok(result)
+    }
+
     pub fn query_i64(&mut self, sql: &str) -> Result<Option<i64>, SqlError> {
         let mut statement = self.conn.prepare_cached(sql)?;
         let mut rows = statement.query([])?;
@@ -124,6 +162,17 @@ impl LiteConnection {
         }
         Ok(())
     }
+}
+
+/// A value as the `sqlite3` shell shows it; `None` for NULL.
+fn text_of(value: rusqlite::types::ValueRef<'_>) -> Option<String> {
+    use rusqlite::types::ValueRef;
+    Some(match value {
+        ValueRef::Null => return None,
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+        ValueRef::Text(bytes) | ValueRef::Blob(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+    })
 }
 
 /// Lowercase hex SHA-1, as MySQL's `SHA1()` and pgcrypto's `encode(digest(...), 'hex')` give it.
