@@ -292,6 +292,8 @@ class DjangoLogin:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = directory / "server.log"
+        # The site's own database: tests read it, and scenarios' SQL steps too.
+        self.database = directory / "db.sqlite3"
         env = {**os.environ, "DJANGO_LOGIN_DATA_DIR": str(directory), "DJANGO_LOGIN_USERS": str(users_csv)}
         with open(self.log, "w") as log:
             self.process = subprocess.Popen([sys.executable, str(DJANGO_LOGIN_APP), "--port", str(self.port)],

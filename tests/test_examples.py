@@ -3,6 +3,7 @@
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 
 import pytest
@@ -194,7 +195,7 @@ def test_every_example_is_covered():
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
-               "sql_experiment.sh"}
+               "sql_experiment.sh", "signup_checked_in_db.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -284,6 +285,40 @@ def test_csv_login(django_login, tmp_path):
     everyone_once = {row["username"]: 1 for row in rows}
     assert (stats["logins"], stats["logouts"]) == (everyone_once, everyone_once)
     assert (stats["failed_logins"], stats["csrf_failures"]) == (0, 0)
+
+
+def test_signup_checked_in_db(django_login, tmp_path):
+    """HTTP and SQL in one scenario: users sign up on the Django site, find their row in its
+    database, log in, and find the login recorded; the ids saved from SQL flow into SQL again."""
+    users = 6
+    before = django_login.stats()
+    run_example(["horde", "run", EXAMPLES / "signup_checked_in_db.py", "-D", f"base_url={django_login.url}",
+                 "-D", f"database=sqlite://{django_login.database}", "-D", f"users={users}", "-D", "run=t1"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert counts == {name: users for name in ("signup page", "signup", "signup Redirect 1", "user row", "login",
+                                                "login Redirect 1", "login recorded")}, counts
+    # The site's side: six sign-ups and six logins of exactly those names, and the rows are in
+    # its database with the login time set.
+    stats = django_login.stats()
+    names = {f"user-t1-{n}" for n in range(users)}
+    assert stats["signups"] - before["signups"] == users
+    assert names <= set(stats["logins"]), stats["logins"]
+    with sqlite3.connect(django_login.database) as db:
+        rows = db.execute("SELECT username FROM auth_user WHERE username LIKE 'user-t1-%' AND last_login IS NOT NULL")
+        assert {name for (name,) in rows} == names
+
+    # Run again with the same names: every sign-up is refused, so the user stops there; the
+    # check names what the page said instead.
+    (tmp_path / "again").mkdir()
+    run_example(["horde", "run", EXAMPLES / "signup_checked_in_db.py", "-D", f"base_url={django_login.url}",
+                 "-D", f"database=sqlite://{django_login.database}", "-D", f"users={users}", "-D", "run=t1"],
+                tmp_path / "again")
+    [summary] = summaries(tmp_path / "again")
+    signup = next(r for r in summary["requests"] if r["name"] == "signup")
+    assert (signup["ok"], signup["ko"]) == (0, users)
+    assert not any(r["name"] == "user row" for r in summary["requests"])
 
 
 def test_csv_login_with_a_wrong_password_and_too_few_rows(django_login, tmp_path):

@@ -159,3 +159,139 @@ def test_a_server_killed_mid_phase_leaves_the_results_so_far(tmp_path):
     assert row["ok"] > 0 and row["ko"] >= 1
     assert any(e["kind"] in ("sql_connection_lost", "sql_connection", "sql_operator_intervention", "connect_refused")
                for e in summary["errors"]), summary["errors"]
+
+
+# SQL inside scenarios (sql(...) steps), against the real servers.
+
+SCENARIO = '''
+from horde import at_once_users, column, param, row_count, scenario, setup, sql
+
+active = param("active")
+journey = (
+    scenario("accounts")
+    .exec(sql("insert").query(
+        "INSERT INTO accounts (email, balance, active, created) VALUES ($1, $2, $3, $4) RETURNING id",
+        params=["user-${__user_id}@example.com", "12.50", "1", "2026-11-26 10:00:00"],
+    ).check(row_count().is_(1), column("id").save_as("id")))
+    .exec(sql("find").query(
+        "SELECT id, email, balance, active, created, note FROM accounts WHERE id = $1", params=["${id}"],
+    ).check(row_count().is_(1), column("email").is_("user-${__user_id}@example.com"), column("balance").is_("12.50"),
+            column("active").is_(active), column("created").is_("2026-11-26 10:00:00"), column("note").not_exists()))
+    .exec(sql("credit").execute("UPDATE accounts SET balance = balance + $1 WHERE id = $2", params=["1.25", "${id}"])
+          .check(row_count().is_(1)))
+    # Undone: the rollback leaves the balance as it was.
+    .exec(sql.begin(), sql("zero").execute("UPDATE accounts SET balance = 0 WHERE id = $1", params=["${id}"]), sql.rollback())
+    # The pool holds at most two connections (one per worker) however many users wait.
+    .exec(sql("connections").query(param("connections_sql")).check(column("n").lte(2)))
+)
+setup(journey.inject(at_once_users(param("users", 8))), protocol=sql.url(param("url")).pool(param("pool", 2)), workers=2)
+'''
+
+CONNECTIONS_SQL = {
+    "postgres": "SELECT count(*) AS n FROM pg_stat_activity WHERE usename = 'bench'",
+    "mariadb": "SELECT count(*) AS n FROM information_schema.processlist WHERE user = 'bench'",
+}
+
+CREATE_ACCOUNTS = {
+    "postgres": "CREATE TABLE accounts (id serial PRIMARY KEY, email varchar(64) UNIQUE NOT NULL, "
+                "balance numeric(10,2), active boolean, created timestamp, note text)",
+    "mariadb": "CREATE TABLE accounts (id int AUTO_INCREMENT PRIMARY KEY, email varchar(64) UNIQUE NOT NULL, "
+               "balance decimal(10,2), active boolean, created datetime, note text)",
+}
+
+
+@pytest.mark.parametrize("server_name", ["postgres", "mariadb"])
+def test_scenario_statements_save_check_and_roll_back_on_a_real_server(horde, request, server_name, tmp_path):
+    server = request.getfixturevalue(server_name)
+    server.query("DROP TABLE IF EXISTS accounts")
+    server.query(CREATE_ACCOUNTS[server_name])
+    sim = tmp_path / "accounts.py"
+    sim.write_text(SCENARIO)
+    users = 8
+    active = "t" if server_name == "postgres" else "1"
+    result = horde("run", sim, "-D", f"url={server.url}", "-D", f"users={users}", "-D", f"active={active}",
+                   "-D", f"connections_sql={CONNECTIONS_SQL[server_name]}")
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert counts == {name: users for name in ("insert", "find", "credit", "BEGIN", "zero", "ROLLBACK", "connections")}
+    # The server's side: every row once, credited once, the rolled-back update undone.
+    assert server.query("SELECT count(*) FROM accounts") == str(users)
+    assert server.query("SELECT count(*) FROM accounts WHERE balance = 13.75") == str(users)
+
+    # Without the pool's bound, the same check sees more connections: it can fail.
+    server.query("DELETE FROM accounts")
+    unbounded = horde("run", sim, "-D", f"url={server.url}", "-D", f"users={users}", "-D", f"active={active}",
+                      "-D", f"connections_sql={CONNECTIONS_SQL[server_name]}", "-D", "pool=8")
+    connections = next(r for r in unbounded.summary["requests"] if r["name"] == "connections")
+    assert connections["ko"] > 0, connections
+
+
+def test_scenario_errors_are_counted_by_sqlstate_kind(horde, postgres, tmp_path):
+    postgres.query("DROP TABLE IF EXISTS uniq")
+    postgres.query("CREATE TABLE uniq (name text PRIMARY KEY)")
+    sim = tmp_path / "errors.py"
+    sim.write_text('''
+from horde import at_once_users, param, scenario, setup, sql
+scn = (scenario("s")
+       .exec(sql("same name").execute("INSERT INTO uniq VALUES ($1)", params=["taken"]))
+       .exec(sql("bad type").query("SELECT 1 WHERE 1 = $1", params=["one"]))
+       .exec(sql("syntax").query("SELEC 1")))
+setup(scn.inject(at_once_users(3)), protocol=sql.url(param("url")), on_check_failure="continue")
+''')
+    result = horde("run", sim, "-D", f"url={postgres.url}")
+    assert result.code == 0, result.stderr
+    rows = {r["name"]: (r["ok"], r["ko"]) for r in result.summary["requests"]}
+    assert rows == {"same name": (1, 2), "bad type": (0, 3), "syntax": (0, 3)}, rows
+    errors = {(e["request"], e["kind"]): e for e in result.summary["errors"]}
+    assert errors[("same name", "sql_constraint_violation")]["count"] == 2
+    assert "23505" in errors[("same name", "sql_constraint_violation")]["message"]
+    assert "22P02" in errors[("bad type", "sql_data_exception")]["message"]
+    assert "42601" in errors[("syntax", "sql_syntax_or_access")]["message"]
+    assert postgres.query("SELECT count(*) FROM uniq") == "1"
+
+
+def test_scenario_databases_that_do_not_answer_or_do_not_exist(horde, postgres, tmp_path):
+    sim = tmp_path / "db.py"
+    sim.write_text('''
+from horde import at_once_users, param, scenario, setup, sql
+scn = scenario("s").exec(sql("one").query("SELECT 1").on(param("use", "default")))
+setup(scn.inject(at_once_users(1)), protocol=sql.url(param("url")))
+''')
+    wrong_password = postgres.url.replace("benchpw", "nope")
+    result = horde("run", sim, "-D", f"url={wrong_password}")
+    assert result.code == 3, result.stderr
+    assert 'cannot connect to the database "default"' in result.stderr
+    assert "password authentication failed" in result.stderr and "nope" not in result.stderr
+    unknown = horde("run", sim, "-D", f"url={postgres.url}", "-D", "use=reports")
+    assert unknown.code == 2, unknown.stderr
+    assert 'scenarios[0].steps[0].database: no database named "reports" (the plan\'s: default)' in unknown.stderr
+
+
+def test_a_server_killed_under_a_scenario_ends_the_run_with_its_errors_counted(tmp_path):
+    server = sql_server("postgres")
+    sim = tmp_path / "loop.py"
+    sim.write_text('''
+from horde import constant_concurrent_users, param, scenario, setup, sql
+scn = scenario("s").during(4, sql("tick").query("SELECT pg_sleep(0.005)"))
+setup(scn.inject(constant_concurrent_users(4).during(4)), protocol=sql.url(param("url")).pool(2), max_duration=20)
+''')
+    try:
+        results = tmp_path / "killed"
+        process = subprocess.Popen(["horde", "run", str(sim), "-D", f"url={server.url}", "--results-dir", str(results)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: (results / "summary.json").exists() and '"tick"' in (results / "summary.json").read_text(),
+                   timeout=60, what="the first statements")
+        time.sleep(0.5)
+        subprocess.run(["pkill", "-KILL", "-P", str(server.pid)], check=False)
+        os.kill(server.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        server.stop()
+    assert process.returncode == 0, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    tick = next(r for r in summary["requests"] if r["name"] == "tick")
+    assert tick["ok"] > 0 and tick["ko"] > 0, tick
+    kinds = {e["kind"] for e in summary["errors"]}
+    assert kinds <= {"sql_connection_lost", "connect_refused", "sql_operator_intervention", "sql_connection"}, kinds

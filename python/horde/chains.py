@@ -18,6 +18,7 @@ from .feeders import Feeder
 from .http import HttpRequest
 from .session import describe, register
 from .sockets import SocketStep
+from .sql import SqlStatement, SqlTransactionStep
 
 
 def _is_session_function(item):
@@ -28,7 +29,7 @@ def _steps_of(items, where):
     """Plan steps from requests, chains, session functions and (nested) lists of them."""
     steps = []
     for item in items:
-        if isinstance(item, (HttpRequest, SocketStep, CookieStep)):
+        if isinstance(item, (HttpRequest, SocketStep, CookieStep, SqlStatement, SqlTransactionStep)):
             steps.append(item.to_step())
         elif _is_session_function(item):
             steps.append({"type": "session_function", "name": describe(item), "function": register(item, where)})
@@ -38,7 +39,8 @@ def _steps_of(items, where):
             steps.extend(_steps_of(item, where))
         else:
             raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a cookie step "
-                           f"(add_cookie(...), ...), a chain or a function of the session, got {item!r}")
+                           f"(add_cookie(...), ...), a SQL statement (sql(...).query(...), sql.begin(), ...), a chain "
+                           f"or a function of the session, got {item!r}")
     return steps
 
 

@@ -29,7 +29,7 @@ from typing import Optional
 from .errors import DslError
 
 # Sources with more than one value, which find(n), find_all() and count() choose among.
-_MULTIVALUED = {"header", "regex", "css", "jsonpath", "jmespath", "xpath"}
+_MULTIVALUED = {"header", "regex", "css", "jsonpath", "jmespath", "xpath", "column"}
 
 TRANSFORMS = ("lowercase", "uppercase", "trim", "to_int", "to_number", "length")
 

@@ -28,6 +28,7 @@ from .chains import Population
 from .errors import DslError, ParameterError
 from .feeders import collect_feeders
 from .http import HttpProtocol
+from .sql import SqlDatabase
 
 PLAN_VERSION = 1
 
@@ -78,6 +79,7 @@ class Simulation:
     name: Optional[str] = None
     options: tuple = ()
     thresholds: tuple = ()
+    databases: tuple = ()
 
     def _derive(self, **changes):
         derived = replace(self, **changes)
@@ -85,11 +87,11 @@ class Simulation:
             _loading.simulation = derived
         return derived
 
-    def protocols(self, protocol):
-        """Gatling's ``.protocols(httpProtocol)``."""
-        if not isinstance(protocol, HttpProtocol):
-            raise DslError(f"protocols() takes http.base_url(...), got {protocol!r}")
-        return self._derive(protocol=protocol)
+    def protocols(self, *protocols):
+        """Gatling's ``.protocols(httpProtocol, ...)``: an ``http`` protocol and databases
+        (``sql.url(...)``)."""
+        http_protocol, databases = _split_protocols(protocols)
+        return self._derive(protocol=http_protocol or self.protocol, databases=databases or self.databases)
 
     def max_duration(self, seconds):
         return self._derive(options=self.options + (("max_duration_ms", to_ms(seconds, "max_duration")),))
@@ -119,6 +121,8 @@ class Simulation:
         }
         if feeders:
             plan["feeders"] = feeders
+        if self.databases:
+            plan["databases"] = [database.to_plan() for database in self.databases]
         if self.thresholds:
             plan["thresholds"] = list(self.thresholds)
         if _loading.base_dir is not None:
@@ -192,9 +196,29 @@ def throttle(*steps):
     return _throttle_steps(steps)
 
 
+def _split_protocols(protocols):
+    """The HTTP protocol and the databases among ``protocols`` (one, or a list)."""
+    flat = []
+    for protocol in protocols:
+        flat.extend(protocol if isinstance(protocol, (list, tuple)) else [protocol])
+    http_protocols = [p for p in flat if isinstance(p, HttpProtocol)]
+    databases = tuple(p for p in flat if isinstance(p, SqlDatabase))
+    for protocol in flat:
+        if not isinstance(protocol, (HttpProtocol, SqlDatabase)):
+            raise DslError(f"a protocol is http.base_url(...) or sql.url(...), got {protocol!r}")
+    if len(http_protocols) > 1:
+        raise DslError("a simulation has one HTTP protocol; several were given")
+    names = [d.name for d in databases]
+    for name in names:
+        if names.count(name) > 1:
+            raise DslError(f"two databases are named {name!r}: name them apart with sql.url(...).named(...)")
+    return (http_protocols[0] if http_protocols else None), databases
+
+
 def setup(*populations, protocol=None, name=None, **options):
-    """The simulation to run: populations (``scenario(...).inject(...)``), the HTTP protocol,
-    and run options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
+    """The simulation to run: populations (``scenario(...).inject(...)``), the protocol (HTTP's,
+    databases', or a list of them: ``protocol=[http.base_url(...), sql.url(...)]``), and run
+    options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
     ("stop_iteration" or "continue"), ``percentiles``, ``response_time_bounds_ms``,
     ``max_requests``, ``workers``."""
     flat = []
@@ -214,6 +238,7 @@ def setup(*populations, protocol=None, name=None, **options):
         converted.append((plan_key, convert(value)))
     if _loading.base_dir is not None and _loading.simulation is not None:
         raise DslError("setup() was already called: a simulation has one setup(...); pass every population to it")
-    simulation = Simulation(tuple(flat), protocol or HttpProtocol(), name, tuple(converted))
+    http_protocol, databases = _split_protocols([protocol] if protocol is not None else [])
+    simulation = Simulation(tuple(flat), http_protocol or HttpProtocol(), name, tuple(converted), databases=databases)
     _loading.simulation = simulation
     return simulation

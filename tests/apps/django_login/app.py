@@ -9,8 +9,11 @@ Routes:
 - ``GET /account/``: ``Welcome, <username>`` and a logout form with a fresh token (Django
   rotates the token at login); without a session, a 302 to ``/login/``;
 - ``POST /logout/``: ends the session, then a 302 to ``/login/`` (Django 5 logs out by POST only);
+- ``GET /signup/``: a sign-up form with the CSRF token; ``POST /signup/``: ``username``,
+  ``password`` and the token create the user (a row of Django's ``auth_user`` table), then a 302
+  to ``/login/``; a name already taken gets the form again (200) with an error;
 - ``GET /stats/``: JSON, no login needed: successful logins and logouts per username, failed
-  logins, requests refused by the CSRF check, and the number of users.
+  logins, sign-ups, requests refused by the CSRF check, and the number of users.
 
 The users come from a CSV file with ``username`` and ``password`` columns (examples/users.csv),
 created at start in a fresh SQLite database in ``DJANGO_LOGIN_DATA_DIR`` (a new temporary
@@ -60,6 +63,18 @@ LOGIN_PAGE = """<!doctype html>
 </form>
 """
 
+SIGNUP_PAGE = """<!doctype html>
+<title>Sign up</title>
+<h1>Sign up</h1>
+{% if error %}<p class="error">{{ error }}</p>{% endif %}
+<form method="post" action="/signup/">
+  {% csrf_token %}
+  <input type="text" name="username" id="id_username">
+  <input type="password" name="password" id="id_password">
+  <button type="submit">Sign up</button>
+</form>
+"""
+
 ACCOUNT_PAGE = """<!doctype html>
 <title>Account</title>
 <p id="welcome">Welcome, {{ user.username }}</p>
@@ -98,7 +113,8 @@ def configure(data_dir):
                 "OPTIONS": {
                     "loaders": [
                         ("django.template.loaders.locmem.Loader",
-                         {"registration/login.html": LOGIN_PAGE, "account.html": ACCOUNT_PAGE}),
+                         {"registration/login.html": LOGIN_PAGE, "account.html": ACCOUNT_PAGE,
+                          "signup.html": SIGNUP_PAGE}),
                     ],
                     "context_processors": ["django.contrib.auth.context_processors.auth"],
                 },
@@ -120,6 +136,7 @@ _lock = threading.Lock()
 _logins = Counter()
 _logouts = Counter()
 _failed_logins = [0]
+_signups = [0]
 _csrf_failures = [0]
 
 
@@ -159,6 +176,7 @@ def stats(request):
             "logins": dict(_logins),
             "logouts": dict(_logouts),
             "failed_logins": _failed_logins[0],
+            "signups": _signups[0],
             "csrf_failures": _csrf_failures[0],
         }
     body["users"] = User.objects.count()
@@ -169,6 +187,26 @@ def account(request):
     from django.shortcuts import render
 
     return render(request, "account.html")
+
+
+def signup(request):
+    from django.contrib.auth.models import User
+    from django.db import IntegrityError
+    from django.http import HttpResponseRedirect
+    from django.shortcuts import render
+
+    if request.method != "POST":
+        return render(request, "signup.html")
+    username, password = request.POST.get("username", ""), request.POST.get("password", "")
+    if not username or not password:
+        return render(request, "signup.html", {"error": "A name and a password, please."})
+    try:
+        User.objects.create_user(username, password=password)
+    except IntegrityError:
+        return render(request, "signup.html", {"error": "That name is taken."})
+    with _lock:
+        _signups[0] += 1
+    return HttpResponseRedirect("/login/")
 
 
 def create_users(path):
@@ -207,6 +245,7 @@ def main():
         path("login/", LoginView.as_view()),
         path("account/", login_required(account)),
         path("logout/", LogoutView.as_view()),
+        path("signup/", signup),
         path("stats/", stats),
     ]
     signals.user_logged_in.connect(_on_login)
