@@ -56,6 +56,10 @@ def test_sqlite_default_runs_every_phase_and_the_rows_are_right(horde):
         pairs = connection.execute("SELECT text, hashval FROM bulktest").fetchall()
     assert len(pairs) == rows
     assert all(len(text) == 45 and hashlib.sha1(text.encode()).hexdigest() == digest for text, digest in pairs)
+    # report.html has the phases' page: the seed's sentences, a row and a bar per strategy.
+    report = next(result.results_dir.glob("*/report.html")).read_text()
+    assert 'id="sql-phases"' in report and f"Inserted {rows} rows in 0 minutes and" in report
+    assert report.count('<svg class="bar"') == len(result.summary["sql"])
 
 
 def test_sqlite_autocommit_row_by_row(horde):

@@ -79,7 +79,7 @@ pub fn render_sql(summary: &Summary) -> String {
 }
 
 /// The phase in the seed's words.
-fn seed_sentence(phase: &SqlPhaseReport) -> String {
+pub(crate) fn seed_sentence(phase: &SqlPhaseReport) -> String {
     let whole = phase.seconds.floor() as u64;
     let time = format!("{} minutes and {} seconds", whole / 60, whole % 60);
     let how = format!(
@@ -110,7 +110,7 @@ fn seed_sentence(phase: &SqlPhaseReport) -> String {
 
 /// rows/s against the phase's reference: the bulk load for populate, the server's single
 /// statement for update.
-fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
+pub(crate) fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
     let reference = match phase.phase.as_str() {
         "populate" => "bulk",
         "update" => "server",
@@ -120,8 +120,11 @@ fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
     (base.rows_per_second > 0.0).then(|| phase.rows_per_second / base.rows_per_second)
 }
 
-fn millis(us: u64) -> String {
-    if us < 1_000 {
+pub(crate) fn millis(us: u64) -> String {
+    // Times are whole microseconds: a SQLite statement served from its cache takes less.
+    if us == 0 {
+        "<1us".to_string()
+    } else if us < 1_000 {
         format!("{us}us")
     } else if us >= 10_000 {
         format!("{:.0}ms", us as f64 / 1000.0)

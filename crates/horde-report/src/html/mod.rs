@@ -17,6 +17,7 @@ mod escape;
 mod histograms;
 mod pages;
 mod source;
+mod sql;
 
 use crate::results::ResultsError;
 use crate::sweep::SweepReport;
@@ -176,6 +177,10 @@ fn render_run(dir: &Path) -> Result<String, ResultsError> {
     let ids = doc.charts(charts::distribution(&results));
     doc.page("distribution", &pages::distribution(summary, &ids, has_histograms));
     doc.page("errors", &pages::errors(summary));
+    if let Some(page) = sql::page(summary) {
+        doc.nav.insert(1, ("sql", "SQL experiment"));
+        doc.page("sql", &page);
+    }
     doc.page("environment", &pages::environment(summary));
     for &i in &detailed {
         let id = format!("request-{i}");
