@@ -299,3 +299,35 @@ setup(scn.inject(constant_concurrent_users(4).during(4)), protocol=sql.url(param
     assert tick["ok"] > 0 and tick["ko"] > 0, tick
     kinds = {e["kind"] for e in summary["errors"]}
     assert kinds <= {"sql_connection_lost", "connect_refused", "sql_operator_intervention", "sql_connection"}, kinds
+
+
+def test_swap_holds_writers_off_the_table_while_it_copies(horde, postgres, tmp_path):
+    """The seed's LOCK TABLES: while `update swap` copies the table, PostgreSQL shows horde's
+    EXCLUSIVE lock on it, and a writer waiting for it gives up (lock_timeout); the table that
+    replaces it has every row with its hash, and nothing else."""
+    postgres.query("DROP TABLE IF EXISTS swapped")
+    results = tmp_path / "swap"
+    process = subprocess.Popen(
+        ["horde", "sql", "--url", postgres.url, "--table", "swapped", "--rows", "300000", "--threads", "2",
+         "--phases", "create,populate,alter,update", "--populate", "bulk", "--update", "swap", "--keep",
+         "--results-dir", str(results), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = ("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "WHERE c.relname = 'swapped' AND l.locktype = 'relation' AND l.mode = 'ExclusiveLock' AND l.granted")
+    seen, refused = 0, None
+    while process.poll() is None:
+        if postgres.query(lock) != "0":
+            seen += 1
+            if refused is None:
+                writer = subprocess.run(
+                    ["psql", "-h", "127.0.0.1", "-p", str(postgres.port), "-U", "bench", "-d", "bench", "-c",
+                     "SET lock_timeout = '100ms'; INSERT INTO swapped (text) VALUES ('sneaked in')"],
+                    capture_output=True, text=True, env={**os.environ, "PGPASSWORD": "benchpw"})
+                refused = writer.stderr
+        time.sleep(0.02)
+    stdout, stderr = process.communicate()
+    assert process.returncode == 0, stderr
+    assert seen > 0, "the lock was never seen"
+    assert refused is not None and "lock timeout" in refused, refused
+    assert postgres.query("SELECT count(*) FROM swapped") == "300000"
+    assert postgres.query("SELECT count(*) FROM swapped WHERE hashval = encode(digest(text, 'sha1'), 'hex')") == "300000"
+    postgres.query("DROP TABLE swapped")

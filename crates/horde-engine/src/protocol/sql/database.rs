@@ -216,6 +216,16 @@ impl DatabaseKind {
     }
 
     /// Statements replacing `table` by `new_table`.
+    /// What keeps writers off the table while the swap copies it: PostgreSQL's EXCLUSIVE lock
+    /// (reads go on) in a transaction the rename then ends; MariaDB's `LOCK TABLES ... READ`.
+    pub fn lock_for_swap(self, table: &str) -> Option<String> {
+        match self {
+            DatabaseKind::Postgres => Some(format!("BEGIN; LOCK TABLE {table} IN EXCLUSIVE MODE")),
+            DatabaseKind::MySql => Some(format!("LOCK TABLES {table} READ")),
+            DatabaseKind::Sqlite => None,
+        }
+    }
+
     pub fn swap_tables(self, table: &str, new_table: &str) -> Vec<String> {
         match self {
             DatabaseKind::MySql => vec![

@@ -55,6 +55,11 @@ pub struct PhaseShared {
     /// The first user is preparing (emptying the table, resetting 10 million hashes can take
     /// a while): the phase shows on the progress line before its clock starts.
     preparing: AtomicBool,
+    /// The swap's lock on the table (the seed's `LOCK TABLES`): a connection of its own, taken
+    /// by the user that prepared, which also does the rename on it once the others are done.
+    swap_guard: std::sync::Mutex<Option<Connection>>,
+    /// A user finished its share: the swap's lock holder waits for the others.
+    share_done: tokio::sync::Notify,
 }
 
 impl PhaseShared {
@@ -66,6 +71,8 @@ impl PhaseShared {
             reported: AtomicBool::new(false),
             progress: Arc::new(AtomicU64::new(0)),
             preparing: AtomicBool::new(false),
+            swap_guard: std::sync::Mutex::new(None),
+            share_done: tokio::sync::Notify::new(),
         }
     }
 }
@@ -156,6 +163,9 @@ impl VirtualUser {
                 return self.after_failure();
             }
         };
+        // The swap's lock: held by the user that prepared, on a connection of its own (its
+        // driver runs on this user's worker, which is why this user, not the last, ends it).
+        let mut swap_guard = if preparing { step.shared.swap_guard.lock().expect("never poisoned").take() } else { None };
         let mut rng = SmallRng::seed_from_u64(self.session.rng.random());
         let work = self.sql_share(&mut connection, step, share, &start, &mut rng).await;
         match work {
@@ -167,11 +177,22 @@ impl VirtualUser {
                 return self.after_failure();
             }
         }
+        if swap_guard.is_some() {
+            // The others' shares first; a failed one ends the phase (its report is in).
+            while step.shared.remaining.load(Ordering::Acquire) > 1 && !step.shared.reported.load(Ordering::Acquire) {
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(100), step.shared.share_done.notified()).await;
+            }
+            if step.shared.reported.load(Ordering::Acquire) {
+                return self.after_failure();
+            }
+        }
         if step.shared.remaining.fetch_sub(1, Ordering::AcqRel) != 1 {
+            step.shared.share_done.notify_one();
             return Flow::Next;
         }
-        // The last user to finish ends the phase.
-        if let Err(failed) = self.finish_phase(&mut connection, step).await {
+        // The last user to finish (or the swap's lock holder) ends the phase.
+        let finishing_on = swap_guard.as_mut().unwrap_or(&mut connection);
+        if let Err(failed) = self.finish_phase(finishing_on, step).await {
             self.sql_phase_failed(step, &failed, Some(&start));
             return self.after_failure();
         }
@@ -562,12 +583,20 @@ impl VirtualUser {
         Ok(())
     }
 
-    /// What the last user does before the clock stops: the swap's rename.
+    /// What the last user does before the clock stops: the swap's rename, on the connection
+    /// that holds the table's lock (PostgreSQL: inside its transaction, then committed;
+    /// MariaDB: just after `UNLOCK TABLES`, by one atomic `RENAME TABLE`).
     async fn finish_phase(&self, connection: &mut Connection, step: &SqlWorkloadProgram) -> Result<(), Failed> {
         if step.phase == SqlPhase::Update && step.strategy == SqlStrategy::Swap {
             let kind = connection.kind();
+            if kind == DatabaseKind::MySql {
+                self.sql_statement(connection, step, "UNLOCK TABLES").await?;
+            }
             for sql in kind.swap_tables(&step.table, &swap_table(&step.table)) {
                 self.sql_statement(connection, step, &sql).await?;
+            }
+            if kind == DatabaseKind::Postgres {
+                self.sql_statement(connection, step, "COMMIT").await?;
             }
         }
         Ok(())
@@ -657,6 +686,13 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
                     .execute(&kind.create_swap_table(&new_table, step.text_length as u32))
                     .await
                     .map_err(|e| context("creating the swap table", e))?;
+                // Nothing else writes to the table while it is copied (SQLite locks whole
+                // files, not tables: its run's writers take turns already).
+                if let Some(lock) = kind.lock_for_swap(table) {
+                    let mut guard = Connection::connect(&step.database).await.map_err(|e| context("locking the table", e))?;
+                    guard.execute(&lock).await.map_err(|e| context("locking the table", e))?;
+                    *step.shared.swap_guard.lock().expect("never poisoned") = Some(guard);
+                }
             }
         }
         SqlPhase::Create if kind == DatabaseKind::Postgres => {
