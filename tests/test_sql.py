@@ -331,3 +331,35 @@ def test_swap_holds_writers_off_the_table_while_it_copies(horde, postgres, tmp_p
     assert postgres.query("SELECT count(*) FROM swapped") == "300000"
     assert postgres.query("SELECT count(*) FROM swapped WHERE hashval = encode(digest(text, 'sha1'), 'hex')") == "300000"
     postgres.query("DROP TABLE swapped")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_experiment_keeps_the_phases_so_far(tmp_path, summary_schema, sig):
+    """Ctrl-C or SIGTERM in the middle of a phase: exit 130, the phases that ended are in
+    summary.json (valid against its schema), and the statements of the one cut short too."""
+    import jsonschema
+
+    results = tmp_path / "interrupted"
+    process = subprocess.Popen(
+        ["horde", "sql", "--rows", "500000", "--phases", "create,populate", "--populate", "batch,row",
+         "--results-dir", str(results), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SQLite's autocommit row by row waits on the disk: it runs long after batch has ended.
+    def row_by_row_started():
+        try:
+            summary = json.loads((results / "summary.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return any(r["name"] == "populate row" and r["count"] > 0 for r in summary["requests"])
+
+    wait_until(row_by_row_started, timeout=60, what="the row-by-row phase")
+    time.sleep(0.5)
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    jsonschema.validate(summary, summary_schema)
+    assert summary["run"]["status"] == "interrupted"
+    assert [(p["phase"], p["strategy"]) for p in summary["sql"]][:2] == [("create", "single"), ("populate", "batch")]
+    assert summary["sql"][1]["verification"]["passed"]
+    row = next(r for r in summary["requests"] if r["name"] == "populate row")
+    assert row["ok"] > 0
