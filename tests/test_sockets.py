@@ -157,7 +157,7 @@ def test_plan_errors_for_sockets_name_their_path(horde, tmp_path):
         'scenarios[0].steps[1].url: "ws://127.0.0.1:1/": only http:// and https:// URLs are supported here',
         "scenarios[0].steps[2]: a message is text or binary_base64, one of the two",
         "scenarios[0].steps[3].await.timeout_ms: must be more than 0",
-        "scenarios[0].steps[3].await.messages[0].checks[0].source: a message has no status, headers, location or response time",
+        "scenarios[0].steps[3].await.messages[0].checks[0].source: a message has no status, headers, location, response time or rows",
         "scenarios[0].steps[3].await.messages[0].matching[0].save_as: matching checks only choose the message",
     ):
         assert expected in result.stderr, result.stderr
