@@ -2,13 +2,14 @@
 //! results are comparable (hashed into a fingerprint) and the conditions of the run (load,
 //! steal time), which are reported but not hashed.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Machine {
     /// The name results are grouped under in `horde bench compare`.
     pub label: String,
@@ -45,7 +46,7 @@ pub struct Machine {
     pub fingerprint: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Conditions {
     pub loadavg_1m: Option<f64>,
     /// The share of CPU time stolen by the hypervisor over a short sample, in percent.

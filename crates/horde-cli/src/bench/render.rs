@@ -129,7 +129,12 @@ fn diagnostics(result: &BenchResult) -> String {
         if let Some(k) = s.trials_for_1pct {
             parts.push(format!("±1 % needs {k} trials"));
         }
-        parts.push(format!("{} Tukey outliers of {} iterations (kept)", s.outliers, s.iterations));
+        parts.push(format!(
+            "{} Tukey outlier{} of {} iterations (kept)",
+            s.outliers,
+            if s.outliers == 1 { "" } else { "s" },
+            s.iterations
+        ));
         if let Some(pooled) = s.jmh_pooled_error {
             parts.push(format!("[JMH's Error ±{}]", number(pooled)));
         }

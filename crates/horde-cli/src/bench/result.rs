@@ -4,12 +4,13 @@
 
 use super::machine::Machine;
 use super::stats::CellStats;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "horde-bench";
 pub const VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct BenchResult {
     /// Always "horde-bench".
     pub format: String,
@@ -24,7 +25,7 @@ pub struct BenchResult {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Config {
     /// The benchmark file, command or URL.
     pub source: String,
@@ -42,7 +43,7 @@ pub struct Config {
 }
 
 /// One benchmark at one combination of parameter values.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Cell {
     pub benchmark: String,
     /// `function`, `command` or `http`.
@@ -91,7 +92,7 @@ pub fn value_text(value: &serde_json::Value) -> String {
 }
 
 /// One fresh process (or engine run) of one cell.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Trial {
     /// The round it ran in (cells are shuffled anew each round).
     pub round: usize,
@@ -124,5 +125,23 @@ impl BenchResult {
             return Err(format!("{}: result version {version}; this horde reads version {VERSION}", path.display()));
         }
         serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed schema must describe the types. HORDE_UPDATE_SCHEMAS=1 rewrites it.
+    #[test]
+    fn committed_json_schema_matches_the_types() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bench.schema.json");
+        let schema = serde_json::to_value(schemars::schema_for!(BenchResult)).expect("schema serializes");
+        let generated = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+        if std::env::var_os("HORDE_UPDATE_SCHEMAS").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(committed == generated, "docs/bench.schema.json is stale: run HORDE_UPDATE_SCHEMAS=1 cargo test -p horde-cli");
     }
 }

@@ -4,6 +4,7 @@
 //! pools every iteration as if independent (kept too, labelled, for comparison).
 
 use horde_report::compare::stats::{welch, Shift};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -45,7 +46,7 @@ pub fn tukey_fences(values: &[f64]) -> (f64, f64) {
 }
 
 /// What one cell's trials say: the figures of the table and the diagnostics behind them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CellStats {
     /// Trials (k): the Cnt of the table.
     pub trials: usize,
@@ -135,7 +136,7 @@ pub fn trials_needed(cv: f64, relative: f64, confidence: f64) -> usize {
 
 /// The ratio of one machine's cell to the reference's: geometric means of the trial means,
 /// with the confidence interval from Welch's test on their logarithms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Ratio {
     pub ratio: f64,
     pub low: f64,
@@ -210,7 +211,7 @@ pub fn verdict(ratio: &Ratio, threshold: f64, higher_is_better: bool) -> Verdict
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Faster,

@@ -1,0 +1,257 @@
+"""horde bench: costs known by construction (a busy loop of N iterations, `sleep 0.05`, the
+target's /delay/20), read back from the console table, the result file and its exports, and
+compared across two machine labels with an artificial 2x slowdown.
+
+Trials are few and short (--fast, 50 ms iterations): the tests check what the figures mean,
+not their precision. The whole file takes well under a minute."""
+
+import csv
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import jsonschema
+import pytest
+
+from conftest import DOCS
+
+BUSY = """
+import os
+from horde import bench
+
+# An artificial slowdown for the comparison tests: the same cells, twice the work.
+SLOWDOWN = int(os.environ.get("SLOWDOWN", "1"))
+
+@bench.function(params={"n": [20000, 40000]}, unit="ms")
+def busy(n):
+    for _ in range(n * SLOWDOWN):
+        pass
+"""
+
+QUICK = ["--trials", "3", "--warmup", "1", "--measure", "3", "--iteration-time", "50ms"]
+
+
+def bench(*args, cwd=None, env=None, timeout=120):
+    return subprocess.run(
+        ["horde", "bench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def table_rows(stdout):
+    """The JMH table's rows: the words of each line between the header and the diagnostics."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Benchmark"))
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return lines[start].split(), rows
+
+
+@pytest.fixture(scope="module")
+def busy_results(tmp_path_factory):
+    """The busy loop benchmarked twice, as machines `a` and `b` (b does twice the work)."""
+    directory = tmp_path_factory.mktemp("busy")
+    (directory / "busy.py").write_text(BUSY)
+    runs = {}
+    for label, slowdown in (("a", "1"), ("b", "2")):
+        out = directory / f"{label}.json"
+        result = bench("busy.py", *QUICK, "--machine", label, "--out", out, cwd=directory, env={"SLOWDOWN": slowdown})
+        assert result.returncode == 0, result.stderr
+        runs[label] = (out, result)
+    return directory, runs
+
+
+def test_a_function_costs_linearly_in_its_work(busy_results):
+    _, runs = busy_results
+    out, result = runs["a"]
+    header, rows = table_rows(result.stdout)
+    assert header == ["Benchmark", "(n)", "Mode", "Cnt", "Score", "Error", "Units"]
+    assert [r[:4] for r in rows] == [["busy", "20000", "avgt", "3"], ["busy", "40000", "avgt", "3"]]
+    data = json.loads(out.read_text())
+    small, large = (c["stats"] for c in data["cells"])
+    # Twice the iterations, twice the time: within the Errors, with slack for a shared machine.
+    assert abs(large["score"] - 2 * small["score"]) <= large["error"] + 2 * small["error"] + 0.15 * large["score"]
+    # Loops were calibrated so an iteration lasts about 50 ms.
+    for cell in data["cells"]:
+        assert cell["loops"] >= 1
+        for trial in cell["trials"]:
+            assert len(trial["iterations"]) == 3 and len(trial["warmup"]) == 1
+            assert 0.02 <= trial["mean"] * cell["loops"] / 1000 <= 0.5
+    # Rounds interleave the cells: each round holds one trial of each.
+    assert sorted(t["round"] for t in data["cells"][0]["trials"]) == [0, 1, 2]
+    assert "round 3/3" in result.stderr and "calibrated busy (n=20000)" in result.stderr
+    assert re.search(r"^# Machine: a \(", result.stdout, re.M)
+    assert "Diagnostics" in result.stdout and "needs" in result.stdout and "timer floor" in result.stdout
+
+
+def test_the_result_file_records_the_machine_and_follows_its_schema(busy_results):
+    _, runs = busy_results
+    data = json.loads(runs["a"][0].read_text())
+    jsonschema.validate(data, json.loads((DOCS / "bench.schema.json").read_text()))
+    machine = data["machine"]
+    assert machine["label"] == "a" and machine["label_source"] == "--machine"
+    assert machine["logical_cpus"] >= 1 and machine["physical_cores"] >= 1 and machine["memory_kib"] > 0
+    assert machine["kernel"] and machine["cpu_model"] and len(machine["fingerprint"]) == 16
+    assert machine["runtimes"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "horde" in machine["runtimes"]
+    assert data["format"] == "horde-bench" and data["version"] == 1 and data["status"] == "completed"
+    stats = data["cells"][0]["stats"]
+    for key in ("jmh_pooled_error", "between_trial_variance", "within_trial_variance", "cv", "trials_for_1pct", "outliers"):
+        assert key in stats
+
+
+def test_a_sleep_of_50_ms_scores_50_ms(tmp_path):
+    out = tmp_path / "sleep.json"
+    result = bench("cmd", *QUICK, "--out", out, "--", "sleep 0.05")
+    assert result.returncode == 0, result.stderr
+    _, [row] = table_rows(result.stdout)
+    assert row[:4] == ["sleep", "avgt", "3", row[3]]
+    [cell] = json.loads(out.read_text())["cells"]
+    # sleep's own start (sh execs it) costs a little: 50 ms within a few per cent.
+    assert 50.0 <= cell["stats"]["score"] <= 50.0 * 1.10, cell["stats"]
+    for trial in cell["trials"]:
+        assert trial["cpu_user_ms"] < 25 and trial["peak_rss_kib"] > 0
+
+
+def test_command_parameter_lists_are_cartesian(tmp_path):
+    out = tmp_path / "matrix.json"
+    result = bench("cmd", "--trials", "2", "--warmup", "0", "--measure", "1", "-L", "a=1,2", "-L", "b=x,y,z",
+                   "--out", out, "--prepare", "test {a} -gt 0", "--", "test {b} != w")
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(out.read_text())["cells"]
+    assert [(c["params"]["a"], c["params"]["b"]) for c in cells] == [
+        (1, "x"), (1, "y"), (1, "z"), (2, "x"), (2, "y"), (2, "z")]
+    assert all(c["stats"]["trials"] == 2 for c in cells)
+    header, rows = table_rows(result.stdout)
+    assert header[:3] == ["Benchmark", "(a)", "(b)"] and len(rows) == 6
+
+
+def test_an_http_trial_is_a_fresh_run_of_the_delay(target, tmp_path):
+    out = tmp_path / "http.json"
+    result = bench("http", f"{target.url}/delay/20", "-L", "c=1,2", "--trials", "2", "--warmup", "1",
+                   "--measure", "1", "--iteration-time", "300ms", "--out", out)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(out.read_text())["cells"]
+    assert [c["params"]["c"] for c in cells] == [1, 2]
+    for cell in cells:
+        assert cell["unit"] == "ms/op" and cell["metric"] == "mean latency"
+        assert 20.0 <= cell["stats"]["score"] <= 25.0, cell["stats"]
+    # Two cells x two trials x (warm-up + measured 300 ms each) of 20 ms requests, 1 and 2 at once:
+    # the warm-up's requests were sent too, but are not in the figures.
+    assert target.stats()["total"] >= 4 * 20
+
+
+def test_exports_read_back_as_jmh_tools_expect(busy_results):
+    _, runs = busy_results
+    out = runs["a"][0]
+    shown = bench("show", out, "--format", "jmh-json")
+    assert shown.returncode == 0, shown.stderr
+    entries = json.loads(shown.stdout)
+    assert len(entries) == 2
+    for entry in entries:
+        # jmh-visualizer's fields.
+        assert entry["benchmark"] == "horde.busy.busy" and entry["mode"] == "avgt" and entry["forks"] == 3
+        metric = entry["primaryMetric"]
+        assert metric["scoreUnit"] == "ms/op" and len(metric["rawData"]) == 3
+        assert metric["scoreConfidence"][0] < metric["score"] < metric["scoreConfidence"][1]
+        assert abs(metric["score"] - sum(map(sum, metric["rawData"])) / 9) < 1e-9
+        assert set(metric["scorePercentiles"]) >= {"0.0", "50.0", "100.0"}
+    assert [e["params"] for e in entries] == [{"n": "20000"}, {"n": "40000"}]
+    rows = list(csv.reader(io.StringIO(bench("show", out, "--format", "csv").stdout)))
+    assert rows[0] == ["Benchmark", "Mode", "Threads", "Samples", "Score", "Score Error (95%)", "Unit", "Param: n"]
+    assert rows[1][0] == "horde.busy.busy" and rows[1][3] == "3" and rows[1][7] == "20000"
+    markdown = bench("show", out, "--format", "markdown").stdout
+    assert "| Benchmark | (n) | Mode | Cnt | Score | Error | Units |" in markdown
+    table = bench("show", out).stdout
+    assert table_rows(table)[1][0][:4] == ["busy", "20000", "avgt", "3"]
+
+
+def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_results):
+    directory, runs = busy_results
+    result = bench("compare", runs["a"][0], runs["b"][0], "--budget", "0.7ms")
+    assert result.returncode == 0, result.stderr
+    ratios = re.findall(r"x(\d+\.\d+) \[(\d+\.\d+), (\d+\.\d+)\] (\S+)", result.stdout)
+    # Two cells and the geometric mean.
+    assert len(ratios) == 3, result.stdout
+    for ratio, low, high, verdict in ratios:
+        assert verdict == "slower", result.stdout
+        assert 1.6 < float(ratio) < 2.4
+    # The interval contains 2 for most cells (95 % each; a shared machine adds drift).
+    assert sum(float(low) <= 2.0 <= float(high) for _, low, high, _ in ratios) >= 2, result.stdout
+    assert "geometric mean" in result.stdout
+    # The budget: a affords n=40000 (about 0.5 ms); b, at twice the cost, only n=20000.
+    budget = result.stdout.split("Budget")[1]
+    assert re.search(r"a: n=40000", budget) and re.search(r"b: n=20000", budget), result.stdout
+    gate = bench("compare", runs["a"][0], runs["b"][0], "--fail-on", "slower")
+    assert gate.returncode == 99 and "slower than a" in gate.stderr
+    # b as the reference: a is faster, and nothing is slower.
+    reverse = bench("compare", runs["a"][0], runs["b"][0], "--reference", "b", "--fail-on", "slower")
+    assert reverse.returncode == 0 and "faster" in reverse.stdout
+
+
+def test_compare_refuses_to_pool_different_machines_under_one_label(busy_results, tmp_path):
+    _, runs = busy_results
+    data = json.loads(runs["a"][0].read_text())
+    data["machine"]["fingerprint"] = "0123456789abcdef"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    result = bench("compare", runs["a"][0], other)
+    assert result.returncode == 2
+    assert "refusing to pool" in result.stderr and "0123456789abcdef" in result.stderr
+    # The same machine twice is pooled: six trials a cell.
+    pooled = bench("compare", runs["a"][0], runs["a"][0])
+    assert pooled.returncode == 0 and "a (2 files" in pooled.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["busy.py", "-p", "m=1"], "no benchmark of busy.py has a parameter \"m\""),
+        (["busy.py", "-p", "n"], "expected NAME=V1,V2"),
+        (["cmd", "-L", "level", "--", "true"], "expected NAME=V1,V2"),
+        (["cmd", "-L", "level=", "--", "true"], "no values for level"),
+        (["cmd", "-L", "level=1", "--", "gzip -{levle}"], "{levle}, which is no parameter"),
+        (["empty.py"], "declares no benchmark"),
+        (["missing.py"], "not found"),
+        (["busy.py", "--confidence", "1.5"], "--confidence"),
+        (["http", "http://127.0.0.1:1/{x}", "-L", "y=1"], "the URL has no {y}"),
+        (["compare", "busy.py"], "not JSON"),
+    ],
+)
+def test_bad_input_is_named_and_exits_2(tmp_path, args, message):
+    (tmp_path / "busy.py").write_text(BUSY)
+    (tmp_path / "empty.py").write_text("from horde import bench\n")
+    result = bench(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+
+
+def test_ctrl_c_writes_the_trials_so_far_and_exits_130(tmp_path):
+    out = tmp_path / "partial.json"
+    process = subprocess.Popen(
+        ["horde", "bench", "cmd", "--trials", "20", "--warmup", "0", "--measure", "1", "--out", str(out), "--", "sleep 0.1"],
+        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    # The first finished trial, then Ctrl-C.
+    for line in process.stderr:
+        if "round 1/20" in line:
+            break
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    data = json.loads(out.read_text())
+    assert data["status"] == "interrupted"
+    assert 1 <= len(data["cells"][0]["trials"]) < 20
+    assert "Status: interrupted" in stdout
