@@ -162,7 +162,8 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
     let confidence = args.confidence;
     let reference = &machines[reference_index];
     let mut header = vec!["Benchmark".to_string(), "Units".into(), format!("{} (reference)", reference.label)];
-    let others: Vec<&MachineColumn> = machines.iter().enumerate().filter(|(i, _)| *i != reference_index).map(|(_, m)| m).collect();
+    let others: Vec<&MachineColumn> =
+        machines.iter().enumerate().filter(|(i, _)| *i != reference_index).map(|(_, m)| m).collect();
     for m in &others {
         header.push(m.label.clone());
         header.push(format!("{} / {}", m.label, reference.label));
@@ -195,7 +196,8 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
         rows.push(row);
     }
     // The geometric mean of the ratios, where every cell has one (times and rates are not mixed).
-    let all_same_direction = keys.iter().all(|(_, c)| c.higher_is_better()) || keys.iter().all(|(_, c)| !c.higher_is_better());
+    let all_same_direction =
+        keys.iter().all(|(_, c)| c.higher_is_better()) || keys.iter().all(|(_, c)| !c.higher_is_better());
     if keys.len() > 1 && !others.is_empty() && all_same_direction {
         let mut row = vec!["geometric mean".to_string(), String::new(), String::new()];
         let higher_is_better = keys[0].1.higher_is_better();
@@ -237,6 +239,10 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
+fn unit_of(machine: &MachineColumn, benchmark: &str) -> String {
+    machine.cells.iter().find(|(_, c, _)| c.benchmark == benchmark).map(|(_, c, _)| c.unit.clone()).unwrap_or_default()
+}
+
 fn find<'a>(machine: &'a MachineColumn, key: &str) -> Option<&'a [f64]> {
     machine.cells.iter().find(|(k, _, _)| k == key).map(|(_, _, means)| means.as_slice()).filter(|m| !m.is_empty())
 }
@@ -267,14 +273,23 @@ fn ratio_text(r: &Ratio, verdict: Verdict) -> String {
 
 fn aligned(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..columns).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for row in rows {
         let line: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, cell)| if c == 0 { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) })
+            .map(
+                |(c, cell)| {
+                    if c == 0 {
+                        format!("{cell:<w$}", w = widths[c])
+                    } else {
+                        format!("{cell:>w$}", w = widths[c])
+                    }
+                },
+            )
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
@@ -287,14 +302,23 @@ fn markdown(rows: &[Vec<String>]) -> String {
     for (i, row) in rows.iter().enumerate() {
         out.push_str(&format!("| {} |\n", row.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | ")));
         if i == 0 {
-            out.push_str(&format!("|{}\n", row.iter().enumerate().map(|(c, _)| if c == 0 { "---|" } else { "---:|" }).collect::<String>()));
+            out.push_str(&format!(
+                "|{}\n",
+                row.iter().enumerate().map(|(c, _)| if c == 0 { "---|" } else { "---:|" }).collect::<String>()
+            ));
         }
     }
     out
 }
 
 /// Per machine and benchmark: the cell with the largest Score whose upper bound fits.
-fn budget_lines(machines: &[MachineColumn], keys: &[(String, Cell)], budget_s: f64, confidence: f64, text: &str) -> String {
+fn budget_lines(
+    machines: &[MachineColumn],
+    keys: &[(String, Cell)],
+    budget_s: f64,
+    confidence: f64,
+    text: &str,
+) -> String {
     let mut benchmarks: Vec<&str> = Vec::new();
     for (_, cell) in keys {
         if cell.mode == "avgt" && !benchmarks.contains(&cell.benchmark.as_str()) {
@@ -306,7 +330,7 @@ fn budget_lines(machines: &[MachineColumn], keys: &[(String, Cell)], budget_s: f
         out.push_str(&format!("Budget {text} for {benchmark} (the upper bound of the interval must fit):\n"));
         for m in machines {
             let mut best: Option<(f64, f64, String)> = None;
-            for (key, cell, means) in &m.cells {
+            for (_, cell, means) in &m.cells {
                 if cell.benchmark != benchmark || cell.mode != "avgt" || means.is_empty() {
                     continue;
                 }
@@ -314,14 +338,17 @@ fn budget_lines(machines: &[MachineColumn], keys: &[(String, Cell)], budget_s: f
                 let (s, e) = score(means, confidence);
                 let upper = s + e.unwrap_or(0.0);
                 if upper <= budget && best.as_ref().is_none_or(|b| s > b.0) {
-                    best = Some((s, upper, format!("{} ({})", cell.params_text(), cell.unit)));
+                    best = Some((s, upper, cell.params_text()));
                 }
-                let _ = key;
             }
             out.push_str(&match best {
-                Some((s, upper, what)) => {
-                    format!("  {}: {what}: {} (upper bound {})\n", m.label, number(s), number(upper))
-                }
+                Some((s, upper, what)) => format!(
+                    "  {}: {what}: {} {} (upper bound {})\n",
+                    m.label,
+                    number(s),
+                    unit_of(m, benchmark),
+                    number(upper)
+                ),
                 None => format!("  {}: none fits\n", m.label),
             });
         }

@@ -3,7 +3,7 @@
 
 use super::matrix;
 use super::result::Trial;
-use super::{PlannedCell, Runner, RunOptions};
+use super::{PlannedCell, RunOptions, Runner};
 use crate::{invalid_flags, Failure};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -137,10 +137,19 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
     }
     let global = &finished.summary.global;
     if global.ok == 0 {
-        return Err(Failure::Runtime(anyhow::anyhow!("{}: no request succeeded in the trial ({} failed)", cell.url, global.ko)));
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "{}: no request succeeded in the trial ({} failed)",
+            cell.url,
+            global.ko
+        )));
     }
     if global.ko > 0 {
-        crate::output::status!("horde bench: warning: {}: {} of {} requests failed in this trial", cell.url, global.ko, global.count);
+        crate::output::status!(
+            "horde bench: warning: {}: {} of {} requests failed in this trial",
+            cell.url,
+            global.ko,
+            global.count
+        );
     }
     let latency = &global.latency.ok;
     let value = match cell.metric {
@@ -149,9 +158,9 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
         metric => {
             let wanted = metric.percentile().expect("a percentile metric");
             let found = latency.percentiles.iter().find(|p| (p.percentile - wanted).abs() < 1e-9);
-            found.map(|p| p.value_us as f64 / 1000.0).ok_or_else(|| {
-                Failure::Runtime(anyhow::anyhow!("the run's summary has no p{wanted} latency"))
-            })?
+            found
+                .map(|p| p.value_us as f64 / 1000.0)
+                .ok_or_else(|| Failure::Runtime(anyhow::anyhow!("the run's summary has no p{wanted} latency")))?
         }
     };
     Ok(Trial {

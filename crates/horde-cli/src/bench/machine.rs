@@ -63,7 +63,9 @@ impl Machine {
         let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
             .lines()
-            .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+            .find_map(|l| {
+                l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
+            })
             .unwrap_or_else(|| std::env::consts::ARCH.to_string());
         let logical_cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let (physical_cores, sockets) = topology();

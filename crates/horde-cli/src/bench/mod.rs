@@ -217,7 +217,8 @@ pub fn bench(args: &BenchArgs, loader: &dyn crate::SimulationLoader) -> Result<i
         None => {
             let Some(file) = &args.file else {
                 return Err(Failure::Invalid(
-                    "horde bench needs a benchmark file (horde bench FILE.py) or a form: cmd, http, compare, show".into(),
+                    "horde bench needs a benchmark file (horde bench FILE.py) or a form: cmd, http, compare, show"
+                        .into(),
                 ));
             };
             let _ = loader;
@@ -282,7 +283,10 @@ fn empty_cell(
 
 fn file_cells(file: &Path, overrides: &[Param]) -> Result<(Vec<PlannedCell>, String), Failure> {
     if file.extension().is_none_or(|e| !e.eq_ignore_ascii_case("py")) {
-        return Err(Failure::Invalid(format!("{}: horde bench runs Python files (.py) declaring benchmarks", file.display())));
+        return Err(Failure::Invalid(format!(
+            "{}: horde bench runs Python files (.py) declaring benchmarks",
+            file.display()
+        )));
     }
     if !file.is_file() {
         return Err(Failure::Invalid(format!("benchmark file not found: {}", file.display())));
@@ -314,7 +318,8 @@ fn file_cells(file: &Path, overrides: &[Param]) -> Result<(Vec<PlannedCell>, Str
             declared.params.iter().map(|p| Param { name: p.name.clone(), values: p.values.clone() }).collect();
         let applicable: Vec<Param> =
             overrides.iter().filter(|o| declared_params.iter().any(|p| p.name == o.name)).cloned().collect();
-        let params = matrix::override_params(&declared_params, &applicable, &declared.name).map_err(Failure::Invalid)?;
+        let params =
+            matrix::override_params(&declared_params, &applicable, &declared.name).map_err(Failure::Invalid)?;
         match declared.kind.as_str() {
             "command" => {
                 let command = declared.command.clone().unwrap_or_default();
@@ -331,7 +336,15 @@ fn file_cells(file: &Path, overrides: &[Param]) -> Result<(Vec<PlannedCell>, Str
                 for values in matrix::combinations(&params) {
                     let params_json = serde_json::Value::Object(values.clone()).to_string();
                     cells.push(PlannedCell {
-                        cell: empty_cell(&declared.name, "function", &params, values, "avgt", &declared.unit, "wall time per call"),
+                        cell: empty_cell(
+                            &declared.name,
+                            "function",
+                            &params,
+                            values,
+                            "avgt",
+                            &declared.unit,
+                            "wall time per call",
+                        ),
                         runner: Runner::Function {
                             file: file.to_path_buf(),
                             name: declared.name.clone(),
@@ -380,6 +393,17 @@ fn timer_floor_ns() -> f64 {
     smallest
 }
 
+/// The median of 11 runs of `sh -c true`, in ms.
+fn command_floor_ms() -> Option<f64> {
+    let mut times: Vec<f64> =
+        (0..11).filter_map(|_| command::run("true", None).ok()).map(|m| m.wall.as_secs_f64() * 1000.0).collect();
+    if times.is_empty() {
+        return None;
+    }
+    times.sort_by(f64::total_cmp);
+    Some(times[times.len() / 2])
+}
+
 fn execute(
     mut cells: Vec<PlannedCell>,
     source: &str,
@@ -409,7 +433,11 @@ fn execute(
     // The result file's directory must exist before minutes of measuring.
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
-            return Err(Failure::Invalid(format!("--out {}: the directory {} does not exist", out.display(), parent.display())));
+            return Err(Failure::Invalid(format!(
+                "--out {}: the directory {} does not exist",
+                out.display(),
+                parent.display()
+            )));
         }
     }
     let seed = options.seed.unwrap_or_else(|| unix_ms() ^ u64::from(std::process::id()));
@@ -422,7 +450,11 @@ fn execute(
         confidence: settings.confidence,
         seed,
         timer_floor_ns: timer_floor_ns(),
+        command_floor_ms: None,
     };
+    if cells.iter().any(|c| matches!(c.runner, Runner::Command { .. })) {
+        config.command_floor_ms = command_floor_ms();
+    }
     status!("horde bench: machine {}", machine.describe());
     status!(
         "horde bench: {} cells x {} trials, {} warm-up + {} measured iterations each, {:.0} % confidence; results to {}",
@@ -519,7 +551,13 @@ fn execute(
         format: result::FORMAT.into(),
         version: result::VERSION,
         started_at,
-        status: if interrupted { "interrupted".into() } else if failure.is_some() { "failed".into() } else { "completed".into() },
+        status: if interrupted {
+            "interrupted".into()
+        } else if failure.is_some() {
+            "failed".into()
+        } else {
+            "completed".into()
+        },
         machine,
         config,
         cells: finished,
@@ -549,15 +587,21 @@ enum TrialError {
     Failed(Failure),
 }
 
-fn run_trial(planned: &mut PlannedCell, round: usize, settings: &Settings, config: &mut Config) -> Result<Trial, TrialError> {
+fn run_trial(
+    planned: &mut PlannedCell,
+    round: usize,
+    settings: &Settings,
+    config: &mut Config,
+) -> Result<Trial, TrialError> {
     let factor = unit_factor(&planned.cell.unit);
     match &planned.runner {
         Runner::Function { file, name, params_json, loops } => {
-            let output =
-                python::trial(file, name, params_json, *loops, settings.warmup, settings.measure).map_err(|e| match e {
+            let output = python::trial(file, name, params_json, *loops, settings.warmup, settings.measure).map_err(
+                |e| match e {
                     python::WorkerError::Interrupted => TrialError::Interrupted,
                     other => TrialError::Failed(worker_failure(other)),
-                })?;
+                },
+            )?;
             config.timer_floor_ns = config.timer_floor_ns.max(output.timer_resolution_ns);
             let iterations: Vec<f64> = output.iterations.iter().map(|s| s * factor).collect();
             Ok(Trial {

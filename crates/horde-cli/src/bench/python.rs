@@ -84,7 +84,14 @@ pub struct TrialOutput {
     pub timer_resolution_ns: f64,
 }
 
-pub fn trial(file: &Path, name: &str, params: &str, loops: u64, warmup: usize, measure: usize) -> Result<TrialOutput, WorkerError> {
+pub fn trial(
+    file: &Path,
+    name: &str,
+    params: &str,
+    loops: u64,
+    warmup: usize,
+    measure: usize,
+) -> Result<TrialOutput, WorkerError> {
     let value = call(&[
         "run",
         &file.to_string_lossy(),

@@ -52,8 +52,9 @@ fn score_error(cell: &Cell) -> (String, String, usize) {
 /// Right-aligned columns (the first left-aligned), two spaces apart.
 fn align(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..columns).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for row in rows {
         let mut line = String::new();
@@ -141,11 +142,8 @@ fn diagnostics(result: &BenchResult) -> String {
         if let Some(loops) = cell.loops {
             parts.push(format!("{loops} calls per iteration"));
         }
-        let cpu: Vec<(f64, f64, u64)> = cell
-            .trials
-            .iter()
-            .filter_map(|t| Some((t.cpu_user_ms?, t.cpu_system_ms?, t.peak_rss_kib?)))
-            .collect();
+        let cpu: Vec<(f64, f64, u64)> =
+            cell.trials.iter().filter_map(|t| Some((t.cpu_user_ms?, t.cpu_system_ms?, t.peak_rss_kib?))).collect();
         if !cpu.is_empty() {
             let n = cpu.len() as f64;
             parts.push(format!(
@@ -168,6 +166,9 @@ fn diagnostics(result: &BenchResult) -> String {
         m.boost.map_or("?", |b| if b { "on" } else { "off" }),
         m.virtualization
     ));
+    if let Some(floor) = result.config.command_floor_ms {
+        out.push_str(&format!("  a command's floor (sh -c true) is {floor:.2} ms, included in the commands' Scores\n"));
+    }
     for warning in &result.warnings {
         out.push_str(&format!("  warning: {warning}\n"));
     }

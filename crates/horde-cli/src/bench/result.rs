@@ -40,6 +40,10 @@ pub struct Config {
     /// The resolution of the timers, in nanoseconds: Rust's monotonic clock (and Python's
     /// perf_counter when a function ran).
     pub timer_floor_ns: f64,
+    /// The median wall time of `sh -c true` on this machine, in ms: what starting a command
+    /// costs, included in (not subtracted from) a command's Score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_floor_ms: Option<f64>,
 }
 
 /// One benchmark at one combination of parameter values.
@@ -142,6 +146,9 @@ mod tests {
             std::fs::write(path, &generated).unwrap();
         }
         let committed = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(committed == generated, "docs/bench.schema.json is stale: run HORDE_UPDATE_SCHEMAS=1 cargo test -p horde-cli");
+        assert!(
+            committed == generated,
+            "docs/bench.schema.json is stale: run HORDE_UPDATE_SCHEMAS=1 cargo test -p horde-cli"
+        );
     }
 }

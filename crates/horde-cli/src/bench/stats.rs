@@ -157,7 +157,8 @@ pub fn ratio(reference: &[f64], other: &[f64], confidence: f64) -> Option<Ratio>
     let log_ref: Vec<f64> = reference.iter().map(|v| v.ln()).collect();
     let log_other: Vec<f64> = other.iter().map(|v| v.ln()).collect();
     let test = welch(&log_ref, &log_other, 1.0 - confidence)?;
-    let standard_error = (variance(&log_ref) / log_ref.len() as f64 + variance(&log_other) / log_other.len() as f64).sqrt();
+    let standard_error =
+        (variance(&log_ref) / log_ref.len() as f64 + variance(&log_other) / log_other.len() as f64).sqrt();
     Some(Ratio {
         ratio: test.difference.exp(),
         low: test.low.exp(),
@@ -181,7 +182,11 @@ pub fn geometric_mean(ratios: &[&Ratio], confidence: f64) -> Option<Ratio> {
     let df = ratios.iter().map(|r| r.degrees_of_freedom).fold(f64::INFINITY, f64::min);
     let half = if standard_error == 0.0 { 0.0 } else { t_quantile(confidence, df) * standard_error };
     let p = if standard_error == 0.0 {
-        if difference == 0.0 { 1.0 } else { 0.0 }
+        if difference == 0.0 {
+            1.0
+        } else {
+            0.0
+        }
     } else {
         let t = if df.is_infinite() { 1e9 } else { df };
         (2.0 * StudentsT::new(0.0, 1.0, t).expect("positive df").sf((difference / standard_error).abs())).min(1.0)
