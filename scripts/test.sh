@@ -46,7 +46,7 @@ if [ ! -x scripts/couchdb/node_modules/pouchdb-server/bin/pouchdb-server ]; then
 fi
 
 step "installing the Python test tools"
-python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10"
+python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10" "bcrypt>=4"
 
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .
