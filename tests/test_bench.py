@@ -158,6 +158,34 @@ def test_an_http_trial_is_a_fresh_run_of_the_delay(target, tmp_path):
     assert target.stats()["total"] >= 4 * 20
 
 
+SCENARIO = """
+import os
+from horde import bench, http, scenario
+
+def delay(ms, users):
+    return scenario("delay").exec(http("delay").get(f"/delay/{ms}"))
+
+bench.scenario(delay, protocol=http.base_url(os.environ["TARGET_URL"]), params={"ms": [20], "users": [1, 2]})
+"""
+
+
+def test_a_scenario_benchmark_runs_the_engine_per_trial(target, tmp_path):
+    (tmp_path / "scn.py").write_text(SCENARIO)
+    out = tmp_path / "scn.json"
+    result = bench("scn.py", "--trials", "2", "--warmup", "1", "--measure", "1", "--iteration-time", "300ms",
+                   "--out", out, cwd=tmp_path, env={"TARGET_URL": target.url})
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(out.read_text())["cells"]
+    assert [(c["benchmark"], c["kind"], c["params"]) for c in cells] == [
+        ("delay", "scenario", {"ms": 20, "users": 1}), ("delay", "scenario", {"ms": 20, "users": 2})]
+    for cell in cells:
+        assert 20.0 <= cell["stats"]["score"] <= 25.0, cell["stats"]
+    header, rows = table_rows(result.stdout)
+    assert header[:3] == ["Benchmark", "(ms)", "(users)"] and len(rows) == 2
+    # The server saw the requests of both cells' trials, warm-up included (not in the figures).
+    assert target.stats()["total"] >= 4 * 20
+
+
 def test_exports_read_back_as_jmh_tools_expect(busy_results):
     _, runs = busy_results
     out = runs["a"][0]

@@ -23,9 +23,10 @@ from typing import Any, Callable, Mapping, Optional
 
 from .errors import DslError
 
-__all__ = ["function", "command", "declared", "FunctionBenchmark", "CommandBenchmark"]
+__all__ = ["function", "command", "scenario", "declared", "FunctionBenchmark", "CommandBenchmark", "ScenarioBenchmark"]
 
 UNITS = ("s", "ms", "us", "ns")
+METRICS = ("mean", "p50", "p75", "p95", "p99", "throughput")
 
 # The benchmarks the file being loaded declared, in order; the worker reads and resets it.
 _declared: list = []
@@ -105,6 +106,42 @@ class CommandBenchmark:
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class ScenarioBenchmark:
+    """An HTTP scenario run by the engine, a fresh run per trial: ``users`` (a parameter, 1 when
+    not declared) virtual users at once for the trial's warm-up and measured time."""
+
+    name: str
+    scenario: Any
+    protocol: Any
+    params: tuple
+    metric: str = "mean"
+
+    def to_data(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": "scenario",
+            "params": [{"name": n, "values": list(v)} for n, v in self.params],
+            "unit": "ms",
+            "metric": self.metric,
+        }
+
+    def to_plan(self, values: dict, warmup_ms: int, measure_ms: int) -> dict:
+        """The plan of one trial: the scenario (or what a callable makes of the values) with
+        ``users`` concurrent users for warm-up + measured time, the warm-up not recorded."""
+        from .chains import Scenario
+        from .injection import constant_concurrent_users
+        from .simulation import Simulation
+
+        scn = self.scenario if isinstance(self.scenario, Scenario) else self.scenario(**values)
+        if not isinstance(scn, Scenario):
+            raise DslError(f"bench.scenario({self.name!r}): the callable returned {scn!r}, not a scenario(...)")
+        total_ms = warmup_ms + measure_ms
+        population = scn.inject(constant_concurrent_users(int(values.get("users", 1))).during(total_ms / 1000))
+        options = (("warmup_ms", warmup_ms), ("max_duration_ms", total_ms))
+        return Simulation((population,), self.protocol, self.name, options).to_plan()
+
+
 def function(func=None, *, name=None, params=None, unit="ms"):
     """Declares a function benchmark; use as a decorator, with or without arguments. The
     function is returned unchanged, so it can still be called (and tested) directly.
@@ -151,6 +188,43 @@ def command(name, command, *, params=None, prepare=None, unit="ms"):
         raise DslError(f"{where}: prepare is a command (a string)")
     declared_benchmark = CommandBenchmark(
         name=_check_name(name, where), command=command, params=_params(params, where), prepare=prepare, unit=_unit(unit, where)
+    )
+    _declared.append(declared_benchmark)
+    return declared_benchmark
+
+
+def scenario(scn, *, protocol, params=None, name=None, metric="mean"):
+    """Declares an HTTP benchmark: each trial a fresh engine run of the scenario with ``users``
+    concurrent users (a parameter, 1 when not declared), its warm-up excluded, its Score the
+    ``metric`` of the OK requests (``mean``, ``p50``, ``p75``, ``p95``, ``p99`` latency in ms, or
+    ``throughput`` in requests per second). ``scn`` may be a callable taking the parameters as
+    keyword arguments and returning a scenario, so parameters can shape the requests.
+
+    >>> from horde import bench, http, scenario
+    >>> home = scenario("home").exec(http("home").get("/delay/{ms}"))
+    >>> b = bench.scenario(home, protocol=http.base_url("http://127.0.0.1:8080"), params={"users": [1, 8]})
+    >>> b.to_plan({"users": 8}, 1000, 2000)["scenarios"][0]["injection"]
+    [{'type': 'constant_concurrent_users', 'users': 8, 'duration_ms': 3000}]
+    >>> bench.forget()
+    """
+    from .chains import Scenario
+    from .http import HttpProtocol
+
+    where = f"bench.scenario({name or getattr(scn, 'name', scn)!r})"
+    if not isinstance(scn, Scenario) and not callable(scn):
+        raise DslError(f"{where}: takes a scenario(...) or a callable returning one")
+    if not isinstance(protocol, HttpProtocol):
+        raise DslError(f"{where}: protocol is http.base_url(...)")
+    if metric not in METRICS:
+        raise DslError(f"{where}: metric {metric!r} is not one of {', '.join(METRICS)}")
+    checked = _params(params, where)
+    for param_name, values in checked:
+        if param_name == "users" and any(not isinstance(v, int) or v < 1 for v in values):
+            raise DslError(f"{where}: users are whole numbers of at least 1")
+    default_name = scn.name if isinstance(scn, Scenario) else getattr(scn, "__name__", "scenario")
+    declared_benchmark = ScenarioBenchmark(
+        name=_check_name(name or default_name.replace(" ", "_"), where), scenario=scn, protocol=protocol, params=checked,
+        metric=metric,
     )
     _declared.append(declared_benchmark)
     return declared_benchmark

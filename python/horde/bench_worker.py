@@ -4,10 +4,11 @@ does one thing, printing JSON on stdout (what the file prints goes to stderr).
     python -m horde.bench_worker list FILE.py
     python -m horde.bench_worker calibrate FILE.py NAME PARAMS_JSON ITERATION_SECONDS
     python -m horde.bench_worker run FILE.py NAME PARAMS_JSON LOOPS WARMUP MEASURE
+    python -m horde.bench_worker plan FILE.py NAME PARAMS_JSON WARMUP_MS MEASURE_MS
 
 ``calibrate`` finds the calls per iteration (doubling, as pyperf does) so that one iteration
 lasts at least ITERATION_SECONDS; ``run`` is one trial: WARMUP iterations, then MEASURE, each
-LOOPS calls, reported in seconds per call. Exit 2 for a problem of the file, 130 on Ctrl-C.
+LOOPS calls, reported in seconds per call; ``plan`` prints the plan of one trial of a scenario. Exit 2 for a problem of the file, 130 on Ctrl-C.
 """
 
 import contextlib
@@ -51,11 +52,11 @@ def _load(path):
     return declared
 
 
-def _find(path, name):
+def _find(path, name, kind=bench.FunctionBenchmark):
     for declared in _load(path):
         if declared.name == name:
-            if not isinstance(declared, bench.FunctionBenchmark):
-                raise _Problem(f"{path}: {name} is not a function benchmark")
+            if not isinstance(declared, kind):
+                raise _Problem(f"{path}: {name} is not a {kind.__name__}")
             return declared
     raise _Problem(f"{path}: no benchmark named {name!r}")
 
@@ -123,6 +124,11 @@ def _command(argv):
             "iterations": measured,
             "timer_resolution_ns": time.get_clock_info("perf_counter").resolution * 1e9,
         }
+    if len(argv) == 6 and argv[0] == "plan":
+        declared = _find(argv[1], argv[2], bench.ScenarioBenchmark)
+        plan = declared.to_plan(json.loads(argv[3]), int(argv[4]), int(argv[5]))
+        plan["base_dir"] = str(Path(argv[1]).resolve().parent)
+        return plan
     return None
 
 

@@ -42,6 +42,14 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// `(mode, unit)` of its cells.
+    pub fn mode_unit(self) -> (&'static str, &'static str) {
+        match self {
+            Metric::Throughput => ("thrpt", "ops/s"),
+            _ => ("avgt", "ms"),
+        }
+    }
+
     fn percentile(self) -> Option<f64> {
         match self {
             Metric::P50 => Some(50.0),
@@ -52,7 +60,7 @@ impl Metric {
         }
     }
 
-    fn describe(self) -> &'static str {
+    pub fn describe(self) -> &'static str {
         match self {
             Metric::Mean => "mean latency",
             Metric::P50 => "p50 latency",
@@ -88,10 +96,7 @@ pub fn cells(args: &HttpBenchArgs, iteration_ms: f64) -> Result<Vec<PlannedCell>
     if !problems.is_empty() {
         return Err(invalid_flags(problems));
     }
-    let (mode, unit) = match args.metric {
-        Metric::Throughput => ("thrpt", "ops/s"),
-        _ => ("avgt", "ms"),
-    };
+    let (mode, unit) = args.metric.mode_unit();
     let mut cells = Vec::new();
     for values in matrix::combinations(&params) {
         let url = matrix::substitute(&args.url, &values).map_err(Failure::Invalid)?;
@@ -127,7 +132,19 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
     plan.options.warmup_ms = Some(warmup_ms);
     plan.options.max_duration_ms = Some(warmup_ms + measure_ms);
     plan.options.graceful_stop_ms = None;
-    let program = crate::prepare(&plan, Path::new("of horde bench http"))?;
+    plan_trial(&plan, cell.metric, measure_ms, round, &cell.url)
+}
+
+/// Runs one trial's plan (its warm-up set in `warmup_ms`) in a fresh engine run and reads the
+/// metric from its totals; `what` names the target in messages.
+pub fn plan_trial(
+    plan: &horde_plan::Plan,
+    metric: Metric,
+    measure_ms: u64,
+    round: usize,
+    what: &str,
+) -> Result<Trial, Failure> {
+    let program = crate::prepare(plan, Path::new("of horde bench"))?;
     let dir = trial_dir()?;
     let finished = crate::run_into(program, &dir, false, "cli", None);
     let _ = std::fs::remove_dir_all(&dir);
@@ -138,21 +155,19 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
     let global = &finished.summary.global;
     if global.ok == 0 {
         return Err(Failure::Runtime(anyhow::anyhow!(
-            "{}: no request succeeded in the trial ({} failed)",
-            cell.url,
+            "{what}: no request succeeded in the trial ({} failed)",
             global.ko
         )));
     }
     if global.ko > 0 {
         crate::output::status!(
-            "horde bench: warning: {}: {} of {} requests failed in this trial",
-            cell.url,
+            "horde bench: warning: {what}: {} of {} requests failed in this trial",
             global.ko,
             global.count
         );
     }
     let latency = &global.latency.ok;
-    let value = match cell.metric {
+    let value = match metric {
         Metric::Mean => latency.mean_us / 1000.0,
         Metric::Throughput => global.ok as f64 / (measure_ms as f64 / 1000.0),
         metric => {

@@ -271,11 +271,22 @@ fn caches() -> Vec<String> {
 }
 
 fn virtualization(cpuinfo: &str) -> String {
-    if let Ok(output) = Command::new("systemd-detect-virt").output() {
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-        if !text.is_empty() {
-            return text;
-        }
+    // A container in a VM is both: systemd-detect-virt alone names only the container.
+    let detect = |kind: &str| {
+        Command::new("systemd-detect-virt")
+            .arg(kind)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|t| !t.is_empty())
+    };
+    if let (Some(vm), Some(container)) = (detect("--vm"), detect("--container")) {
+        return match (vm.as_str(), container.as_str()) {
+            ("none", "none") => "none".into(),
+            (vm, "none") => vm.into(),
+            ("none", container) => container.into(),
+            (vm, container) => format!("{vm}+{container}"),
+        };
     }
     let container = Path::new("/.dockerenv").exists()
         || read("/proc/1/cgroup").is_some_and(|c| c.contains("docker") || c.contains("kubepods"));

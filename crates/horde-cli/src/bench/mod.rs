@@ -188,6 +188,7 @@ enum Runner {
     Function { file: PathBuf, name: String, params_json: String, loops: u64 },
     Command { command: String, prepare: Option<String>, dir: Option<PathBuf> },
     Http(Box<http::HttpCell>),
+    Scenario { file: PathBuf, name: String, params_json: String, metric: http::Metric },
 }
 
 struct PlannedCell {
@@ -354,6 +355,24 @@ fn file_cells(file: &Path, overrides: &[Param]) -> Result<(Vec<PlannedCell>, Str
                     });
                 }
             }
+            "scenario" => {
+                let text = declared.metric.as_deref().unwrap_or("mean");
+                let metric = <http::Metric as ValueEnum>::from_str(text, true)
+                    .map_err(|_| Failure::Invalid(format!("{}: unknown metric {text:?}", declared.name)))?;
+                let (mode, unit) = metric.mode_unit();
+                for values in matrix::combinations(&params) {
+                    let params_json = serde_json::Value::Object(values.clone()).to_string();
+                    cells.push(PlannedCell {
+                        cell: empty_cell(&declared.name, "scenario", &params, values, mode, unit, metric.describe()),
+                        runner: Runner::Scenario {
+                            file: file.to_path_buf(),
+                            name: declared.name.clone(),
+                            params_json,
+                            metric,
+                        },
+                    });
+                }
+            }
             other => return Err(Failure::Invalid(format!("{}: unknown benchmark kind {other:?}", file.display()))),
         }
     }
@@ -483,7 +502,11 @@ fn execute(
                 Ok(found) => {
                     *loops = found;
                     planned.cell.loops = Some(found);
-                    status!("horde bench: calibrated {}: {found} calls per iteration", label(&planned.cell));
+                    status!(
+                        "horde bench: calibrated {}: {found} call{} per iteration",
+                        label(&planned.cell),
+                        if found == 1 { "" } else { "s" }
+                    );
                 }
                 Err(python::WorkerError::Interrupted) => {
                     interrupted = true;
@@ -657,6 +680,25 @@ fn run_trial(
                 cpu_user_ms: Some(user / n),
                 cpu_system_ms: Some(system / n),
                 peak_rss_kib: Some(peak),
+            })
+        }
+        Runner::Scenario { file, name, params_json, metric } => {
+            let warmup_ms = (settings.iteration_ms * settings.warmup as f64) as u64;
+            let measure_ms = ((settings.iteration_ms * settings.measure as f64) as u64).max(1);
+            let text = python::plan(file, name, params_json, warmup_ms, measure_ms).map_err(|e| match e {
+                python::WorkerError::Interrupted => TrialError::Interrupted,
+                other => TrialError::Failed(worker_failure(other)),
+            })?;
+            let plan = horde_plan::Plan::from_json(&text).map_err(|errors| {
+                TrialError::Failed(Failure::Invalid(format!(
+                    "{}: the plan of {name} is invalid: {}",
+                    file.display(),
+                    errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
+                )))
+            })?;
+            http::plan_trial(&plan, *metric, measure_ms, round, name).map_err(|e| match e {
+                Failure::Interrupted(_) => TrialError::Interrupted,
+                other => TrialError::Failed(other),
             })
         }
         Runner::Http(cell) => http::trial(cell, round, settings.warmup, settings.measure).map_err(|e| match e {

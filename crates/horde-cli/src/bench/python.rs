@@ -52,6 +52,9 @@ pub struct Declared {
     pub prepare: Option<String>,
     pub params: Vec<DeclaredParam>,
     pub unit: String,
+    /// A scenario's metric (`mean`, `p99`, `throughput`...).
+    #[serde(default)]
+    pub metric: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,4 +105,11 @@ pub fn trial(
         &measure.to_string(),
     ])?;
     serde_json::from_value(value).map_err(|e| WorkerError::Failed(format!("the worker's trial: {e}")))
+}
+
+/// The plan of one trial of a scenario benchmark.
+pub fn plan(file: &Path, name: &str, params: &str, warmup_ms: u64, measure_ms: u64) -> Result<String, WorkerError> {
+    let value =
+        call(&["plan", &file.to_string_lossy(), name, params, &warmup_ms.to_string(), &measure_ms.to_string()])?;
+    Ok(value.to_string())
 }

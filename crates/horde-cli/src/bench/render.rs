@@ -140,7 +140,7 @@ fn diagnostics(result: &BenchResult) -> String {
             parts.push(format!("[JMH's Error ±{}]", number(pooled)));
         }
         if let Some(loops) = cell.loops {
-            parts.push(format!("{loops} calls per iteration"));
+            parts.push(format!("{loops} call{} per iteration", if loops == 1 { "" } else { "s" }));
         }
         let cpu: Vec<(f64, f64, u64)> =
             cell.trials.iter().filter_map(|t| Some((t.cpu_user_ms?, t.cpu_system_ms?, t.peak_rss_kib?))).collect();
