@@ -61,15 +61,17 @@ def table_rows(stdout):
 
 @pytest.fixture(scope="module")
 def busy_results(tmp_path_factory):
-    """The busy loop benchmarked twice, as machines `a` and `b` (b does twice the work)."""
+    """The busy loop benchmarked as machines `a` and `b` (b does twice the work), in the order
+    a b b a so that a drift of this shared machine weighs on both; `a` and `b` are the first
+    run of each, `a2` and `b2` the second."""
     directory = tmp_path_factory.mktemp("busy")
     (directory / "busy.py").write_text(BUSY)
     runs = {}
-    for label, slowdown in (("a", "1"), ("b", "2")):
-        out = directory / f"{label}.json"
+    for name, label, slowdown in (("a", "a", "1"), ("b", "b", "2"), ("b2", "b", "2"), ("a2", "a", "1")):
+        out = directory / f"{name}.json"
         result = bench("busy.py", *QUICK, "--machine", label, "--out", out, cwd=directory, env={"SLOWDOWN": slowdown})
         assert result.returncode == 0, result.stderr
-        runs[label] = (out, result)
+        runs[name] = (out, result)
     return directory, runs
 
 
@@ -213,8 +215,14 @@ def test_exports_read_back_as_jmh_tools_expect(busy_results):
 
 def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_results):
     directory, runs = busy_results
-    result = bench("compare", runs["a"][0], runs["b"][0], "--budget", "0.7ms")
+    files = [runs[name][0] for name in ("a", "a2", "b", "b2")]
+    # A budget that a's n=40000 and b's n=20000 (the same work) fit and b's n=40000 does not.
+    cells = {label: [c["stats"] for c in json.loads(runs[label][0].read_text())["cells"]] for label in ("a", "b")}
+    budget_ms = max(cells["a"][1]["ci_high"], cells["b"][0]["ci_high"]) * 1.25
+    assert budget_ms < cells["b"][1]["ci_high"]
+    result = bench("compare", *files, "--budget", f"{budget_ms:.4f}ms")
     assert result.returncode == 0, result.stderr
+    assert "a (2 files" in result.stdout and "b (2 files" in result.stdout
     ratios = re.findall(r"x(\d+\.\d+) \[(\d+\.\d+), (\d+\.\d+)\] (\S+)", result.stdout)
     # Two cells and the geometric mean.
     assert len(ratios) == 3, result.stdout
@@ -227,10 +235,10 @@ def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_
     # The budget: a affords n=40000 (about 0.5 ms); b, at twice the cost, only n=20000.
     budget = result.stdout.split("Budget")[1]
     assert re.search(r"a: n=40000", budget) and re.search(r"b: n=20000", budget), result.stdout
-    gate = bench("compare", runs["a"][0], runs["b"][0], "--fail-on", "slower")
+    gate = bench("compare", *files, "--fail-on", "slower")
     assert gate.returncode == 99 and "slower than a" in gate.stderr
     # b as the reference: a is faster, and nothing is slower.
-    reverse = bench("compare", runs["a"][0], runs["b"][0], "--reference", "b", "--fail-on", "slower")
+    reverse = bench("compare", *files, "--reference", "b", "--fail-on", "slower")
     assert reverse.returncode == 0 and "faster" in reverse.stdout
 
 
