@@ -19,6 +19,9 @@ ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 || missing+=(postgresql)
 command -v psql > /dev/null 2>&1 || missing+=(postgresql-client)
 [ -x /usr/sbin/mariadbd ] || command -v mariadbd > /dev/null 2>&1 || missing+=(mariadb-server)
 command -v mariadb > /dev/null 2>&1 || missing+=(mariadb-client)
+# An sshd of the tests' own for `horde bench --host` (tests/test_bench.py), and the ssh client.
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v ssh > /dev/null 2>&1 || missing+=(openssh-client)
 command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"

@@ -6,10 +6,12 @@ Trials are few and short (--fast, 50 ms iterations): the tests check what the fi
 not their precision. The whole file takes well under a minute."""
 
 import csv
+import getpass
 import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +20,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import DOCS
+from conftest import DOCS, can_connect, free_port, stop_process, wait_until
 
 BUSY = """
 import os
@@ -296,3 +298,56 @@ def test_ctrl_c_writes_the_trials_so_far_and_exits_130(tmp_path):
     assert data["status"] == "interrupted"
     assert 1 <= len(data["cells"][0]["trials"]) < 20
     assert "Status: interrupted" in stdout
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    """An sshd of our own on 127.0.0.1, with a host key and a client key made for the test."""
+    daemon = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(daemon):
+        pytest.skip("sshd is not installed (scripts/test.sh installs openssh-server)")
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    (keys / "authorized_keys").chmod(0o600)
+    port = free_port()
+    config = keys / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
+        f"PidFile {keys / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n"
+    )
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", exist_ok=True)
+    process = subprocess.Popen([daemon, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: can_connect(port), what="sshd")
+        yield (f"ssh -i {keys / 'client'} -p {port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+               "-o BatchMode=yes -o LogLevel=ERROR")
+    finally:
+        stop_process(process)
+
+
+def test_hosts_over_ssh_run_at_once_and_are_gathered(sshd, tmp_path):
+    (tmp_path / "busy.py").write_text(BUSY)
+    out = tmp_path / "results"
+    out.mkdir()
+    user = getpass.getuser()
+    result = bench("busy.py", "--host", f"{user}@127.0.0.1", "--host", f"{user}@localhost", "--ssh", sshd,
+                   "--remote-horde", shutil.which("horde"), "--trials", "2", "--warmup", "0", "--measure", "2",
+                   "--iteration-time", "20ms", "-p", "n=20000", "--out", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    files = sorted(out.iterdir())
+    # One machine under two host names: a file each, pooled in the comparison.
+    assert len(files) == 2
+    for path in files:
+        data = json.loads(path.read_text())
+        assert data["status"] == "completed" and data["machine"]["label_source"] in ("hostname", "dmi")
+        assert [c["params"] for c in data["cells"]] == [{"n": 20000}]
+    assert f"[{user}@localhost] horde bench: round 2/2" in result.stderr
+    assert "## " + f"{user}@127.0.0.1" in result.stdout and "(2 files" in result.stdout
+    # A host that cannot be reached is named, exit 3.
+    unreachable = bench("busy.py", "--host", f"{user}@127.0.0.1", "--ssh", "ssh -p 1 -o BatchMode=yes",
+                        "--out", out, cwd=tmp_path)
+    assert unreachable.returncode == 3 and "127.0.0.1" in unreachable.stderr

@@ -17,6 +17,7 @@ mod http;
 mod machine;
 mod matrix;
 mod python;
+mod remote;
 mod render;
 mod result;
 mod stats;
@@ -42,6 +43,16 @@ pub struct BenchArgs {
     /// Replaces a parameter's declared values (JMH's -p); repeatable.
     #[arg(short = 'p', long = "param", value_name = "NAME=V1,V2")]
     pub params: Vec<String>,
+    /// Run the file on this host over SSH instead (user@host; repeatable, all at once), each
+    /// result written to --out DIR, then compared.
+    #[arg(long = "host", value_name = "USER@HOST")]
+    pub hosts: Vec<String>,
+    /// The ssh command for --host, with its options ("ssh -i key -p 2222").
+    #[arg(long, default_value = "ssh", value_name = "COMMAND")]
+    pub ssh: String,
+    /// The horde command on the hosts.
+    #[arg(long, default_value = "horde", value_name = "PATH")]
+    pub remote_horde: String,
     #[command(flatten)]
     pub run: RunOptions,
 }
@@ -134,6 +145,25 @@ pub enum Format {
     Json,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPreset {
+    Default,
+    Fast,
+    Rigorous,
+}
+
+impl RunOptions {
+    pub fn preset(&self) -> RunPreset {
+        if self.fast {
+            RunPreset::Fast
+        } else if self.rigorous {
+            RunPreset::Rigorous
+        } else {
+            RunPreset::Default
+        }
+    }
+}
+
 /// The resolved configuration of a run.
 #[derive(Debug, Clone, Copy)]
 struct Settings {
@@ -224,6 +254,9 @@ pub fn bench(args: &BenchArgs, loader: &dyn crate::SimulationLoader) -> Result<i
             };
             let _ = loader;
             let settings = settings(&args.run).map_err(invalid_flags)?;
+            if !args.hosts.is_empty() {
+                return remote::run(&args.hosts, &args.ssh, &args.remote_horde, file, &args.params, &args.run);
+            }
             let overrides = matrix::parse_params("-p", &args.params).map_err(invalid_flags)?;
             let (cells, python_version) = file_cells(file, &overrides)?;
             let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "bench".into());
