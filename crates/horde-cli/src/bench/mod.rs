@@ -38,7 +38,7 @@ use std::time::Instant;
 pub struct BenchArgs {
     #[command(subcommand)]
     pub form: Option<BenchForm>,
-    /// A Python file declaring benchmarks (bench.function, bench.command).
+    /// A Python file declaring benchmarks (bench.function, bench.command, bench.scenario).
     pub file: Option<PathBuf>,
     /// Replaces a parameter's declared values (JMH's -p); repeatable.
     #[arg(short = 'p', long = "param", value_name = "NAME=V1,V2")]
@@ -104,7 +104,7 @@ pub struct RunOptions {
     #[arg(long, value_parser = crate::args::at_least_one, value_name = "N")]
     pub measure: Option<u64>,
     /// How long one iteration of a Python function lasts (its calls per iteration are
-    /// calibrated to it); an HTTP trial's measured time.
+    /// calibrated to it); for HTTP, the unit of a trial's warm-up and measured time.
     #[arg(long, value_name = "DURATION")]
     pub iteration_time: Option<String>,
     /// Quick figures: 3 trials, 1 warm-up and 3 measured iterations of 100 ms.
