@@ -313,3 +313,119 @@ pub fn markdown(result: &BenchResult) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::machine::{Conditions, Machine};
+    use crate::bench::result::{Config, Trial};
+    use std::collections::BTreeMap;
+
+    fn sample() -> BenchResult {
+        let machine = Machine {
+            label: "m5.large".into(),
+            label_source: "dmi".into(),
+            hostname: "ip-10-0-0-5".into(),
+            cpu_model: "Intel Xeon".into(),
+            logical_cpus: 2,
+            physical_cores: 1,
+            sockets: 1,
+            threads_per_core: 2,
+            caches: vec!["L1d 32K".into()],
+            memory_kib: 8 * 1024 * 1024,
+            os: "Debian".into(),
+            kernel: "6.1.0".into(),
+            kernel_cmdline: String::new(),
+            virtualization: "kvm".into(),
+            cpu_quota: None,
+            governor: Some("performance".into()),
+            boost: None,
+            aslr: Some(2),
+            dmi_product: Some("Amazon EC2 m5.large".into()),
+            runtimes: BTreeMap::from([("horde".to_string(), "0.1.0".to_string())]),
+            conditions: Conditions { loadavg_1m: Some(0.1), steal_percent: Some(0.0) },
+            fingerprint: "0123456789abcdef".into(),
+        };
+        let trial = |round, values: &[f64]| Trial {
+            round,
+            warmup: vec![values[0] * 1.5],
+            iterations: values.to_vec(),
+            mean: values.iter().sum::<f64>() / values.len() as f64,
+            cpu_user_ms: None,
+            cpu_system_ms: None,
+            peak_rss_kib: None,
+        };
+        let mut cells = Vec::new();
+        for (rounds, scale) in [(6, 1.0), (8, 4.0)] {
+            let mut params = serde_json::Map::new();
+            params.insert("log_rounds".into(), rounds.into());
+            let trials = vec![trial(0, &[5.0 * scale, 5.2 * scale]), trial(1, &[5.1 * scale, 5.3 * scale])];
+            let iterations: Vec<Vec<f64>> = trials.iter().map(|t| t.iterations.clone()).collect();
+            cells.push(Cell {
+                benchmark: "hashpw".into(),
+                kind: "function".into(),
+                param_names: vec!["log_rounds".into()],
+                params,
+                mode: "avgt".into(),
+                unit: "ms/op".into(),
+                metric: "wall time per call".into(),
+                loops: Some(10),
+                stats: crate::bench::stats::cell_stats(&iterations, 0.95),
+                trials,
+            });
+        }
+        BenchResult {
+            format: "horde-bench".into(),
+            version: 1,
+            started_at: "2026-11-26T10:00:00.000Z".into(),
+            status: "completed".into(),
+            machine,
+            config: Config {
+                source: "bcrypt.py".into(),
+                trials: 2,
+                warmup_iterations: 1,
+                measure_iterations: 2,
+                iteration_time_ms: 1000.0,
+                confidence: 0.95,
+                seed: 1,
+                timer_floor_ns: 20.0,
+                command_floor_ms: None,
+            },
+            cells,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn the_table_speaks_jmh() {
+        let table = table(&sample());
+        let expected = "\
+# Machine: m5.large (Intel Xeon; 2 CPUs, 1 cores x 2 threads; 8.0 GiB; 6.1.0; virt kvm; governor performance; fingerprint 0123456789abcdef)
+# Run: bcrypt.py; 2 trials (fresh processes) per cell, interleaved in shuffled rounds; 1 warm-up + 2 measured iterations per trial of ~1000 ms; Error = 95 % confidence over the trials
+
+Benchmark  (log_rounds)  Mode  Cnt   Score     Error  Units
+hashpw                6  avgt    2   5.150  ±  0.635  ms/op
+hashpw                8  avgt    2  20.600  ±  2.541  ms/op
+";
+        assert!(table.starts_with(expected), "{table}");
+        assert!(table.contains("hashpw (log_rounds=6): CV 1.4 %"), "{table}");
+        assert!(table.contains("[JMH's Error ±0.205]"), "{table}");
+    }
+
+    #[test]
+    fn exports_have_jmh_shapes() {
+        let result = sample();
+        let json = jmh_json(&result);
+        assert_eq!(json[0]["benchmark"], "horde.bcrypt.hashpw");
+        assert_eq!(json[0]["params"]["log_rounds"], "6");
+        assert_eq!(json[1]["primaryMetric"]["rawData"][1][0], 20.4);
+        let csv = csv(&result);
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("\"Benchmark\",\"Mode\",\"Threads\",\"Samples\",\"Score\",\"Score Error (95%)\",\"Unit\",\"Param: log_rounds\"")
+        );
+        assert!(lines.next().unwrap().starts_with("\"horde.bcrypt.hashpw\",\"avgt\",1,2,5.1"), "{csv}");
+        assert!(markdown(&result).contains("| hashpw | 8 | avgt | 2 | 20.600 | ± 2.541 | ms/op |"));
+    }
+}
