@@ -150,14 +150,17 @@ def test_command_parameter_lists_are_cartesian(tmp_path):
 def test_an_http_trial_is_a_fresh_run_of_the_delay(target, tmp_path):
     out = tmp_path / "http.json"
     result = bench("http", f"{target.url}/delay/20", "-L", "c=1,2", "--trials", "2", "--warmup", "1",
-                   "--measure", "1", "--iteration-time", "300ms", "--out", out)
+                   "--measure", "3", "--iteration-time", "150ms", "--out", out)
     assert result.returncode == 0, result.stderr
     cells = json.loads(out.read_text())["cells"]
     assert [c["params"]["c"] for c in cells] == [1, 2]
     for cell in cells:
         assert cell["unit"] == "ms/op" and cell["metric"] == "mean latency"
         assert 20.0 <= cell["stats"]["score"] <= 25.0, cell["stats"]
-    # Two cells x two trials x (warm-up + measured 300 ms each) of 20 ms requests, 1 and 2 at once:
+        # Each measured snapshot interval is an iteration (the last may be cut short by the end).
+        for trial in cell["trials"]:
+            assert 2 <= len(trial["iterations"]) <= 3 and all(20.0 <= i <= 30.0 for i in trial["iterations"])
+    # Two cells x two trials x (150 ms warm-up + 450 ms measured) of 20 ms requests, 1 and 2 at once:
     # the warm-up's requests were sent too, but are not in the figures.
     assert target.stats()["total"] >= 4 * 20
 

@@ -132,21 +132,31 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
     plan.options.warmup_ms = Some(warmup_ms);
     plan.options.max_duration_ms = Some(warmup_ms + measure_ms);
     plan.options.graceful_stop_ms = None;
-    plan_trial(&plan, cell.metric, measure_ms, round, &cell.url)
+    plan_trial(&plan, cell.metric, cell.iteration_ms, round, &cell.url)
 }
 
 /// Runs one trial's plan (its warm-up set in `warmup_ms`) in a fresh engine run and reads the
 /// metric from its totals; `what` names the target in messages.
+///
+/// The run's snapshot interval is the iteration: each whole measured interval's figure is an
+/// iteration of the trial (read from its time series), so the variance within a trial and
+/// between trials can be told apart as for functions. A trial whose intervals cannot be read
+/// has one iteration, the run's own figure.
 pub fn plan_trial(
     plan: &horde_plan::Plan,
     metric: Metric,
-    measure_ms: u64,
+    iteration_ms: f64,
     round: usize,
     what: &str,
 ) -> Result<Trial, Failure> {
-    let program = crate::prepare(plan, Path::new("of horde bench"))?;
+    let mut plan = plan.clone();
+    let warmup_ms = plan.options.warmup_ms.unwrap_or(0);
+    let measure_ms = plan.options.max_duration_ms.unwrap_or(0).saturating_sub(warmup_ms).max(1);
+    plan.options.snapshot_interval_ms = (iteration_ms as u64).max(10);
+    let program = crate::prepare(&plan, Path::new("of horde bench"))?;
     let dir = trial_dir()?;
     let finished = crate::run_into(program, &dir, false, "cli", None);
+    let intervals = std::fs::read_to_string(dir.join("timeseries.jsonl")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let finished = finished?;
     if finished.status == horde_metrics::RunStatus::Interrupted {
@@ -178,15 +188,44 @@ pub fn plan_trial(
                 .ok_or_else(|| Failure::Runtime(anyhow::anyhow!("the run's summary has no p{wanted} latency")))?
         }
     };
+    let iterations = interval_figures(&intervals, metric, warmup_ms, plan.options.snapshot_interval_ms);
+    let iterations = if iterations.is_empty() { vec![value] } else { iterations };
     Ok(Trial {
         round,
         warmup: Vec::new(),
-        iterations: vec![value],
-        mean: value,
+        mean: iterations.iter().sum::<f64>() / iterations.len() as f64,
+        iterations,
         cpu_user_ms: None,
         cpu_system_ms: None,
         peak_rss_kib: None,
     })
+}
+
+/// The metric of each whole measured interval of the `all` row of a run's timeseries.jsonl.
+fn interval_figures(jsonl: &str, metric: Metric, warmup_ms: u64, interval_ms: u64) -> Vec<f64> {
+    let mut figures = Vec::new();
+    for line in jsonl.lines() {
+        let Ok(sample) = serde_json::from_str::<horde_metrics::IntervalSample>(line) else { continue };
+        // The warm-up's intervals, and a last interval cut short by the end of the run, are no
+        // iterations.
+        if sample.name != horde_metrics::ALL_REQUESTS
+            || sample.start_ms < warmup_ms
+            || sample.duration_ms < interval_ms
+            || sample.ok == 0
+        {
+            continue;
+        }
+        let figure = match metric {
+            Metric::Mean => Some(sample.latency.mean_us / 1000.0),
+            Metric::Throughput => Some(sample.ok as f64 / (sample.duration_ms as f64 / 1000.0)),
+            metric => {
+                let wanted = metric.percentile().expect("a percentile metric");
+                sample.latency.percentile(wanted).map(|us| us as f64 / 1000.0)
+            }
+        };
+        figures.extend(figure);
+    }
+    figures
 }
 
 fn trial_dir() -> Result<PathBuf, Failure> {

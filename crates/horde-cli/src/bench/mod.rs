@@ -729,7 +729,7 @@ fn run_trial(
                     errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
                 )))
             })?;
-            http::plan_trial(&plan, *metric, measure_ms, round, name).map_err(|e| match e {
+            http::plan_trial(&plan, *metric, settings.iteration_ms, round, name).map_err(|e| match e {
                 Failure::Interrupted(_) => TrialError::Interrupted,
                 other => TrialError::Failed(other),
             })

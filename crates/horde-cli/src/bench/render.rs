@@ -81,7 +81,7 @@ pub fn table(result: &BenchResult) -> String {
         config.trials,
         config.warmup_iterations,
         config.measure_iterations,
-        if result.cells.iter().any(|c| c.kind == "function") {
+        if result.cells.iter().any(|c| c.kind != "command") {
             format!(" of ~{} ms", config.iteration_time_ms)
         } else {
             String::new()
