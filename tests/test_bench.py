@@ -354,3 +354,12 @@ def test_hosts_over_ssh_run_at_once_and_are_gathered(sshd, tmp_path):
     unreachable = bench("busy.py", "--host", f"{user}@127.0.0.1", "--ssh", "ssh -p 1 -o BatchMode=yes",
                         "--out", out, cwd=tmp_path)
     assert unreachable.returncode == 3 and "127.0.0.1" in unreachable.stderr
+
+
+def test_a_failing_command_is_named_and_exits_3(tmp_path):
+    out = tmp_path / "failed.json"
+    result = bench("cmd", "--trials", "2", "--warmup", "0", "--measure", "1", "--out", out, "--",
+                   "echo 'no such input' >&2; exit 5")
+    assert result.returncode == 3
+    assert "exit status: 5" in result.stderr and "no such input" in result.stderr
+    assert json.loads(out.read_text())["status"] == "failed"

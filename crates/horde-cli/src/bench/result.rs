@@ -17,7 +17,8 @@ pub struct BenchResult {
     pub version: u32,
     /// RFC 3339 UTC.
     pub started_at: String,
-    /// `completed`, or `interrupted` (the trials measured until then are kept).
+    /// `completed`, `interrupted` (Ctrl-C) or `failed` (a command or worker failed): in the last
+    /// two, the trials measured until then are kept.
     pub status: String,
     pub machine: Machine,
     pub config: Config,
