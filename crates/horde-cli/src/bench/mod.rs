@@ -226,7 +226,9 @@ struct PlannedCell {
     runner: Runner,
 }
 
-pub fn bench(args: &BenchArgs, loader: &dyn crate::SimulationLoader) -> Result<i32, Failure> {
+/// Python benchmark files are loaded by worker processes, never in this one: each trial must be a
+/// fresh interpreter, so the command line's simulation loader is not used.
+pub fn bench(args: &BenchArgs) -> Result<i32, Failure> {
     match &args.form {
         Some(BenchForm::Cmd(cmd)) => {
             let settings = settings(&cmd.run).map_err(invalid_flags)?;
@@ -252,7 +254,6 @@ pub fn bench(args: &BenchArgs, loader: &dyn crate::SimulationLoader) -> Result<i
                         .into(),
                 ));
             };
-            let _ = loader;
             let settings = settings(&args.run).map_err(invalid_flags)?;
             if !args.hosts.is_empty() {
                 return remote::run(&args.hosts, &args.ssh, &args.remote_horde, file, &args.params, &args.run);
