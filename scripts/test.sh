@@ -19,6 +19,9 @@ ls /usr/lib/postgresql/*/bin/initdb > /dev/null 2>&1 || missing+=(postgresql)
 command -v psql > /dev/null 2>&1 || missing+=(postgresql-client)
 [ -x /usr/sbin/mariadbd ] || command -v mariadbd > /dev/null 2>&1 || missing+=(mariadb-server)
 command -v mariadb > /dev/null 2>&1 || missing+=(mariadb-client)
+# An sshd of the tests' own for `horde bench --host` (tests/test_bench.py), and the ssh client.
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v ssh > /dev/null 2>&1 || missing+=(openssh-client)
 command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
@@ -46,7 +49,7 @@ if [ ! -x scripts/couchdb/node_modules/pouchdb-server/bin/pouchdb-server ]; then
 fi
 
 step "installing the Python test tools"
-python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10"
+python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10" "bcrypt>=4"
 
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .

@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 # By name: `horde.http` is also the name of the request builder the package exports.
-MODULES = ["horde.assertions", "horde.chains", "horde.checks", "horde.cookies", "horde.couchdb", "horde.http", "horde.injection", "horde.simulation", "horde.sql",
+MODULES = ["horde.assertions", "horde.bench", "horde.chains", "horde.checks", "horde.cookies", "horde.couchdb", "horde.http",
+           "horde.injection", "horde.simulation", "horde.sql",
            "horde.testing"]
 
 

@@ -427,3 +427,20 @@ def test_ci_gate(target, tmp_path):
     assert slow.returncode == 99, slow.stderr
     failed = [t["text"] for t in summaries(tmp_path)[-1]["thresholds"] if t["status"] != "pass"]
     assert failed == ['"checkout / pay": p95<=200ms']
+
+
+def test_bcrypt_log_rounds(tmp_path):
+    # Seed 002's benchmark, quickly: two more log rounds are four times the work.
+    out = tmp_path / "bcrypt.json"
+    run_example(["horde", "bench", EXAMPLES / "bcrypt_log_rounds.py", "-p", "log_rounds=4,6", "--fast",
+                 "--iteration-time", "50ms", "--out", out], tmp_path)
+    small, large = (c["stats"]["score"] for c in json.loads(out.read_text())["cells"])
+    assert 3.0 < large / small < 5.0
+
+
+def test_bench_on_machines(tmp_path):
+    completed = run_example(["bash", EXAMPLES / "bench_on_machines.sh", EXAMPLES / "bcrypt_log_rounds.py",
+                             tmp_path / "results", "local", "--", "-p", "log_rounds=4", "--fast", "--iteration-time",
+                             "20ms", "--machine", "here"], tmp_path)
+    assert "here (reference)" in completed.stdout and "Budget 100ms for hashpw" in completed.stdout
+    assert "here: log_rounds=4" in completed.stdout

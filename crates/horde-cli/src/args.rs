@@ -65,6 +65,10 @@ pub enum Command {
     /// Compare two sets of runs: per request and metric, the change B/A with its confidence
     /// interval and a verdict (exit 99 on a regression beyond the tolerance).
     Compare(CompareArgs),
+    /// Benchmark Python functions, shell commands or a URL over parameter matrices: trials in
+    /// fresh processes, JMH's table with honest error bars, the machine recorded; `compare`
+    /// puts machines side by side.
+    Bench(crate::bench::BenchArgs),
     /// Print the console summary of a saved run, or write its report.html (--html).
     Report {
         /// A results directory or its summary.json (a sweep's directory with --html).

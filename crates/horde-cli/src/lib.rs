@@ -10,6 +10,7 @@
 //! ```
 
 mod args;
+mod bench;
 mod compare;
 mod couchdb;
 pub mod exit;
@@ -124,6 +125,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             )),
         },
         Command::Compare(args) => compare::compare(&args),
+        Command::Bench(args) => bench::bench(&args),
         Command::Plan { file, params } => {
             let program = load_program(&file, &params, &[], loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));

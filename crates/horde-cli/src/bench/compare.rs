@@ -1,0 +1,372 @@
+//! `horde bench compare FILES...`: one table with the benchmarks' cells as rows and machines as
+//! columns, each "Score ± Error", and against the reference machine the ratio of geometric
+//! means with its interval (Welch on the logarithms of the trial means) and a verdict. Results
+//! under one label are pooled only when their machines' fingerprints agree.
+
+use super::render::number;
+use super::result::{BenchResult, Cell};
+use super::stats::{self, Ratio, Verdict};
+use crate::output::{print_text, status};
+use crate::{exit, Failure};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct CompareBenchArgs {
+    /// Result files of horde bench (at least one; the machines are their labels).
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// The machine the others are compared with (default: the first file's).
+    #[arg(long, value_name = "LABEL")]
+    pub reference: Option<String>,
+    /// Changes within this relative threshold are noise, not verdicts.
+    #[arg(long, default_value = "1%")]
+    pub threshold: String,
+    /// The confidence of the Errors and ratio intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Exit 99 when a cell of any machine is slower than the reference (for CI).
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// For each machine and benchmark, the cell with the largest Score whose upper bound fits
+    /// this time (100ms, 2s): "which log rounds can this machine afford?"
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+    /// Markdown instead of the aligned table.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    Slower,
+}
+
+/// One machine: its label, fingerprint, and its cells' trial means pooled over its files.
+struct MachineColumn {
+    label: String,
+    fingerprint: String,
+    files: Vec<String>,
+    /// Per row key: the cell (its unit and mode) and the pooled trial means.
+    cells: Vec<(String, Cell, Vec<f64>)>,
+}
+
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match value {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(format!("--threshold {text:?}: a share such as 1% or 0.01")),
+    }
+}
+
+/// A budget in seconds: `100ms`, `2s`, `250us`.
+fn parse_budget(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: f64 = number.parse().map_err(|_| format!("--budget {text:?}: a duration such as 100ms"))?;
+    let factor = match unit.trim() {
+        "ns" => 1e-9,
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" | "" => 1.0,
+        other => return Err(format!("--budget {text:?}: unknown unit {other:?} (ns, us, ms, s)")),
+    };
+    Ok(number * factor)
+}
+
+pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
+    let mut problems = Vec::new();
+    let threshold = parse_threshold(&args.threshold).unwrap_or_else(|e| {
+        problems.push(e);
+        0.01
+    });
+    let budget = args.budget.as_deref().map(parse_budget).transpose().unwrap_or_else(|e| {
+        problems.push(e);
+        None
+    });
+    if !(args.confidence > 0.5 && args.confidence < 1.0) {
+        problems.push(format!("--confidence {}: a level between 0.5 and 1", args.confidence));
+    }
+    if !problems.is_empty() {
+        return Err(crate::invalid_flags(problems));
+    }
+    let mut machines: Vec<MachineColumn> = Vec::new();
+    for path in &args.files {
+        let result = BenchResult::read(path).map_err(Failure::Invalid)?;
+        let file = path.display().to_string();
+        let machine = match machines.iter_mut().find(|m| m.label == result.machine.label) {
+            Some(m) if m.fingerprint != result.machine.fingerprint => {
+                return Err(Failure::Invalid(format!(
+                    "refusing to pool results of different machines under one label {:?}: {} has fingerprint {}, {} has {} \
+                     (the CPU, memory, kernel, virtualization, governor or runtimes differ); give each machine its own \
+                     --machine label",
+                    m.label,
+                    m.files[0],
+                    m.fingerprint,
+                    file,
+                    result.machine.fingerprint
+                )));
+            }
+            Some(m) => m,
+            None => {
+                machines.push(MachineColumn {
+                    label: result.machine.label.clone(),
+                    fingerprint: result.machine.fingerprint.clone(),
+                    files: Vec::new(),
+                    cells: Vec::new(),
+                });
+                machines.last_mut().expect("just pushed")
+            }
+        };
+        machine.files.push(file.clone());
+        for cell in result.cells {
+            let key = cell.key();
+            let means = cell.trial_means();
+            match machine.cells.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, existing, pooled)) => {
+                    if existing.unit != cell.unit || existing.mode != cell.mode {
+                        return Err(Failure::Invalid(format!(
+                            "{file}: {key} is in {} ({}) here and in {} ({}) in another file of {}",
+                            cell.unit, cell.mode, existing.unit, existing.mode, machine.label
+                        )));
+                    }
+                    pooled.extend(means);
+                }
+                None => machine.cells.push((key, cell, means)),
+            }
+        }
+    }
+    let reference_index = match &args.reference {
+        Some(label) => machines.iter().position(|m| &m.label == label).ok_or_else(|| {
+            Failure::Invalid(format!(
+                "--reference {label:?}: no file is of that machine (machines: {})",
+                machines.iter().map(|m| m.label.as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })?,
+        None => 0,
+    };
+    // Rows: every key, in the order first seen.
+    let mut keys: Vec<(String, Cell)> = Vec::new();
+    for m in &machines {
+        for (key, cell, _) in &m.cells {
+            if !keys.iter().any(|(k, _)| k == key) {
+                keys.push((key.clone(), cell.clone()));
+            }
+        }
+    }
+    let confidence = args.confidence;
+    let reference = &machines[reference_index];
+    let mut header = vec!["Benchmark".to_string(), "Units".into(), format!("{} (reference)", reference.label)];
+    let others: Vec<&MachineColumn> =
+        machines.iter().enumerate().filter(|(i, _)| *i != reference_index).map(|(_, m)| m).collect();
+    for m in &others {
+        header.push(m.label.clone());
+        header.push(format!("{} / {}", m.label, reference.label));
+    }
+    let mut rows = vec![header];
+    let mut ratios: Vec<Vec<Ratio>> = vec![Vec::new(); others.len()];
+    let mut slower = Vec::new();
+    for (key, template) in &keys {
+        let mut row = vec![key.clone(), template.unit.clone(), cell_text(find(reference, key), confidence)];
+        for (i, m) in others.iter().enumerate() {
+            let mine = find(m, key);
+            row.push(cell_text(mine, confidence));
+            let ratio = match (find(reference, key), mine) {
+                (Some(r), Some(o)) => stats::ratio(r, o, confidence),
+                _ => None,
+            };
+            row.push(match ratio {
+                Some(r) => {
+                    let verdict = stats::verdict(&r, threshold, template.higher_is_better());
+                    if verdict == Verdict::Slower {
+                        slower.push(format!("{key} on {}", m.label));
+                    }
+                    let text = ratio_text(&r, verdict);
+                    ratios[i].push(r);
+                    text
+                }
+                None => "n/a".into(),
+            });
+        }
+        rows.push(row);
+    }
+    // The geometric mean of the ratios, where every cell has one (times and rates are not mixed).
+    let all_same_direction =
+        keys.iter().all(|(_, c)| c.higher_is_better()) || keys.iter().all(|(_, c)| !c.higher_is_better());
+    if keys.len() > 1 && !others.is_empty() && all_same_direction {
+        let mut row = vec!["geometric mean".to_string(), String::new(), String::new()];
+        let higher_is_better = keys[0].1.higher_is_better();
+        for list in &ratios {
+            row.push(String::new());
+            let refs: Vec<&Ratio> = list.iter().collect();
+            row.push(match stats::geometric_mean(&refs, confidence) {
+                Some(g) => ratio_text(&g, stats::verdict(&g, threshold, higher_is_better)),
+                None => "n/a".into(),
+            });
+        }
+        rows.push(row);
+    }
+    let mut out = format!(
+        "# Machines: {}\n# Score ± Error ({:.1} % confidence over trials); ratios of geometric means with their interval \
+         (Welch on log trial means); noise threshold {:.1} %\n\n",
+        machines
+            .iter()
+            .map(|m| format!("{} ({} file{}, fingerprint {})", m.label, m.files.len(), if m.files.len() == 1 { "" } else { "s" }, m.fingerprint))
+            .collect::<Vec<_>>()
+            .join("; "),
+        confidence * 100.0,
+        threshold * 100.0
+    );
+    if args.markdown {
+        out.push_str(&markdown(&rows));
+    } else {
+        out.push_str(&aligned(&rows));
+    }
+    if let Some(budget) = budget {
+        out.push('\n');
+        out.push_str(&budget_lines(&machines, &keys, budget, confidence, args.budget.as_deref().unwrap_or_default()));
+    }
+    print_text(&out);
+    if args.fail_on == Some(FailOn::Slower) && !slower.is_empty() {
+        status!("horde bench compare: slower than {}: {}", reference.label, slower.join("; "));
+        return Ok(exit::REGRESSION);
+    }
+    Ok(exit::OK)
+}
+
+fn unit_of(machine: &MachineColumn, benchmark: &str) -> String {
+    machine.cells.iter().find(|(_, c, _)| c.benchmark == benchmark).map(|(_, c, _)| c.unit.clone()).unwrap_or_default()
+}
+
+fn find<'a>(machine: &'a MachineColumn, key: &str) -> Option<&'a [f64]> {
+    machine.cells.iter().find(|(k, _, _)| k == key).map(|(_, _, means)| means.as_slice()).filter(|m| !m.is_empty())
+}
+
+/// Score, Error and upper bound of pooled trial means.
+fn score(means: &[f64], confidence: f64) -> (f64, Option<f64>) {
+    let single: Vec<Vec<f64>> = means.iter().map(|m| vec![*m]).collect();
+    let s = stats::cell_stats(&single, confidence).expect("at least one trial");
+    (s.score, s.error)
+}
+
+fn cell_text(means: Option<&[f64]>, confidence: f64) -> String {
+    match means {
+        None => "-".into(),
+        Some(means) => {
+            let (score, error) = score(means, confidence);
+            match error {
+                Some(e) => format!("{} ± {}", number(score), number(e)),
+                None => format!("{} (1 trial)", number(score)),
+            }
+        }
+    }
+}
+
+fn ratio_text(r: &Ratio, verdict: Verdict) -> String {
+    format!("x{:.3} [{:.3}, {:.3}] {}", r.ratio, r.low, r.high, verdict.symbol())
+}
+
+fn aligned(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(
+                |(c, cell)| {
+                    if c == 0 {
+                        format!("{cell:<w$}", w = widths[c])
+                    } else {
+                        format!("{cell:>w$}", w = widths[c])
+                    }
+                },
+            )
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn markdown(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        out.push_str(&format!("| {} |\n", row.iter().map(|c| c.replace('|', "\\|")).collect::<Vec<_>>().join(" | ")));
+        if i == 0 {
+            out.push_str(&format!(
+                "|{}\n",
+                row.iter().enumerate().map(|(c, _)| if c == 0 { "---|" } else { "---:|" }).collect::<String>()
+            ));
+        }
+    }
+    out
+}
+
+/// Per machine and benchmark: the cell with the largest Score whose upper bound fits.
+fn budget_lines(
+    machines: &[MachineColumn],
+    keys: &[(String, Cell)],
+    budget_s: f64,
+    confidence: f64,
+    text: &str,
+) -> String {
+    let mut benchmarks: Vec<&str> = Vec::new();
+    for (_, cell) in keys {
+        if cell.mode == "avgt" && !benchmarks.contains(&cell.benchmark.as_str()) {
+            benchmarks.push(&cell.benchmark);
+        }
+    }
+    let mut out = String::new();
+    for benchmark in benchmarks {
+        out.push_str(&format!("Budget {text} for {benchmark} (the upper bound of the interval must fit):\n"));
+        for m in machines {
+            let mut best: Option<(f64, f64, String)> = None;
+            for (_, cell, means) in &m.cells {
+                if cell.benchmark != benchmark || cell.mode != "avgt" || means.is_empty() {
+                    continue;
+                }
+                let budget = budget_s * super::unit_factor(&cell.unit);
+                let (s, e) = score(means, confidence);
+                let upper = s + e.unwrap_or(0.0);
+                if upper <= budget && best.as_ref().is_none_or(|b| s > b.0) {
+                    best = Some((s, upper, cell.params_text()));
+                }
+            }
+            out.push_str(&match best {
+                Some((s, upper, what)) => format!(
+                    "  {}: {what}: {} {} (upper bound {})\n",
+                    m.label,
+                    number(s),
+                    unit_of(m, benchmark),
+                    number(upper)
+                ),
+                None => format!("  {}: none fits\n", m.label),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_and_budgets_parse() {
+        assert_eq!(parse_threshold("1%").unwrap(), 0.01);
+        assert_eq!(parse_threshold("0.05").unwrap(), 0.05);
+        assert!(parse_threshold("150%").is_err());
+        assert!((parse_budget("100ms").unwrap() - 0.1).abs() < 1e-12);
+        assert!((parse_budget("2s").unwrap() - 2.0).abs() < 1e-12);
+        assert!(parse_budget("3 parsecs").is_err());
+    }
+}
