@@ -195,7 +195,7 @@ def test_every_example_is_covered():
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
-               "sql_experiment.sh", "signup_checked_in_db.py"}
+               "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
