@@ -193,7 +193,9 @@ pub fn plan_trial(
     Ok(Trial {
         round,
         warmup: Vec::new(),
-        mean: iterations.iter().sum::<f64>() / iterations.len() as f64,
+        // The trial's figure is the run's over every measured request (a percentile of the
+        // merged histogram, a mean weighted by requests), not the mean of its intervals'.
+        mean: value,
         iterations,
         cpu_user_ms: None,
         cpu_system_ms: None,

@@ -596,7 +596,8 @@ fn execute(
     let mut finished: Vec<Cell> = cells.into_iter().map(|p| p.cell).collect();
     for cell in &mut finished {
         let iterations: Vec<Vec<f64>> = cell.trials.iter().map(|t| t.iterations.clone()).collect();
-        cell.stats = stats::cell_stats(&iterations, settings.confidence);
+        let means: Vec<f64> = cell.trials.iter().map(|t| t.mean).collect();
+        cell.stats = stats::cell_stats_of(&iterations, &means, settings.confidence);
         if cell.stats.as_ref().is_some_and(|s| s.first_iteration_outlier) {
             warnings.push(format!(
                 "{}: the first measured iteration of most trials is an outlier: warm-up is too short (--warmup)",

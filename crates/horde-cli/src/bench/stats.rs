@@ -79,12 +79,20 @@ pub struct CellStats {
 
 /// The statistics of one cell from each trial's measured iterations.
 pub fn cell_stats(trials: &[Vec<f64>], confidence: f64) -> Option<CellStats> {
-    let trials: Vec<&Vec<f64>> = trials.iter().filter(|t| !t.is_empty()).collect();
+    let means: Vec<f64> = trials.iter().map(|t| if t.is_empty() { 0.0 } else { mean(t) }).collect();
+    cell_stats_of(trials, &means, confidence)
+}
+
+/// The same, with each trial's own figure given: an HTTP trial's percentile is the percentile
+/// of all its measured requests, not the mean of its intervals' percentiles (the intervals'
+/// figures still give the spread within the trial).
+pub fn cell_stats_of(trials: &[Vec<f64>], trial_means: &[f64], confidence: f64) -> Option<CellStats> {
+    let (trials, means): (Vec<&Vec<f64>>, Vec<f64>) =
+        trials.iter().zip(trial_means).filter(|(t, _)| !t.is_empty()).map(|(t, m)| (t, *m)).unzip();
     if trials.is_empty() {
         return None;
     }
     let k = trials.len();
-    let means: Vec<f64> = trials.iter().map(|t| mean(t)).collect();
     let score = mean(&means);
     let stdev = variance(&means).sqrt();
     let error = (k >= 2).then(|| t_quantile(confidence, (k - 1) as f64) * stdev / (k as f64).sqrt());
@@ -261,6 +269,18 @@ mod tests {
         assert!((stats.between_trial_variance - 4.0).abs() < 1e-12);
         // JMH's pooled error is narrower: it counts 6 iterations as independent.
         assert!(stats.jmh_pooled_error.unwrap() < stats.error.unwrap());
+    }
+
+    #[test]
+    fn a_trial_s_own_figure_is_its_mean_when_given() {
+        // An HTTP trial's p99 is its histogram's, not the mean of its intervals' p99s.
+        let intervals = vec![vec![10.0, 30.0], vec![12.0, 28.0]];
+        let stats = cell_stats_of(&intervals, &[29.0, 27.0], 0.95).unwrap();
+        assert!((stats.score - 28.0).abs() < 1e-12);
+        assert!((stats.stdev - 2f64.sqrt()).abs() < 1e-12);
+        // Empty trials are left out with their figures.
+        let stats = cell_stats_of(&[vec![], vec![1.0]], &[99.0, 5.0], 0.95).unwrap();
+        assert_eq!((stats.trials, stats.score), (1, 5.0));
     }
 
     #[test]
