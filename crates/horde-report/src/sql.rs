@@ -36,14 +36,7 @@ pub fn render_sql(summary: &Summary) -> String {
         "ratio"
     );
     for phase in phases {
-        let statements = summary.requests.iter().find(|r| r.name == phase.name);
-        let percentile = |p: f64| {
-            statements
-                .and_then(|r| r.latency.all.percentiles.iter().find(|q| (q.percentile - p).abs() < 1e-9))
-                .map(|q| millis(q.value_us))
-                .unwrap_or_else(|| "-".into())
-        };
-        let optional = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+        let cells = PhaseCells::new(summary, phase);
         let check = match (&phase.error, &phase.verification) {
             (Some(error), _) => format!("FAILED: {}", printable(error)),
             (None, Some(v)) => format!("{} {} of {}", if v.passed { "ok" } else { "WRONG" }, v.found, v.expected),
@@ -58,16 +51,13 @@ pub fn render_sql(summary: &Summary) -> String {
             phase.rows,
             phase.seconds,
             phase.rows_per_second,
-            statements.map_or(0, |r| r.count),
-            percentile(50.0),
-            percentile(99.0),
-            optional(phase.client_cpu_seconds),
-            phase
-                .client_peak_memory_bytes
-                .map(|b| format!("{:.1}", b as f64 / 1_048_576.0))
-                .unwrap_or_else(|| "-".into()),
-            optional(phase.server_cpu_seconds),
-            ratio(phase, phases).map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
+            cells.statements,
+            cells.p50,
+            cells.p99,
+            cells.client_cpu,
+            cells.peak_mb,
+            cells.server_cpu,
+            cells.ratio,
             check
         );
     }
@@ -76,6 +66,43 @@ pub fn render_sql(summary: &Summary) -> String {
         "ratio: rows/s against the database's own bulk load (populate) or the single server-side statement (update)"
     );
     out
+}
+
+/// A phase's figures as the console table and report.html show them ("-" for what is unknown).
+pub(crate) struct PhaseCells {
+    pub statements: u64,
+    pub p50: String,
+    pub p99: String,
+    pub client_cpu: String,
+    pub peak_mb: String,
+    pub server_cpu: String,
+    /// Against the phase's reference strategy (`ratio`).
+    pub ratio: String,
+}
+
+impl PhaseCells {
+    pub fn new(summary: &Summary, phase: &SqlPhaseReport) -> PhaseCells {
+        let statements = summary.requests.iter().find(|r| r.name == phase.name);
+        let percentile = |p: f64| {
+            statements
+                .and_then(|r| r.latency.all.percentiles.iter().find(|q| (q.percentile - p).abs() < 1e-9))
+                .map(|q| millis(q.value_us))
+                .unwrap_or_else(|| "-".into())
+        };
+        let optional = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+        PhaseCells {
+            statements: statements.map_or(0, |r| r.count),
+            p50: percentile(50.0),
+            p99: percentile(99.0),
+            client_cpu: optional(phase.client_cpu_seconds),
+            peak_mb: phase
+                .client_peak_memory_bytes
+                .map(|b| format!("{:.1}", b as f64 / 1_048_576.0))
+                .unwrap_or_else(|| "-".into()),
+            server_cpu: optional(phase.server_cpu_seconds),
+            ratio: ratio(phase, &summary.sql).map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
+        }
+    }
 }
 
 /// The phase in the seed's words.
@@ -110,7 +137,7 @@ pub(crate) fn seed_sentence(phase: &SqlPhaseReport) -> String {
 
 /// rows/s against the phase's reference: the bulk load for populate, the server's single
 /// statement for update.
-pub(crate) fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
+fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option<f64> {
     let reference = match phase.phase.as_str() {
         "populate" => "bulk",
         "update" => "server",
@@ -120,7 +147,7 @@ pub(crate) fn ratio(phase: &SqlPhaseReport, phases: &[SqlPhaseReport]) -> Option
     (base.rows_per_second > 0.0).then(|| phase.rows_per_second / base.rows_per_second)
 }
 
-pub(crate) fn millis(us: u64) -> String {
+fn millis(us: u64) -> String {
     // Times are whole microseconds: a SQLite statement served from its cache takes less.
     if us == 0 {
         "<1us".to_string()

@@ -3,7 +3,7 @@
 //! of the same phase, so the row-by-row crawl and the bulk path are seen at a glance.
 
 use super::escape::html;
-use crate::sql::{millis, ratio, seed_sentence};
+use crate::sql::{seed_sentence, PhaseCells};
 use crate::summary::Summary;
 use std::fmt::Write;
 
@@ -24,14 +24,7 @@ pub fn page(summary: &Summary) -> Option<String> {
         // The bar's length: against the fastest strategy of the same phase.
         let fastest = phases.iter().filter(|p| p.phase == phase.phase).map(|p| p.rows_per_second).fold(0.0, f64::max);
         let share = if fastest > 0.0 { (phase.rows_per_second / fastest).clamp(0.0, 1.0) } else { 0.0 };
-        let statements = summary.requests.iter().find(|r| r.name == phase.name);
-        let percentile = |p: f64| {
-            statements
-                .and_then(|r| r.latency.all.percentiles.iter().find(|q| (q.percentile - p).abs() < 1e-9))
-                .map(|q| millis(q.value_us))
-                .unwrap_or_else(|| "-".into())
-        };
-        let optional = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+        let cells = PhaseCells::new(summary, phase);
         let check = match (&phase.error, &phase.verification) {
             (Some(error), _) => format!(r#"<span class="badge bad">failed</span> {}"#, html(error)),
             (None, Some(v)) if v.passed => {
@@ -52,16 +45,13 @@ pub fn page(summary: &Summary) -> Option<String> {
             share * 100.0,
             html(&phase.phase),
             share * 120.0,
-            statements.map_or(0, |r| r.count),
-            percentile(50.0),
-            percentile(99.0),
-            optional(phase.client_cpu_seconds),
-            phase
-                .client_peak_memory_bytes
-                .map(|b| format!("{:.1}", b as f64 / 1_048_576.0))
-                .unwrap_or_else(|| "-".into()),
-            optional(phase.server_cpu_seconds),
-            ratio(phase, phases).map(|r| format!("{r:.2}x")).unwrap_or_else(|| "-".into()),
+            cells.statements,
+            cells.p50,
+            cells.p99,
+            cells.client_cpu,
+            cells.peak_mb,
+            cells.server_cpu,
+            cells.ratio,
         );
     }
     out.push_str(

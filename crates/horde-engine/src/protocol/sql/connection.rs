@@ -39,6 +39,22 @@ impl StatementResult {
         let column_names = if indices.iter().any(Option::is_none) { names() } else { Vec::new() };
         StatementResult { row_count: 0, columns, column_names }
     }
+
+    /// Counts a row and keeps its values of the wanted columns, each read by `value` from the
+    /// driver's row at the column's index there.
+    pub fn add_row<E>(
+        &mut self,
+        indices: &[Option<usize>],
+        mut value: impl FnMut(usize) -> Result<Option<String>, E>,
+    ) -> Result<(), E> {
+        self.row_count += 1;
+        for (values, index) in self.columns.iter_mut().zip(indices) {
+            if let (Some(values), Some(index)) = (values, *index) {
+                values.push(value(index)?);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One statement's time, for statements a driver runs several of at once (pipelining).

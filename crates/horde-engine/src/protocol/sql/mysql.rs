@@ -4,9 +4,9 @@
 
 use super::connection::{Param, StatementResult};
 use super::error::SqlError;
-use horde_plan::SqlStatementKind;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use horde_plan::SqlStatementKind;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
 
@@ -58,23 +58,25 @@ impl MyConnection {
         wanted: &[String],
     ) -> Result<StatementResult, SqlError> {
         if kind == SqlStatementKind::Execute {
-            return Ok(StatementResult { row_count: self.exec_prepared(sql, params).await?, ..StatementResult::default() });
+            return Ok(StatementResult {
+                row_count: self.exec_prepared(sql, params).await?,
+                ..StatementResult::default()
+            });
         }
         let mut rows = self.conn.exec_iter(sql, values(params)).await?;
         let columns = rows.columns();
         let columns: &[mysql_async::Column] = columns.as_deref().unwrap_or_default();
         let indices: Vec<Option<usize>> =
             wanted.iter().map(|name| columns.iter().position(|c| c.name_str() == name.as_str())).collect();
-        let dates: Vec<bool> = columns.iter().map(|c| c.column_type() == mysql_async::consts::ColumnType::MYSQL_TYPE_DATE).collect();
+        let dates: Vec<bool> =
+            columns.iter().map(|c| c.column_type() == mysql_async::consts::ColumnType::MYSQL_TYPE_DATE).collect();
         let mut result =
             StatementResult::for_columns(&indices, || columns.iter().map(|c| c.name_str().into_owned()).collect());
         rows.for_each(|row| {
-            result.row_count += 1;
-            for (values, index) in result.columns.iter_mut().zip(&indices) {
-                if let (Some(values), Some(index)) = (values, *index) {
-                    values.push(row.as_ref(index).and_then(|value| text_of(value, dates[index])));
-                }
-            }
+            let read = result.add_row(&indices, |index| {
+                Ok::<_, std::convert::Infallible>(row.as_ref(index).and_then(|value| text_of(value, dates[index])))
+            });
+            let Ok(()) = read;
         })
         .await?;
         Ok(result)

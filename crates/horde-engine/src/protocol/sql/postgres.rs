@@ -5,9 +5,9 @@
 use super::connection::{Param, StatementResult, StatementTiming};
 use super::error::SqlError;
 use super::postgres_text::PgText;
-use horde_plan::SqlStatementKind;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt, TryStreamExt};
+use horde_plan::SqlStatementKind;
 use std::collections::HashMap;
 use tokio::time::Instant;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
@@ -91,12 +91,8 @@ impl PgConnection {
         let stream = self.client.query_raw(&statement, params).await?;
         futures_util::pin_mut!(stream);
         while let Some(row) = stream.try_next().await? {
-            result.row_count += 1;
-            for (values, index) in result.columns.iter_mut().zip(&indices) {
-                if let (Some(values), Some(index)) = (values, index) {
-                    values.push(row.try_get::<_, Option<PgText>>(*index)?.map(|text| text.0));
-                }
-            }
+            result
+                .add_row(&indices, |index| Ok::<_, SqlError>(row.try_get::<_, Option<PgText>>(index)?.map(|t| t.0)))?;
         }
         Ok(result)
     }

@@ -90,29 +90,22 @@ impl LiteConnection {
         kind: SqlStatementKind,
         wanted: &[String],
     ) -> Result<StatementResult, SqlError> {
-        let writes = !self.conn.prepare_cached(sql)?.readonly();
-        let _turn = match (writes, &self.transaction) {
-            (true, None) => Some(self.writer.lock().await),
+        let mut statement = self.conn.prepare_cached(sql)?;
+        let _turn = match (statement.readonly(), &self.transaction) {
+            (false, None) => Some(self.writer.lock().await),
             _ => None,
         };
-        let mut statement = self.conn.prepare_cached(sql)?;
         if kind == SqlStatementKind::Execute {
             let row_count = statement.execute(params_from_iter(params.iter()))? as u64;
             return Ok(StatementResult { row_count, ..StatementResult::default() });
         }
         let indices: Vec<Option<usize>> =
             wanted.iter().map(|name| statement.column_names().position(|c| c == name)).collect();
-        let mut result = StatementResult::for_columns(&indices, || {
-            statement.column_names().map(|name| name.to_string()).collect()
-        });
+        let mut result =
+            StatementResult::for_columns(&indices, || statement.column_names().map(|name| name.to_string()).collect());
         let mut rows = statement.query(params_from_iter(params.iter()))?;
         while let Some(row) = rows.next()? {
-            result.row_count += 1;
-            for (values, index) in result.columns.iter_mut().zip(&indices) {
-                if let (Some(values), Some(index)) = (values, *index) {
-                    values.push(text_of(row.get_ref(index)?));
-                }
-            }
+            result.add_row(&indices, |index| Ok::<_, SqlError>(text_of(row.get_ref(index)?)))?;
         }
         Ok(result)
     }

@@ -176,13 +176,18 @@ fn connection_survives(error: &SqlError) -> bool {
 }
 
 impl VirtualUser {
-    /// The user's connection to a database for one statement: the one it holds, or a pooled
-    /// one, or a new one of its own.
-    async fn sql_connection(&mut self, database: usize) -> Result<Connection, SqlError> {
+    /// The user's link to a database; the links are made at the user's first SQL step.
+    fn sql_link(&mut self, database: usize) -> &mut SqlLink {
         if self.sql.is_empty() {
             self.sql.resize_with(self.ctx.program.databases.len(), SqlLink::default);
         }
-        if let Some(connection) = self.sql[database].connection.take() {
+        &mut self.sql[database]
+    }
+
+    /// The user's connection to a database for one statement: the one it holds, or a pooled
+    /// one, or a new one of its own.
+    async fn sql_connection(&mut self, database: usize) -> Result<Connection, SqlError> {
+        if let Some(connection) = self.sql_link(database).connection.take() {
             return Ok(connection);
         }
         let scenario_database = &self.ctx.program.databases[database];
@@ -343,13 +348,9 @@ impl VirtualUser {
         if self.ctx.measures(started) {
             self.ctx.metrics.borrow_mut().row(step.row_id).started += 1;
         }
-        if self.sql.is_empty() {
-            self.sql.resize_with(self.ctx.program.databases.len(), SqlLink::default);
-        }
         // The link's state changes before the statement, so that the connection is kept
         // (begin) or given back (commit, rollback) as it is released.
-        let begins = step.action == SqlTransactionAction::Begin;
-        self.sql[step.database].in_transaction = begins;
+        self.sql_link(step.database).in_transaction = step.action == SqlTransactionAction::Begin;
         let statement = step.action.statement();
         let result = self.on_connection(step.database, async |connection| connection.execute(statement).await).await;
         let timing = Self::sql_timing(intended, started);

@@ -165,7 +165,8 @@ impl VirtualUser {
         };
         // The swap's lock: held by the user that prepared, on a connection of its own (its
         // driver runs on this user's worker, which is why this user, not the last, ends it).
-        let mut swap_guard = if preparing { step.shared.swap_guard.lock().expect("never poisoned").take() } else { None };
+        let mut swap_guard =
+            if preparing { step.shared.swap_guard.lock().expect("never poisoned").take() } else { None };
         let mut rng = SmallRng::seed_from_u64(self.session.rng.random());
         let work = self.sql_share(&mut connection, step, share, &start, &mut rng).await;
         match work {
@@ -180,7 +181,8 @@ impl VirtualUser {
         if swap_guard.is_some() {
             // The others' shares first; a failed one ends the phase (its report is in).
             while step.shared.remaining.load(Ordering::Acquire) > 1 && !step.shared.reported.load(Ordering::Acquire) {
-                let _ = tokio::time::timeout(std::time::Duration::from_millis(100), step.shared.share_done.notified()).await;
+                let _ = tokio::time::timeout(std::time::Duration::from_millis(100), step.shared.share_done.notified())
+                    .await;
             }
             if step.shared.reported.load(Ordering::Acquire) {
                 return self.after_failure();
@@ -689,7 +691,8 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
                 // Nothing else writes to the table while it is copied (SQLite locks whole
                 // files, not tables: its run's writers take turns already).
                 if let Some(lock) = kind.lock_for_swap(table) {
-                    let mut guard = Connection::connect(&step.database).await.map_err(|e| context("locking the table", e))?;
+                    let mut guard =
+                        Connection::connect(&step.database).await.map_err(|e| context("locking the table", e))?;
                     guard.execute(&lock).await.map_err(|e| context("locking the table", e))?;
                     *step.shared.swap_guard.lock().expect("never poisoned") = Some(guard);
                 }
