@@ -10,6 +10,7 @@ Repetitions are interleaved; medians and ratios are printed as a Markdown table.
 
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -222,6 +223,17 @@ def main():
         print(f"| {kind} | {m['horde_populate']:,.0f} ({strategy}) | {m['peer_bulk']:,.0f} | "
               f"{m['horde_populate'] / m['peer_bulk']:.2f} | {row} | {m['horde_select']:,.0f} | {m['peer_select']:,.0f} | "
               f"{m['horde_select'] / m['peer_select']:.2f} | {m['horde_select_mb']:.1f} |")
+    for kind, s in results.items():
+        # Each repetition runs the tools back to back: the ratio within a repetition cancels the
+        # server's drift between repetitions (its checkpoints, the machine's steal), which the
+        # medians of each tool's own figures do not.
+        for peer, label in (("peer_row", "its load tool"), ("peer_row_bound", "pgbench binding a value")):
+            pairs = [h / p for h, p in zip(s["horde_row"], s[peer])]
+            if pairs:
+                geometric = math.exp(statistics.mean(math.log(r) for r in pairs))
+                print(f"\n{kind}: horde row by row / {label}, within each repetition: "
+                      f"{', '.join(f'{r:.2f}' for r in pairs)}; median {statistics.median(pairs):.2f}, "
+                      f"geometric mean {geometric:.2f}, horde ahead in {sum(r > 1 for r in pairs)} of {len(pairs)}")
     for kind, s in results.items():
         if s["peer_row_bound"]:
             horde_row, bound = statistics.median(s["horde_row"]), statistics.median(s["peer_row_bound"])

@@ -256,6 +256,21 @@ setup(scn.inject(at_once_users(3)), protocol=sql.url(param("url")), on_check_fai
     assert postgres.query("SELECT count(*) FROM uniq") == "1"
 
 
+def test_postgres_types_horde_does_not_convert_are_read_as_the_server_renders_them(horde, postgres, tmp_path):
+    sim = tmp_path / "types.py"
+    sim.write_text('''
+from horde import at_once_users, column, param, scenario, setup, sql
+scn = scenario("s").exec(
+    sql("types").query("SELECT ARRAY[1, 2] AS a, interval '1 day 12 hours' AS i, int4range(1, 5) AS r, $1::numeric AS n",
+                       params=["2.50"])
+    .check(column("a").is_("{1,2}"), column("i").is_("1 day 12:00:00"), column("r").is_("[1,5)"), column("n").is_("2.50")))
+setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
+''')
+    result = horde("run", sim, "-D", f"url={postgres.url}")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ok"] == 2 and result.summary["global"]["ko"] == 0, result.summary["errors"]
+
+
 def test_scenario_databases_that_do_not_answer_or_do_not_exist(horde, postgres, tmp_path):
     sim = tmp_path / "db.py"
     sim.write_text('''
@@ -299,6 +314,36 @@ setup(scn.inject(constant_concurrent_users(4).during(4)), protocol=sql.url(param
     assert tick["ok"] > 0 and tick["ko"] > 0, tick
     kinds = {e["kind"] for e in summary["errors"]}
     assert kinds <= {"sql_connection_lost", "connect_refused", "sql_operator_intervention", "sql_connection"}, kinds
+
+
+def test_a_connection_the_server_ends_between_statements_is_replaced(postgres, tmp_path):
+    """The server ends a user's idle connection (pg_terminate_backend, as an administrator or an
+    idle timeout would): the next statement fails once, with the server's reason, and the user
+    goes on with a new connection. Counted on the server: every other insert is there, made by
+    exactly two backends."""
+    postgres.query("DROP TABLE IF EXISTS ticks")
+    postgres.query("CREATE TABLE ticks (n serial, backend int)")
+    sim = tmp_path / "ticks.py"
+    sim.write_text('''
+from horde import at_once_users, param, pause, scenario, setup, sql
+scn = scenario("s").repeat(30, sql("tick").execute("INSERT INTO ticks (backend) VALUES (pg_backend_pid())"), pause(0.05))
+setup(scn.inject(at_once_users(1)), protocol=sql.url(param("url")), on_check_failure="continue", max_duration=60)
+''')
+    results = tmp_path / "ticks"
+    process = subprocess.Popen(["horde", "run", str(sim), "-D", f"url={postgres.url}", "--results-dir", str(results), "-q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: int(postgres.query("SELECT count(*) FROM ticks")) >= 5, timeout=60, what="the first inserts")
+    ended = postgres.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'horde'")
+    _, stderr = process.communicate(timeout=60)
+    assert ended == "1" and process.returncode == 0, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    tick = next(r for r in summary["requests"] if r["name"] == "tick")
+    assert (tick["ok"], tick["ko"]) == (29, 1), tick
+    [error] = summary["errors"]
+    assert error["kind"] == "sql_connection_lost", error
+    assert "terminating connection due to administrator command" in error["message"], error
+    assert postgres.query("SELECT count(*) FROM ticks") == "29"
+    assert postgres.query("SELECT count(DISTINCT backend) FROM ticks") == "2"
 
 
 def test_swap_holds_writers_off_the_table_while_it_copies(horde, postgres, tmp_path):

@@ -32,7 +32,7 @@ impl SqlError {
         }
     }
 
-    fn with_state(sqlstate: &str, message: String) -> SqlError {
+    pub(crate) fn with_state(sqlstate: &str, message: String) -> SqlError {
         SqlError { kind: kind_of_sqlstate(sqlstate), sqlstate: Some(sqlstate.to_string()), message }
     }
 }
@@ -50,26 +50,6 @@ pub fn kind_of_sqlstate(sqlstate: &str) -> &'static str {
         "53" => "sql_insufficient_resources",
         "57" => "sql_operator_intervention",
         _ => "sql_error",
-    }
-}
-
-impl From<tokio_postgres::Error> for SqlError {
-    fn from(err: tokio_postgres::Error) -> SqlError {
-        if let Some(db) = err.as_db_error() {
-            return SqlError::with_state(db.code().code(), db.message().to_string());
-        }
-        if err.is_closed() {
-            return SqlError::new("sql_connection_lost", "the server closed the connection");
-        }
-        // The source (an io::Error) says more than the wrapper ("error connecting to server").
-        let mut message = err.to_string();
-        let mut source = std::error::Error::source(&err);
-        while let Some(cause) = source {
-            message = format!("{message}: {cause}");
-            source = cause.source();
-        }
-        let refused = message.contains("Connection refused");
-        SqlError::new(if refused { "connect_refused" } else { "sql_connection_lost" }, message)
     }
 }
 

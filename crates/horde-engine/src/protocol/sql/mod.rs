@@ -1,6 +1,6 @@
 //! SQL databases: PostgreSQL, MariaDB/MySQL and SQLite behind one connection type
-//! (`connection.rs`, a driver per file; PostgreSQL's binary values as text in
-//! `postgres_text.rs`), their failures as stable kinds (`error.rs`), the dialects' differences
+//! (`connection.rs`, a driver per file or directory: PostgreSQL's protocol, spoken in the
+//! statement's own task, in `postgres/`), their failures as stable kinds (`error.rs`), the dialects' differences
 //! (`database.rs`), statements and transactions inside scenarios with their checks and pools
 //! (`statement.rs`), and seed 000's experiment as a step (`workload.rs`, the phases and their
 //! strategies; `resources.rs`, what a phase cost the client and the server).
@@ -10,7 +10,6 @@ pub(crate) mod database;
 mod error;
 mod mysql;
 mod postgres;
-mod postgres_text;
 mod resources;
 mod sqlite;
 mod statement;

@@ -1,26 +1,46 @@
-//! PostgreSQL result values as text, as `psql` shows them. tokio-postgres reads results in the
-//! binary format; checks compare text, so each common type is converted here. A type horde
-//! does not know is an error naming it, which a cast (`::text`) in the statement avoids.
+//! PostgreSQL result values as text, as `psql` shows them. Checks compare text. The common
+//! types are asked for in the binary format and converted here, which does not depend on the
+//! session's settings (time zone, date style, float digits); every other type (intervals,
+//! arrays, enums, the database's own types) is asked for in the text format, the server's own
+//! rendering (see [`read_as_binary`]).
 
 use std::fmt::Write;
-use tokio_postgres::types::{FromSql, Kind, Type};
+use tokio_postgres::types::{FromSql, Type};
 
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
-/// One value of a result, as text.
-pub struct PgText(pub String);
-
-impl<'a> FromSql<'a> for PgText {
-    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<PgText, BoxError> {
-        text_of(ty, raw).map(PgText)
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
+/// Whether a column of `ty` is read in the binary format and converted by [`text_of`].
+pub fn read_as_binary(ty: &Type) -> bool {
+    matches!(
+        *ty,
+        Type::BOOL
+            | Type::INT2
+            | Type::INT4
+            | Type::INT8
+            | Type::OID
+            | Type::FLOAT4
+            | Type::FLOAT8
+            | Type::NUMERIC
+            | Type::TEXT
+            | Type::VARCHAR
+            | Type::BPCHAR
+            | Type::NAME
+            | Type::UNKNOWN
+            | Type::JSON
+            | Type::XML
+            | Type::CHAR
+            | Type::JSONB
+            | Type::UUID
+            | Type::BYTEA
+            | Type::DATE
+            | Type::TIME
+            | Type::TIMESTAMP
+            | Type::TIMESTAMPTZ
+    )
 }
 
-fn text_of(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
+/// A binary value of one of the types [`read_as_binary`] names, as text.
+pub fn text_of(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
     Ok(match *ty {
         Type::BOOL => if bool::from_sql(ty, raw)? { "t" } else { "f" }.to_string(),
         Type::INT2 => i16::from_sql(ty, raw)?.to_string(),
@@ -53,10 +73,9 @@ fn text_of(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
         Type::TIME => time_of_day(i64::from_sql(&Type::INT8, raw)?),
         Type::TIMESTAMP => timestamp(i64::from_sql(&Type::INT8, raw)?),
         Type::TIMESTAMPTZ => format!("{}+00", timestamp(i64::from_sql(&Type::INT8, raw)?)),
-        _ if matches!(ty.kind(), Kind::Enum(_)) => String::from_utf8_lossy(raw).into_owned(),
         _ => {
             return Err(format!(
-                "horde cannot read a {} value as text: cast the column in the statement (column::text)",
+                "horde cannot read a binary {} value as text: cast the column in the statement (column::text)",
                 ty.name()
             )
             .into())
@@ -194,6 +213,17 @@ mod tests {
         assert_eq!(timestamp(86_400_000_000 + 3_723_500_000), "2000-01-02 01:02:03.5");
         assert_eq!(timestamp(-1), "1999-12-31 23:59:59.999999");
         assert_eq!(time_of_day(0), "00:00:00");
+    }
+
+    #[test]
+    fn every_type_read_as_binary_is_converted() {
+        for ty in [Type::BOOL, Type::INT4, Type::NUMERIC, Type::TEXT, Type::JSONB, Type::UUID, Type::TIMESTAMPTZ] {
+            assert!(read_as_binary(&ty));
+        }
+        // Not converted here: the server sends these as text.
+        assert!(!read_as_binary(&Type::INTERVAL) && !read_as_binary(&Type::INT4_ARRAY));
+        assert_eq!(text_of(&Type::BOOL, &[1]).unwrap(), "t");
+        assert_eq!(text_of(&Type::INT8, &7i64.to_be_bytes()).unwrap(), "7");
     }
 
     #[test]

@@ -1,0 +1,293 @@
+//! PostgreSQL's frontend/backend protocol, spoken in the task that runs the statement.
+//!
+//! tokio-postgres, which horde used first, splits a connection in two: the client sends each
+//! request through a channel to a connection task, which writes it, reads the answer and sends
+//! it back through another channel. Row by row, those two hops and wakeups cost about 12 % of
+//! the inserts a second that a 2-core machine reaches against a local server (measured in
+//! bench/RESULTS.md, "PostgreSQL row by row"), enough to fall behind pgbench. Here the statement's
+//! own task writes the messages and reads the answers on the socket. The messages themselves
+//! are encoded and parsed by `postgres-protocol`, the same project's codec, with its SCRAM and
+//! MD5 authentication; the values by `postgres-types` (through tokio-postgres's re-export).
+//!
+//! One exchange is the messages up to and including a Sync (or a simple Query) and their answers
+//! up to ReadyForQuery. A future dropped in the middle of one (a timeout, a stopped run) leaves
+//! the protocol out of step: the connection then refuses further statements rather than read
+//! another statement's answers.
+
+use super::super::error::SqlError;
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::{md5_hash, sasl};
+use postgres_protocol::message::backend::{ErrorFields, Message};
+use postgres_protocol::message::frontend;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_postgres::config::{Host, SslMode};
+
+/// Bytes of requests gathered before they are written (COPY data, pipelined statements).
+pub const WRITE_CHUNK: usize = 64 * 1024;
+
+pub struct PgWire {
+    pub stream: TcpStream,
+    pub read: BytesMut,
+    pub write: BytesMut,
+    /// Set from the first message of an exchange to its ReadyForQuery.
+    in_exchange: bool,
+}
+
+impl PgWire {
+    /// Connects to the first host of `config` that answers, and logs in.
+    pub async fn connect(config: &tokio_postgres::Config) -> Result<PgWire, SqlError> {
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(SqlError::new(
+                "sql_connection",
+                "sslmode=require: horde connects to PostgreSQL without TLS (use sslmode=prefer or disable)",
+            ));
+        }
+        let ports = config.get_ports();
+        let mut last_error = SqlError::new("sql_connection", "the URL names no host");
+        for (index, host) in config.get_hosts().iter().enumerate() {
+            let Host::Tcp(host) = host else {
+                last_error =
+                    SqlError::new("sql_connection", "a Unix socket host: horde connects to PostgreSQL over TCP");
+                continue;
+            };
+            // One port for every host, or one port each.
+            let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
+            let connecting = TcpStream::connect((host.as_str(), port));
+            let connected = match config.get_connect_timeout() {
+                Some(limit) => tokio::time::timeout(*limit, connecting)
+                    .await
+                    .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))),
+                None => connecting.await,
+            };
+            match connected {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    let mut wire = PgWire {
+                        stream,
+                        read: BytesMut::with_capacity(8 * 1024),
+                        write: BytesMut::with_capacity(1024),
+                        in_exchange: false,
+                    };
+                    wire.log_in(config).await?;
+                    return Ok(wire);
+                }
+                Err(err) => {
+                    let kind = if err.kind() == std::io::ErrorKind::ConnectionRefused {
+                        "connect_refused"
+                    } else {
+                        "sql_connection"
+                    };
+                    last_error = SqlError::new(kind, format!("error connecting to server {host}:{port}: {err}"));
+                }
+            }
+        }
+        Err(last_error)
+    }
+
+    /// The startup message, the password the server asks for (cleartext, MD5 or SCRAM-SHA-256),
+    /// and the server's parameters up to its first ReadyForQuery.
+    async fn log_in(&mut self, config: &tokio_postgres::Config) -> Result<(), SqlError> {
+        let user = config.get_user().unwrap_or("postgres");
+        let mut parameters = vec![("client_encoding", "UTF8"), ("user", user)];
+        if let Some(dbname) = config.get_dbname() {
+            parameters.push(("database", dbname));
+        }
+        parameters.push(("application_name", config.get_application_name().unwrap_or("horde")));
+        if let Some(options) = config.get_options() {
+            parameters.push(("options", options));
+        }
+        frontend::startup_message(parameters.iter().copied(), &mut self.write).map_err(encoding)?;
+        self.start_exchange()?;
+        self.send().await?;
+        let password = || {
+            config.get_password().ok_or_else(|| {
+                SqlError::new("sql_authentication_failed", "the server asks for a password and the URL gives none")
+            })
+        };
+        loop {
+            match self.message().await? {
+                Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword => {
+                    frontend::password_message(password()?, &mut self.write).map_err(encoding)?;
+                    self.send().await?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let hashed = md5_hash(user.as_bytes(), password()?, body.salt());
+                    frontend::password_message(hashed.as_bytes(), &mut self.write).map_err(encoding)?;
+                    self.send().await?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let mut mechanisms = body.mechanisms();
+                    let mut offered = false;
+                    while let Some(mechanism) = mechanisms.next().map_err(protocol)? {
+                        offered |= mechanism == sasl::SCRAM_SHA_256;
+                    }
+                    if !offered {
+                        return Err(SqlError::new(
+                            "sql_authentication_failed",
+                            "the server offers no SASL mechanism horde knows (SCRAM-SHA-256)",
+                        ));
+                    }
+                    self.scram(password()?).await?;
+                }
+                Message::ErrorResponse(body) => return Err(server_error(body.fields())),
+                Message::ReadyForQuery(_) => {
+                    self.in_exchange = false;
+                    return Ok(());
+                }
+                Message::AuthenticationKerberosV5
+                | Message::AuthenticationScmCredential
+                | Message::AuthenticationGss
+                | Message::AuthenticationSspi => {
+                    return Err(SqlError::new(
+                        "sql_authentication_failed",
+                        "the server asks for an authentication horde does not speak (Kerberos, GSS or SSPI)",
+                    ))
+                }
+                // BackendKeyData, ParameterStatus, notices.
+                _ => {}
+            }
+        }
+    }
+
+    async fn scram(&mut self, password: &[u8]) -> Result<(), SqlError> {
+        let mut scram = sasl::ScramSha256::new(password, sasl::ChannelBinding::unsupported());
+        frontend::sasl_initial_response(sasl::SCRAM_SHA_256, scram.message(), &mut self.write).map_err(encoding)?;
+        self.send().await?;
+        match self.message().await? {
+            Message::AuthenticationSaslContinue(body) => scram.update(body.data()).map_err(authentication)?,
+            Message::ErrorResponse(body) => return Err(server_error(body.fields())),
+            _ => return Err(unexpected("SASL continue")),
+        }
+        frontend::sasl_response(scram.message(), &mut self.write).map_err(encoding)?;
+        self.send().await?;
+        match self.message().await? {
+            Message::AuthenticationSaslFinal(body) => scram.finish(body.data()).map_err(authentication),
+            Message::ErrorResponse(body) => Err(server_error(body.fields())),
+            _ => Err(unexpected("SASL final")),
+        }
+    }
+
+    /// Marks the start of an exchange; refused when the last one never ended.
+    pub fn start_exchange(&mut self) -> Result<(), SqlError> {
+        if self.in_exchange {
+            return Err(SqlError::new(
+                "sql_connection_lost",
+                "the connection was left in the middle of a statement (a timeout) and is closed",
+            ));
+        }
+        self.in_exchange = true;
+        Ok(())
+    }
+
+    /// Marks the end of an exchange: its ReadyForQuery was read.
+    pub fn end_exchange(&mut self) {
+        self.in_exchange = false;
+    }
+
+    /// Writes the requests gathered in the write buffer.
+    pub async fn send(&mut self) -> Result<(), SqlError> {
+        let result = self.stream.write_all(&self.write).await;
+        self.write.clear();
+        result.map_err(lost)
+    }
+
+    /// The next message from the server, read from the socket as needed.
+    pub async fn message(&mut self) -> Result<Message, SqlError> {
+        next_message(&mut self.stream, &mut self.read).await
+    }
+}
+
+/// The next message in `read`, reading more from `stream` until one is whole.
+pub async fn next_message<R: AsyncReadExt + Unpin>(stream: &mut R, read: &mut BytesMut) -> Result<Message, SqlError> {
+    loop {
+        if let Some(message) = Message::parse(read).map_err(protocol)? {
+            return Ok(message);
+        }
+        if stream.read_buf(read).await.map_err(lost)? == 0 {
+            return Err(SqlError::new("sql_connection_lost", "the server closed the connection"));
+        }
+    }
+}
+
+impl Drop for PgWire {
+    /// Says goodbye (Terminate) when the socket can take it now, so the server logs a clean
+    /// end rather than an unexpected EOF.
+    fn drop(&mut self) {
+        if !self.in_exchange {
+            let _ = self.stream.try_write(&[b'X', 0, 0, 0, 4]);
+        }
+    }
+}
+
+/// The error a server sent, by its SQLSTATE, with its message.
+pub fn server_error(mut fields: ErrorFields<'_>) -> SqlError {
+    let (mut code, mut message) = (String::new(), String::new());
+    while let Ok(Some(field)) = fields.next() {
+        match field.type_() {
+            b'C' => code = String::from_utf8_lossy(field.value_bytes()).into_owned(),
+            b'M' => message = String::from_utf8_lossy(field.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    if code.is_empty() {
+        return SqlError::new("sql_error", message);
+    }
+    SqlError::with_state(&code, message)
+}
+
+/// The rows a CommandComplete tag counts: its last word (`INSERT 0 1`, `UPDATE 5`, `SELECT 3`);
+/// 0 for commands that count nothing (`CREATE TABLE`).
+pub fn rows_of_tag(tag: &str) -> u64 {
+    tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// The connection lost after the server sent `error`: a FATAL error it sent before closing
+/// (`terminating connection due to administrator command`) says why.
+pub fn lost_after(lost: SqlError, error: Option<SqlError>) -> SqlError {
+    match error {
+        Some(error) if lost.kind == "sql_connection_lost" => SqlError {
+            kind: lost.kind,
+            message: format!("{}: {}", lost.message, error.message),
+            sqlstate: error.sqlstate,
+        },
+        _ => lost,
+    }
+}
+
+pub fn lost(err: std::io::Error) -> SqlError {
+    SqlError::new("sql_connection_lost", format!("the connection to the server failed: {err}"))
+}
+
+fn protocol(err: std::io::Error) -> SqlError {
+    SqlError::new("sql_connection_lost", format!("the server sent a message horde cannot read: {err}"))
+}
+
+pub fn encoding(err: std::io::Error) -> SqlError {
+    SqlError::new("sql_error", format!("a message could not be encoded: {err}"))
+}
+
+fn authentication(err: std::io::Error) -> SqlError {
+    SqlError::new("sql_authentication_failed", format!("SCRAM authentication failed: {err}"))
+}
+
+pub fn unexpected(wanted: &str) -> SqlError {
+    SqlError::new("sql_connection_lost", format!("the server answered out of turn (expected {wanted})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_tags_give_their_row_counts() {
+        assert_eq!(rows_of_tag("INSERT 0 1"), 1);
+        assert_eq!(rows_of_tag("UPDATE 25"), 25);
+        assert_eq!(rows_of_tag("SELECT 3"), 3);
+        assert_eq!(rows_of_tag("COPY 2000000"), 2_000_000);
+        assert_eq!(rows_of_tag("CREATE TABLE"), 0);
+        assert_eq!(rows_of_tag("BEGIN"), 0);
+    }
+}
