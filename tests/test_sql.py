@@ -288,6 +288,34 @@ setup(scn.inject(at_once_users(1)), protocol=sql.url(param("url")))
     assert 'scenarios[0].steps[0].database: no database named "reports" (the plan\'s: default)' in unknown.stderr
 
 
+@pytest.mark.parametrize("method", ["md5", "password"])
+def test_md5_and_cleartext_logins_let_the_right_password_in(horde, postgres, method, tmp_path):
+    """horde logs in to PostgreSQL itself: besides SCRAM-SHA-256 (the server's default, every
+    other test), a server asking for an MD5 hash or the cleartext password (pg_hba.conf's
+    `md5`, `password`) takes the right password and refuses a wrong one."""
+    role = f"horde_{method}"
+    hba = postgres.directory / "data" / "pg_hba.conf"
+    rule = f"host bench {role} 127.0.0.1/32 {method}\n"
+    if rule not in hba.read_text():
+        hba.write_text(rule + hba.read_text())
+    superuser = ["psql", "-q", "-h", str(postgres.directory), "-p", str(postgres.port), "-U", "postgres", "-d", "bench"]
+    subprocess.run(superuser + ["-c", "SET password_encryption = 'md5'", "-c", f"DROP ROLE IF EXISTS {role}",
+                                "-c", f"CREATE ROLE {role} LOGIN PASSWORD 'secret'", "-c", "SELECT pg_reload_conf()"],
+                   check=True, capture_output=True)
+    sim = tmp_path / "who.py"
+    sim.write_text('''
+from horde import at_once_users, column, param, scenario, setup, sql
+scn = scenario("s").exec(sql("who").query("SELECT current_user AS who").check(column("who").is_(param("role"))))
+setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
+''')
+    url = f"postgres://{role}:secret@127.0.0.1:{postgres.port}/bench"
+    result = horde("run", sim, "-D", f"url={url}", "-D", f"role={role}")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ok"] == 2, result.summary["errors"]
+    wrong = horde("run", sim, "-D", f"url={url.replace('secret', 'nope')}", "-D", f"role={role}")
+    assert wrong.code == 3 and "password authentication failed" in wrong.stderr, wrong.stderr
+
+
 def test_a_server_killed_under_a_scenario_ends_the_run_with_its_errors_counted(tmp_path):
     server = sql_server("postgres")
     sim = tmp_path / "loop.py"
