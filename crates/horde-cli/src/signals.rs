@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM. The first one stops the current run gracefully (its results are
+//! Ctrl-C and SIGTERM (and SIGXFSZ, below). The first one stops the current run gracefully (its results are
 //! written) and marks the whole command as interrupted, so that a sweep runs no further level
 //! and a simulation still loading never starts; a second one exits at once.
 //!
@@ -66,13 +66,24 @@ pub fn listen() {
         let interrupt = runtime.block_on(async {
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         });
+        // A file-size limit (`ulimit -f`) reached: by default the signal kills the process
+        // before the results are saved. Caught, it leaves the write failing with EFBIG, which
+        // horde reports as it does a full disk (Python, hosting horde, ignores it too).
+        let file_too_large = runtime.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+                rustix::process::Signal::XFSZ.as_raw(),
+            ))
+        });
         let (Ok(mut terminate), Ok(mut interrupt)) = (terminate, interrupt) else { return };
         let _ = std::thread::Builder::new().name("horde-signals".into()).spawn(move || {
             runtime.block_on(async {
+                let mut file_too_large = file_too_large.ok();
                 loop {
                     tokio::select! {
                         _ = interrupt.recv() => {}
                         _ = terminate.recv() => {}
+                        // Nothing to do but take it: the write that exceeded the limit fails.
+                        Some(_) = async { file_too_large.as_mut()?.recv().await } => continue,
                     }
                     if INTERRUPTED.swap(true, Ordering::SeqCst) {
                         std::process::exit(exit::INTERRUPTED);
