@@ -49,9 +49,13 @@ def test_a_tls_server_without_http2_gets_http1_and_the_summary_says_so(horde, tl
     assert result.code == OK, result.stderr
     summary = result.summary
     assert (summary["global"]["ok"], summary["global"]["ko"]) == (20, 0), summary["errors"]
-    assert summary["connections"]["http2"] == 0
-    assert summary["connections"]["http2_declined_by_server"] == 2
-    assert "HTTP/2 was offered but the server chose HTTP/1.1 on 2 connections" in result.stdout
+    connections = summary["connections"]
+    assert connections["http2"] == 0
+    # Every connection opened is one offer declined. Both users usually connect, but on a busy
+    # machine one may have spent the 20 requests before the other's worker starts.
+    assert connections["http2_declined_by_server"] == connections["opened"] >= 1, connections
+    declined = connections["opened"]
+    assert f"HTTP/2 was offered but the server chose HTTP/1.1 on {declined} connections" in result.stdout
 
 
 def test_prior_knowledge_against_http1_servers_is_a_ko_naming_why(horde, tls_nginx, tmp_path):
