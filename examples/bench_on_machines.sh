@@ -35,4 +35,6 @@ for host in "${hosts[@]}"; do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 
-horde bench compare "$results"/*.json --budget 100ms
+# The table here, the pictures (Scores with their Errors, each machine against the first) in
+# compare.html.
+horde bench compare "$results"/*.json --budget 100ms --html "$results/compare.html"

@@ -242,9 +242,32 @@ def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_
     assert re.search(r"a: n=40000", budget) and re.search(r"b: n=20000", budget), result.stdout
     gate = bench("compare", *files, "--fail-on", "slower")
     assert gate.returncode == 99 and "slower than a" in gate.stderr
+    # The same comparison as pictures: the charts carry the table's figures.
+    page = directory / "compare.html"
+    drawn = bench("compare", *files, "--html", page)
+    assert drawn.returncode == 0 and f"comparison page written to {page}" in drawn.stderr, drawn.stderr
+    charts = page_charts(page)
+    scores, change = charts["bench-0"], charts["bench-1"]
+    # Scores: each cell on a then b, a colour per machine, the Error as the whisker.
+    assert scores["labels"] == ["n=20000 a", "n=20000 b", "n=40000 a", "n=40000 b"], scores["labels"]
+    assert len(set(scores["colors"][0::2])) == 1 and scores["colors"][0] != scores["colors"][1]
+    for value, low, high in zip(scores["series"][0]["values"], scores["low"], scores["high"]):
+        assert low < value < high
+    # b against a: the ratios of the table as percent changes, coloured as slower.
+    table_ratios = [float(r[0]) for r in ratios[:2]]
+    for change_percent, ratio in zip(change["series"][0]["values"], table_ratios):
+        assert abs(change_percent - (ratio - 1) * 100) < 0.1, (change_percent, ratio)
+    assert change["band"] == [-1.0, 1.0] and set(change["colors"]) == {"#D55E00"}
     # b as the reference: a is faster, and nothing is slower.
     reverse = bench("compare", *files, "--reference", "b", "--fail-on", "slower")
     assert reverse.returncode == 0 and "faster" in reverse.stdout
+
+
+def page_charts(page):
+    """The charts' data of a page horde wrote (its JSON block)."""
+    text = page.read_text()
+    block = text.split('<script type="application/json" id="report-charts">', 1)[1].split("</script>", 1)[0]
+    return json.loads(block)
 
 
 def test_compare_refuses_to_pool_different_machines_under_one_label(busy_results, tmp_path):
@@ -341,9 +364,10 @@ def test_hosts_over_ssh_run_at_once_and_are_gathered(sshd, tmp_path):
                    "--remote-horde", shutil.which("horde"), "--trials", "2", "--warmup", "0", "--measure", "2",
                    "--iteration-time", "20ms", "-p", "n=20000", "--out", out, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    files = sorted(out.iterdir())
-    # One machine under two host names: a file each, pooled in the comparison.
+    files = sorted(out.glob("*.bench.json"))
+    # One machine under two host names: a file each, pooled in the comparison, drawn beside them.
     assert len(files) == 2
+    assert sorted(p.name for p in out.iterdir() if p not in files) == ["busy.compare.html"]
     for path in files:
         data = json.loads(path.read_text())
         assert data["status"] == "completed" and data["machine"]["label_source"] in ("hostname", "dmi")

@@ -444,3 +444,5 @@ def test_bench_on_machines(tmp_path):
                              "20ms", "--machine", "here"], tmp_path)
     assert "here (reference)" in completed.stdout and "Budget 100ms for hashpw" in completed.stdout
     assert "here: log_rounds=4" in completed.stdout
+    page = (tmp_path / "results" / "compare.html").read_text()
+    assert 'id="bench-table"' in page and "hashpw: Score" in page

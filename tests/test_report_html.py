@@ -392,3 +392,47 @@ def test_the_compare_page_draws_every_metric_and_shows_the_jsons_numbers(target,
         assert report.problems == [] and report.dialogs == []
     finally:
         report.close()
+
+
+BUSY_BENCH = """
+import os
+from horde import bench
+
+@bench.function(params={"n": [20000, 40000]}, unit="ms")
+def busy(n):
+    for _ in range(n * int(os.environ["SLOWDOWN"])):
+        pass
+"""
+
+
+def test_the_bench_comparison_page_draws_scores_and_changes(tmp_path, browser):
+    """`horde bench compare --html`: each benchmark's Scores with their Errors and each
+    machine's change against the reference, drawn, with no console error; a machine label
+    that is markup stays text."""
+    (tmp_path / "busy.py").write_text(BUSY_BENCH)
+    files = []
+    for label, slowdown in (("laptop", "1"), (ATTACK, "2")):
+        out = tmp_path / f"{slowdown}.json"
+        completed = subprocess.run(
+            ["horde", "bench", "busy.py", "--trials", "3", "--warmup", "1", "--measure", "3", "--iteration-time", "50ms",
+             "--machine", label, "--out", out], capture_output=True, text=True, timeout=180, cwd=tmp_path,
+            env={**os.environ, "SLOWDOWN": slowdown})
+        assert completed.returncode == 0, completed.stderr
+        files.append(out)
+    page = tmp_path / "bench.html"
+    run(["bench", "compare", *files, "--html", page], tmp_path)
+    assert ATTACK not in page.read_text(), "the label appears only escaped"
+    report = Report(browser, page)
+    try:
+        assert report.problems == [] and report.dialogs == [] and report.requests == []
+        assert report.text("#run-status") == "regression"
+        drawn = report.charts_drawn("comparison")
+        assert [c["id"] for c in drawn] == ["bench-0", "bench-1"]
+        for chart in drawn:
+            assert chart.get("width", 0) > 0 and chart["inked"] > 1000, chart
+        rows = report.page.locator("#bench-table tbody tr")
+        assert rows.count() == 3 and "slower" in rows.nth(0).inner_text()
+        assert ATTACK in report.text("#bench-table thead"), "the label is shown as the text it is"
+        assert report.problems == [] and report.dialogs == []
+    finally:
+        report.close()

@@ -28,7 +28,9 @@ mod timeseries;
 
 pub use console::render as render_console;
 pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
-pub use html::{render_compare, render_html, write_compare_html, write_html};
+pub use html::{
+    render_bench, render_compare, render_html, write_bench_html, write_compare_html, write_html, BenchPage, IntervalChart,
+};
 pub use iron_cushion::render_iron_cushion;
 pub use sql::render_sql;
 pub use job_summary::render_job_summary;

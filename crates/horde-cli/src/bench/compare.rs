@@ -8,6 +8,7 @@ use super::result::{BenchResult, Cell};
 use super::stats::{self, Ratio, Verdict};
 use crate::output::{print_text, status};
 use crate::{exit, Failure};
+use horde_report::{BenchPage, IntervalChart};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -35,6 +36,10 @@ pub struct CompareBenchArgs {
     /// Markdown instead of the aligned table.
     #[arg(long)]
     pub markdown: bool,
+    /// Also write the comparison as a self-contained page: each benchmark's Scores with their
+    /// Errors per machine, each machine's change against the reference with its interval.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +176,22 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
     let mut rows = vec![header];
     let mut ratios: Vec<Vec<Ratio>> = vec![Vec::new(); others.len()];
     let mut slower = Vec::new();
+    let mut change_charts: Vec<IntervalChart> = others
+        .iter()
+        .map(|m| IntervalChart {
+            title: format!(
+                "{} against {}: change of each cell's Score, {:.0} % interval; shaded: the {:.1} % noise threshold",
+                m.label,
+                reference.label,
+                confidence * 100.0,
+                threshold * 100.0
+            ),
+            axis: "change (%)".into(),
+            unit: "%".into(),
+            band: Some([-threshold * 100.0, threshold * 100.0]),
+            ..IntervalChart::default()
+        })
+        .collect();
     for (key, template) in &keys {
         let mut row = vec![key.clone(), template.unit.clone(), cell_text(find(reference, key), confidence)];
         for (i, m) in others.iter().enumerate() {
@@ -180,6 +201,15 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
                 (Some(r), Some(o)) => stats::ratio(r, o, confidence),
                 _ => None,
             };
+            let change = &mut change_charts[i];
+            change.labels.push(key.clone());
+            let percent = |v: f64| Some(((v - 1.0) * 100_000.0).round() / 1000.0);
+            change.values.push(ratio.as_ref().and_then(|r| percent(r.ratio)));
+            change.low.push(ratio.as_ref().and_then(|r| percent(r.low)));
+            change.high.push(ratio.as_ref().and_then(|r| percent(r.high)));
+            change.colors.push(
+                ratio.as_ref().map_or(NEUTRAL_COLOUR, |r| verdict_colour(stats::verdict(r, threshold, template.higher_is_better()))).into(),
+            );
             row.push(match ratio {
                 Some(r) => {
                     let verdict = stats::verdict(&r, threshold, template.higher_is_better());
@@ -232,11 +262,105 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
         out.push_str(&budget_lines(&machines, &keys, budget, confidence, args.budget.as_deref().unwrap_or_default()));
     }
     print_text(&out);
+    if let Some(path) = &args.html {
+        let notes = out.lines().take_while(|l| l.starts_with("# ")).map(|l| l[2..].to_string()).collect();
+        let mut charts = score_charts(&machines, &keys, confidence);
+        charts.extend(change_charts);
+        let page = BenchPage {
+            title: format!("bench: {}", machines.iter().map(|m| m.label.as_str()).collect::<Vec<_>>().join(" vs ")),
+            slower: slower.clone(),
+            notes,
+            charts,
+            table: rows,
+            budget: budget.map(|b| budget_lines(&machines, &keys, b, confidence, args.budget.as_deref().unwrap_or_default())),
+        };
+        let written = horde_report::write_bench_html(&page, path)?;
+        status!("horde bench compare: comparison page written to {}", written.display());
+    }
     if args.fail_on == Some(FailOn::Slower) && !slower.is_empty() {
         status!("horde bench compare: slower than {}: {}", reference.label, slower.join("; "));
         return Ok(exit::REGRESSION);
     }
     Ok(exit::OK)
+}
+
+/// Colours that stay apart for the colour-blind (Okabe and Ito's), one per machine.
+const MACHINE_COLOURS: [&str; 6] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#555555"];
+const SLOWER_COLOUR: &str = "#D55E00";
+const FASTER_COLOUR: &str = "#009E73";
+const NEUTRAL_COLOUR: &str = "#555555";
+
+fn verdict_colour(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Slower => SLOWER_COLOUR,
+        Verdict::Faster => FASTER_COLOUR,
+        Verdict::WithinThreshold | Verdict::NotSignificant => NEUTRAL_COLOUR,
+    }
+}
+
+/// Per benchmark, every cell's Score with its Error on each machine, side by side, a colour
+/// per machine (the first machine's colour is the reference's).
+fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence: f64) -> Vec<IntervalChart> {
+    let mut benchmarks: Vec<&str> = Vec::new();
+    for (_, cell) in keys {
+        if !benchmarks.contains(&cell.benchmark.as_str()) {
+            benchmarks.push(&cell.benchmark);
+        }
+    }
+    let legend = machines
+        .iter()
+        .zip(MACHINE_COLOURS.iter().cycle())
+        .map(|(m, colour)| format!("{} {}", m.label, colour_name(colour)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    benchmarks
+        .into_iter()
+        .map(|benchmark| {
+            let cells: Vec<&(String, Cell)> = keys.iter().filter(|(_, c)| c.benchmark == benchmark).collect();
+            let unit = cells.first().map(|(_, c)| c.unit.clone()).unwrap_or_default();
+            let mut chart = IntervalChart {
+                title: format!("{benchmark}: Score ± Error ({:.0} %) per machine ({legend})", confidence * 100.0),
+                axis: unit.clone(),
+                unit,
+                ..IntervalChart::default()
+            };
+            for (key, cell) in cells {
+                for (machine, colour) in machines.iter().zip(MACHINE_COLOURS.iter().cycle()) {
+                    let params = cell.params_text();
+                    let slot = if params.is_empty() { machine.label.clone() } else { format!("{params} {}", machine.label) };
+                    chart.labels.push(slot);
+                    chart.colors.push(colour.to_string());
+                    match find(machine, key) {
+                        Some(means) => {
+                            let (score, error) = score(means, confidence);
+                            let error = error.unwrap_or(0.0);
+                            chart.values.push(Some(score));
+                            chart.low.push(Some(score - error));
+                            chart.high.push(Some(score + error));
+                        }
+                        None => {
+                            chart.values.push(None);
+                            chart.low.push(None);
+                            chart.high.push(None);
+                        }
+                    }
+                }
+            }
+            chart
+        })
+        .collect()
+}
+
+/// A machine colour's name for the charts' titles (the colour-blind read the name).
+fn colour_name(colour: &str) -> &'static str {
+    match colour {
+        "#0072B2" => "blue",
+        "#E69F00" => "orange",
+        "#009E73" => "green",
+        "#CC79A7" => "pink",
+        "#56B4E9" => "sky blue",
+        _ => "grey",
+    }
 }
 
 fn unit_of(machine: &MachineColumn, benchmark: &str) -> String {

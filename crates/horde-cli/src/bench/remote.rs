@@ -219,6 +219,8 @@ pub fn run(
             fail_on: None,
             budget: None,
             markdown: false,
+            // The pictures beside the hosts' results.
+            html: Some(dir.join(format!("{}.compare.html", super::sanitize(&stem)))),
         };
         super::compare::compare(&args)?;
     }

@@ -10,6 +10,7 @@
 //! ```
 
 mod assets;
+mod bench;
 mod capacity;
 mod charts;
 mod compare;
@@ -27,6 +28,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+pub use bench::{render_bench, write_bench_html, BenchPage, IntervalChart};
 pub use compare::{render_compare, write_compare_html};
 
 /// Requests and groups with a page of their own: the busiest ones, so that a run with
