@@ -33,7 +33,21 @@ pub struct PgWire {
     pub write: BytesMut,
     /// Set from the first message of an exchange to its ReadyForQuery.
     in_exchange: bool,
+    /// The server's key to cancel this connection's statement (BackendKeyData), and where.
+    cancel: Option<CancelKey>,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct CancelKey {
+    server: std::net::SocketAddr,
+    process_id: i32,
+    secret_key: i32,
+}
+
+/// Cancel requests under way, each on a short-lived thread of its own; beyond this many at
+/// once (a storm of timeouts), statements are left to end on the server.
+const MAX_CANCELS_IN_FLIGHT: usize = 16;
+static CANCELS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl PgWire {
     /// Connects to the first host of `config` that answers, and logs in.
@@ -69,6 +83,7 @@ impl PgWire {
                         read: BytesMut::with_capacity(8 * 1024),
                         write: BytesMut::with_capacity(1024),
                         in_exchange: false,
+                        cancel: None,
                     };
                     wire.log_in(config).await?;
                     return Ok(wire);
@@ -146,7 +161,14 @@ impl PgWire {
                         "the server asks for an authentication horde does not speak (Kerberos, GSS or SSPI)",
                     ))
                 }
-                // BackendKeyData, ParameterStatus, notices.
+                Message::BackendKeyData(body) => {
+                    self.cancel = self.stream.peer_addr().ok().map(|server| CancelKey {
+                        server,
+                        process_id: body.process_id(),
+                        secret_key: body.secret_key(),
+                    });
+                }
+                // ParameterStatus, notices.
                 _ => {}
             }
         }
@@ -214,11 +236,40 @@ pub async fn next_message<R: AsyncReadExt + Unpin>(stream: &mut R, read: &mut By
 
 impl Drop for PgWire {
     /// Says goodbye (Terminate) when the socket can take it now, so the server logs a clean
-    /// end rather than an unexpected EOF.
+    /// end rather than an unexpected EOF. Dropped in the middle of a statement (its timeout, a
+    /// stopped run), asks the server to cancel it, as libpq's PQcancel does: a server only
+    /// notices a closed connection when it next writes to it, so a long statement would
+    /// otherwise run to its end and keep loading the system under test.
     fn drop(&mut self) {
         if !self.in_exchange {
             let _ = self.stream.try_write(&[b'X', 0, 0, 0, 4]);
+        } else if let Some(key) = self.cancel {
+            send_cancel(key);
         }
+    }
+}
+
+/// A CancelRequest on a connection of its own, from a thread of its own: the worker's thread
+/// never waits for it, and it still goes out when the run ends right after.
+fn send_cancel(key: CancelKey) {
+    use std::sync::atomic::Ordering;
+    if CANCELS_IN_FLIGHT.fetch_add(1, Ordering::Relaxed) >= MAX_CANCELS_IN_FLIGHT {
+        CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let mut request = BytesMut::with_capacity(16);
+    frontend::cancel_request(key.process_id, key.secret_key, &mut request);
+    let sent = std::thread::Builder::new().name("horde-pg-cancel".into()).spawn(move || {
+        use std::io::Write;
+        let limit = std::time::Duration::from_secs(2);
+        if let Ok(mut stream) = std::net::TcpStream::connect_timeout(&key.server, limit) {
+            let _ = stream.set_write_timeout(Some(limit));
+            let _ = stream.write_all(&request);
+        }
+        CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    });
+    if sent.is_err() {
+        CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
