@@ -241,38 +241,53 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
         }
         rows.push(row);
     }
-    let mut out = format!(
-        "# Machines: {}\n# Score ± Error ({:.1} % confidence over trials); ratios of geometric means with their interval \
-         (Welch on log trial means); noise threshold {:.1} %\n\n",
-        machines
-            .iter()
-            .map(|m| format!("{} ({} file{}, fingerprint {})", m.label, m.files.len(), if m.files.len() == 1 { "" } else { "s" }, m.fingerprint))
-            .collect::<Vec<_>>()
-            .join("; "),
-        confidence * 100.0,
-        threshold * 100.0
-    );
+    // What the table is: the console's header lines, and the page's notes.
+    let notes = [
+        format!(
+            "Machines: {}",
+            machines
+                .iter()
+                .map(|m| format!(
+                    "{} ({} file{}, fingerprint {})",
+                    m.label,
+                    m.files.len(),
+                    if m.files.len() == 1 { "" } else { "s" },
+                    m.fingerprint
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        format!(
+            "Score ± Error ({:.1} % confidence over trials); ratios of geometric means with their interval (Welch on log \
+             trial means); noise threshold {:.1} %",
+            confidence * 100.0,
+            threshold * 100.0
+        ),
+    ];
+    let mut out: String = notes.iter().map(|note| format!("# {note}\n")).collect();
+    out.push('\n');
     if args.markdown {
         out.push_str(&markdown(&rows));
     } else {
         out.push_str(&aligned(&rows));
     }
-    if let Some(budget) = budget {
+    let budget_text =
+        budget.map(|b| budget_lines(&machines, &keys, b, confidence, args.budget.as_deref().unwrap_or_default()));
+    if let Some(text) = &budget_text {
         out.push('\n');
-        out.push_str(&budget_lines(&machines, &keys, budget, confidence, args.budget.as_deref().unwrap_or_default()));
+        out.push_str(text);
     }
     print_text(&out);
     if let Some(path) = &args.html {
-        let notes = out.lines().take_while(|l| l.starts_with("# ")).map(|l| l[2..].to_string()).collect();
         let mut charts = score_charts(&machines, &keys, confidence);
         charts.extend(change_charts);
         let page = BenchPage {
             title: format!("bench: {}", machines.iter().map(|m| m.label.as_str()).collect::<Vec<_>>().join(" vs ")),
             slower: slower.clone(),
-            notes,
+            notes: notes.to_vec(),
             charts,
             table: rows,
-            budget: budget.map(|b| budget_lines(&machines, &keys, b, confidence, args.budget.as_deref().unwrap_or_default())),
+            budget: budget_text,
         };
         let written = horde_report::write_bench_html(&page, path)?;
         status!("horde bench compare: comparison page written to {}", written.display());
@@ -284,8 +299,16 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
-/// Colours that stay apart for the colour-blind (Okabe and Ito's), one per machine.
-const MACHINE_COLOURS: [&str; 6] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#555555"];
+/// Colours that stay apart for the colour-blind (Okabe and Ito's), one per machine, with the
+/// names the charts' titles give them (the colour-blind read the name).
+const MACHINE_COLOURS: [(&str, &str); 6] = [
+    ("#0072B2", "blue"),
+    ("#E69F00", "orange"),
+    ("#009E73", "green"),
+    ("#CC79A7", "pink"),
+    ("#56B4E9", "sky blue"),
+    ("#555555", "grey"),
+];
 const SLOWER_COLOUR: &str = "#D55E00";
 const FASTER_COLOUR: &str = "#009E73";
 const NEUTRAL_COLOUR: &str = "#555555";
@@ -310,7 +333,7 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
     let legend = machines
         .iter()
         .zip(MACHINE_COLOURS.iter().cycle())
-        .map(|(m, colour)| format!("{} {}", m.label, colour_name(colour)))
+        .map(|(m, (_, name))| format!("{} {name}", m.label))
         .collect::<Vec<_>>()
         .join(", ");
     benchmarks
@@ -325,7 +348,7 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
                 ..IntervalChart::default()
             };
             for (key, cell) in cells {
-                for (machine, colour) in machines.iter().zip(MACHINE_COLOURS.iter().cycle()) {
+                for (machine, (colour, _)) in machines.iter().zip(MACHINE_COLOURS.iter().cycle()) {
                     let params = cell.params_text();
                     let slot = if params.is_empty() { machine.label.clone() } else { format!("{params} {}", machine.label) };
                     chart.labels.push(slot);
@@ -349,18 +372,6 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
             chart
         })
         .collect()
-}
-
-/// A machine colour's name for the charts' titles (the colour-blind read the name).
-fn colour_name(colour: &str) -> &'static str {
-    match colour {
-        "#0072B2" => "blue",
-        "#E69F00" => "orange",
-        "#009E73" => "green",
-        "#CC79A7" => "pink",
-        "#56B4E9" => "sky blue",
-        _ => "grey",
-    }
 }
 
 fn unit_of(machine: &MachineColumn, benchmark: &str) -> String {

@@ -21,8 +21,10 @@ use wire::{encoding, next_message, rows_of_tag, server_error, unexpected, PgWire
 
 pub struct PgConnection {
     wire: PgWire,
-    /// By the statement's text.
-    prepared: HashMap<String, Prepared>,
+    /// Statements prepared on this connection, named `s0`, `s1`... by their index.
+    prepared: Vec<Prepared>,
+    /// Each prepared statement's index, by its text.
+    by_text: HashMap<String, usize>,
 }
 
 /// A statement the server has parsed, under its name on this connection.
@@ -30,32 +32,37 @@ struct Prepared {
     name: String,
     param_types: Vec<Type>,
     columns: Vec<Column>,
-    /// Per column, what Bind asks for: 1 (binary) for the types `text.rs` converts, 0 (text)
-    /// for the others, which the server renders itself.
-    result_formats: Vec<i16>,
 }
 
 struct Column {
     name: String,
     type_: Type,
+    /// How its values become text: converted from the binary format here, or (`None`) asked
+    /// for in the text format, which the server renders itself.
+    convert: Option<text::Converter>,
 }
 
 impl PgConnection {
     pub async fn connect(config: &tokio_postgres::Config) -> Result<PgConnection, SqlError> {
-        Ok(PgConnection { wire: PgWire::connect(config).await?, prepared: HashMap::new() })
+        Ok(PgConnection { wire: PgWire::connect(config).await?, prepared: Vec::new(), by_text: HashMap::new() })
     }
 
     /// The statement prepared for `sql` on this connection, prepared now the first time.
     async fn statement<'a>(
         wire: &mut PgWire,
-        prepared: &'a mut HashMap<String, Prepared>,
+        prepared: &'a mut Vec<Prepared>,
+        by_text: &mut HashMap<String, usize>,
         sql: &str,
     ) -> Result<&'a Prepared, SqlError> {
-        if !prepared.contains_key(sql) {
-            let statement = prepare(wire, format!("s{}", prepared.len()), sql).await?;
-            prepared.insert(sql.to_string(), statement);
-        }
-        Ok(&prepared[sql])
+        let index = match by_text.get(sql) {
+            Some(&index) => index,
+            None => {
+                prepared.push(prepare(wire, format!("s{}", prepared.len()), sql).await?);
+                by_text.insert(sql.to_string(), prepared.len() - 1);
+                prepared.len() - 1
+            }
+        };
+        Ok(&prepared[index])
     }
 
     /// Runs `sql` by the simple protocol (several statements may be given at once); the rows
@@ -103,35 +110,11 @@ impl PgConnection {
         wire.start_exchange()?;
         frontend::query(sql, &mut wire.write).map_err(encoding)?;
         wire.send().await?;
-        let mut error = None;
-        loop {
-            let message = wire.message().await.map_err(|lost| wire::lost_after(lost, error.take()))?;
-            match &message {
-                Message::ErrorResponse(body) => {
-                    error.get_or_insert(server_error(body.fields()));
-                }
-                Message::CopyInResponse(_) => {
-                    // A COPY FROM STDIN among the statements: horde has no data to send it.
-                    frontend::copy_fail("horde sends no COPY data to a plain statement", &mut wire.write)
-                        .map_err(encoding)?;
-                    wire.send().await?;
-                }
-                Message::ReadyForQuery(_) => {
-                    wire.end_exchange();
-                    return error.map_or(Ok(()), Err);
-                }
-                _ if error.is_none() => {
-                    if let Err(err) = on_message(&message) {
-                        error = Some(err);
-                    }
-                }
-                _ => {}
-            }
-        }
+        wire.finish_exchange(|message| on_message(&message)).await
     }
 
     pub async fn exec_prepared(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64, SqlError> {
-        let statement = Self::statement(&mut self.wire, &mut self.prepared, sql).await?;
+        let statement = Self::statement(&mut self.wire, &mut self.prepared, &mut self.by_text, sql).await?;
         execute(&mut self.wire, statement, params, |_| Ok(())).await
     }
 
@@ -142,7 +125,7 @@ impl PgConnection {
         kind: SqlStatementKind,
         wanted: &[String],
     ) -> Result<StatementResult, SqlError> {
-        let statement = Self::statement(&mut self.wire, &mut self.prepared, sql).await?;
+        let statement = Self::statement(&mut self.wire, &mut self.prepared, &mut self.by_text, sql).await?;
         if kind == SqlStatementKind::Execute {
             let row_count = execute(&mut self.wire, statement, params, |_| Ok(())).await?;
             return Ok(StatementResult { row_count, ..StatementResult::default() });
@@ -156,12 +139,12 @@ impl PgConnection {
                 let Some(raw) = cell(row, index)? else {
                     return Ok(None);
                 };
-                if statement.result_formats[index] == 0 {
-                    return Ok(Some(String::from_utf8_lossy(raw).into_owned()));
+                match statement.columns[index].convert {
+                    Some(convert) => {
+                        convert(raw).map(Some).map_err(|e| SqlError::new("sql_unreadable_value", e.to_string()))
+                    }
+                    None => Ok(Some(String::from_utf8_lossy(raw).into_owned())),
                 }
-                text::text_of(&statement.columns[index].type_, raw)
-                    .map(Some)
-                    .map_err(|e| SqlError::new("sql_unreadable_value", e.to_string()))
             })
         })
         .await?;
@@ -177,7 +160,7 @@ impl PgConnection {
         rows: &[Param<'_>],
         timings: &mut Vec<StatementTiming>,
     ) -> Result<u64, SqlError> {
-        let statement = Self::statement(&mut self.wire, &mut self.prepared, sql).await?;
+        let statement = Self::statement(&mut self.wire, &mut self.prepared, &mut self.by_text, sql).await?;
         let wire = &mut self.wire;
         wire.start_exchange()?;
         let started = Instant::now();
@@ -225,7 +208,7 @@ impl PgConnection {
     /// Counts the rows (and their second column's bytes) of a query as they stream in: the
     /// client never holds more than its read buffer, whatever the table's size.
     pub async fn stream_count(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(u64, u64), SqlError> {
-        let statement = Self::statement(&mut self.wire, &mut self.prepared, sql).await?;
+        let statement = Self::statement(&mut self.wire, &mut self.prepared, &mut self.by_text, sql).await?;
         let (mut rows, mut bytes) = (0u64, 0u64);
         execute(&mut self.wire, statement, params, |row| {
             rows += 1;
@@ -243,7 +226,7 @@ impl PgConnection {
         params: &[Param<'_>],
         out: &mut Vec<(i64, String)>,
     ) -> Result<(), SqlError> {
-        let statement = Self::statement(&mut self.wire, &mut self.prepared, sql).await?;
+        let statement = Self::statement(&mut self.wire, &mut self.prepared, &mut self.by_text, sql).await?;
         let id_type = statement.columns.first().map(|c| c.type_.clone()).unwrap_or(Type::INT4);
         execute(&mut self.wire, statement, params, |row| {
             let raw_id = cell(row, 0)?.unwrap_or_default();
@@ -276,8 +259,7 @@ impl PgConnection {
             Message::CopyInResponse(_) => {}
             Message::ErrorResponse(body) => {
                 let error = server_error(body.fields());
-                while !matches!(wire.message().await?, Message::ReadyForQuery(_)) {}
-                wire.end_exchange();
+                wire.finish_exchange(|_| Ok(())).await?;
                 return Err(error);
             }
             _ => return Err(unexpected("CopyInResponse")),
@@ -292,20 +274,15 @@ impl PgConnection {
         }
         frontend::copy_done(&mut wire.write);
         wire.send().await?;
-        let (mut copied, mut error) = (0, None);
-        loop {
-            match wire.message().await? {
-                Message::CommandComplete(body) => copied = rows_of_tag(body.tag().unwrap_or("")),
-                Message::ErrorResponse(body) => {
-                    error.get_or_insert(server_error(body.fields()));
-                }
-                Message::ReadyForQuery(_) => {
-                    wire.end_exchange();
-                    return error.map_or(Ok(copied), Err);
-                }
-                _ => {}
+        let mut copied = 0;
+        wire.finish_exchange(|message| {
+            if let Message::CommandComplete(body) = message {
+                copied = rows_of_tag(body.tag().unwrap_or(""));
             }
-        }
+            Ok(())
+        })
+        .await?;
+        Ok(copied)
     }
 }
 
@@ -316,34 +293,27 @@ async fn prepare(wire: &mut PgWire, name: String, sql: &str) -> Result<Prepared,
     frontend::describe(b'S', &name, &mut wire.write).map_err(encoding)?;
     frontend::sync(&mut wire.write);
     wire.send().await?;
-    let mut statement = Prepared { name, param_types: Vec::new(), columns: Vec::new(), result_formats: Vec::new() };
-    let mut error = None;
-    loop {
-        match wire.message().await? {
+    let mut statement = Prepared { name, param_types: Vec::new(), columns: Vec::new() };
+    wire.finish_exchange(|message| {
+        match message {
             Message::ParameterDescription(body) => {
                 statement.param_types = body.parameters().map(|oid| Ok(type_of(oid))).collect().map_err(wire::lost)?;
             }
             Message::RowDescription(body) => {
                 statement.columns = body
                     .fields()
-                    .map(|field| Ok(Column { name: field.name().to_string(), type_: type_of(field.type_oid()) }))
+                    .map(|field| {
+                        let type_ = type_of(field.type_oid());
+                        Ok(Column { name: field.name().to_string(), convert: text::binary_converter(&type_), type_ })
+                    })
                     .collect()
                     .map_err(wire::lost)?;
             }
-            Message::ErrorResponse(body) => {
-                error.get_or_insert(server_error(body.fields()));
-            }
-            Message::ReadyForQuery(_) => {
-                wire.end_exchange();
-                break;
-            }
             _ => {}
         }
-    }
-    if let Some(error) = error {
-        return Err(error);
-    }
-    statement.result_formats = statement.columns.iter().map(|c| i16::from(text::read_as_binary(&c.type_))).collect();
+        Ok(())
+    })
+    .await?;
     Ok(statement)
 }
 
@@ -368,26 +338,17 @@ async fn execute(
         return Err(error);
     }
     wire.send().await?;
-    let (mut rows, mut error) = (0, None);
-    loop {
-        let message = wire.message().await.map_err(|lost| wire::lost_after(lost, error.take()))?;
-        match message {
-            Message::DataRow(row) if error.is_none() => {
-                if let Err(err) = on_row(&row) {
-                    error = Some(err);
-                }
-            }
-            Message::CommandComplete(body) => rows = rows_of_tag(body.tag().unwrap_or("")),
-            Message::ErrorResponse(body) => {
-                error.get_or_insert(server_error(body.fields()));
-            }
-            Message::ReadyForQuery(_) => {
-                wire.end_exchange();
-                return error.map_or(Ok(rows), Err);
-            }
-            _ => {}
+    let mut rows = 0;
+    wire.finish_exchange(|message| match message {
+        Message::DataRow(row) => on_row(&row),
+        Message::CommandComplete(body) => {
+            rows = rows_of_tag(body.tag().unwrap_or(""));
+            Ok(())
         }
-    }
+        _ => Ok(()),
+    })
+    .await?;
+    Ok(rows)
 }
 
 /// Appends Bind (the parameters encoded for their types), Execute and Sync to `buf`.
@@ -409,8 +370,15 @@ fn encode_statement(statement: &Prepared, params: &[Param<'_>], buf: &mut BytesM
             tokio_postgres::types::IsNull::Yes => postgres_protocol::IsNull::Yes,
         })
     };
-    let bound =
-        frontend::bind("", &statement.name, formats, typed(), serialize, statement.result_formats.iter().copied(), buf);
+    let bound = frontend::bind(
+        "",
+        &statement.name,
+        formats,
+        typed(),
+        serialize,
+        statement.columns.iter().map(|c| i16::from(c.convert.is_some())),
+        buf,
+    );
     if let Err(err) = bound {
         return Err(match err {
             frontend::BindError::Conversion(err) => SqlError::new("sql_bad_parameter", err.to_string()),

@@ -2,54 +2,28 @@
 //! types are asked for in the binary format and converted here, which does not depend on the
 //! session's settings (time zone, date style, float digits); every other type (intervals,
 //! arrays, enums, the database's own types) is asked for in the text format, the server's own
-//! rendering (see [`read_as_binary`]).
+//! rendering (see [`binary_converter`]).
 
 use std::fmt::Write;
 use tokio_postgres::types::{FromSql, Type};
 
 type BoxError = Box<dyn std::error::Error + Sync + Send>;
 
-/// Whether a column of `ty` is read in the binary format and converted by [`text_of`].
-pub fn read_as_binary(ty: &Type) -> bool {
-    matches!(
-        *ty,
-        Type::BOOL
-            | Type::INT2
-            | Type::INT4
-            | Type::INT8
-            | Type::OID
-            | Type::FLOAT4
-            | Type::FLOAT8
-            | Type::NUMERIC
-            | Type::TEXT
-            | Type::VARCHAR
-            | Type::BPCHAR
-            | Type::NAME
-            | Type::UNKNOWN
-            | Type::JSON
-            | Type::XML
-            | Type::CHAR
-            | Type::JSONB
-            | Type::UUID
-            | Type::BYTEA
-            | Type::DATE
-            | Type::TIME
-            | Type::TIMESTAMP
-            | Type::TIMESTAMPTZ
-    )
-}
+/// Converts one binary value of a column's type to text.
+pub type Converter = fn(&[u8]) -> Result<String, BoxError>;
 
-/// A binary value of one of the types [`read_as_binary`] names, as text.
-pub fn text_of(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
-    Ok(match *ty {
-        Type::BOOL => if bool::from_sql(ty, raw)? { "t" } else { "f" }.to_string(),
-        Type::INT2 => i16::from_sql(ty, raw)?.to_string(),
-        Type::INT4 => i32::from_sql(ty, raw)?.to_string(),
-        Type::INT8 => i64::from_sql(ty, raw)?.to_string(),
-        Type::OID => u32::from_sql(ty, raw)?.to_string(),
-        Type::FLOAT4 => f32::from_sql(ty, raw)?.to_string(),
-        Type::FLOAT8 => f64::from_sql(ty, raw)?.to_string(),
-        Type::NUMERIC => numeric(raw)?,
+/// How a column of `ty` is read: in the binary format through the converter given here, or,
+/// for a type without one (`None`), in the text format as the server renders it.
+pub fn binary_converter(ty: &Type) -> Option<Converter> {
+    Some(match *ty {
+        Type::BOOL => |raw| Ok(if bool::from_sql(&Type::BOOL, raw)? { "t" } else { "f" }.to_string()),
+        Type::INT2 => |raw| Ok(i16::from_sql(&Type::INT2, raw)?.to_string()),
+        Type::INT4 => |raw| Ok(i32::from_sql(&Type::INT4, raw)?.to_string()),
+        Type::INT8 => |raw| Ok(i64::from_sql(&Type::INT8, raw)?.to_string()),
+        Type::OID => |raw| Ok(u32::from_sql(&Type::OID, raw)?.to_string()),
+        Type::FLOAT4 => |raw| Ok(f32::from_sql(&Type::FLOAT4, raw)?.to_string()),
+        Type::FLOAT8 => |raw| Ok(f64::from_sql(&Type::FLOAT8, raw)?.to_string()),
+        Type::NUMERIC => numeric,
         Type::TEXT
         | Type::VARCHAR
         | Type::BPCHAR
@@ -57,29 +31,23 @@ pub fn text_of(ty: &Type, raw: &[u8]) -> Result<String, BoxError> {
         | Type::UNKNOWN
         | Type::JSON
         | Type::XML
-        | Type::CHAR => String::from_utf8_lossy(raw).into_owned(),
+        | Type::CHAR => |raw| Ok(String::from_utf8_lossy(raw).into_owned()),
         // jsonb's binary form is a version byte, then the text.
-        Type::JSONB => String::from_utf8_lossy(raw.get(1..).unwrap_or_default()).into_owned(),
-        Type::UUID => uuid(raw)?,
-        Type::BYTEA => {
+        Type::JSONB => |raw| Ok(String::from_utf8_lossy(raw.get(1..).unwrap_or_default()).into_owned()),
+        Type::UUID => uuid,
+        Type::BYTEA => |raw| {
             let mut text = String::with_capacity(2 + raw.len() * 2);
             text.push_str("\\x");
             for byte in raw {
                 let _ = write!(text, "{byte:02x}");
             }
-            text
-        }
-        Type::DATE => date(i32::from_sql(&Type::INT4, raw)?),
-        Type::TIME => time_of_day(i64::from_sql(&Type::INT8, raw)?),
-        Type::TIMESTAMP => timestamp(i64::from_sql(&Type::INT8, raw)?),
-        Type::TIMESTAMPTZ => format!("{}+00", timestamp(i64::from_sql(&Type::INT8, raw)?)),
-        _ => {
-            return Err(format!(
-                "horde cannot read a binary {} value as text: cast the column in the statement (column::text)",
-                ty.name()
-            )
-            .into())
-        }
+            Ok(text)
+        },
+        Type::DATE => |raw| Ok(date(i32::from_sql(&Type::INT4, raw)?)),
+        Type::TIME => |raw| Ok(time_of_day(i64::from_sql(&Type::INT8, raw)?)),
+        Type::TIMESTAMP => |raw| Ok(timestamp(i64::from_sql(&Type::INT8, raw)?)),
+        Type::TIMESTAMPTZ => |raw| Ok(format!("{}+00", timestamp(i64::from_sql(&Type::INT8, raw)?))),
+        _ => return None,
     })
 }
 
@@ -218,12 +186,12 @@ mod tests {
     #[test]
     fn every_type_read_as_binary_is_converted() {
         for ty in [Type::BOOL, Type::INT4, Type::NUMERIC, Type::TEXT, Type::JSONB, Type::UUID, Type::TIMESTAMPTZ] {
-            assert!(read_as_binary(&ty));
+            assert!(binary_converter(&ty).is_some());
         }
         // Not converted here: the server sends these as text.
-        assert!(!read_as_binary(&Type::INTERVAL) && !read_as_binary(&Type::INT4_ARRAY));
-        assert_eq!(text_of(&Type::BOOL, &[1]).unwrap(), "t");
-        assert_eq!(text_of(&Type::INT8, &7i64.to_be_bytes()).unwrap(), "7");
+        assert!(binary_converter(&Type::INTERVAL).is_none() && binary_converter(&Type::INT4_ARRAY).is_none());
+        assert_eq!(binary_converter(&Type::BOOL).unwrap()(&[1]).unwrap(), "t");
+        assert_eq!(binary_converter(&Type::INT8).unwrap()(&7i64.to_be_bytes()).unwrap(), "7");
     }
 
     #[test]

@@ -216,6 +216,39 @@ impl PgWire {
         result.map_err(lost)
     }
 
+    /// Reads the exchange's answers up to its ReadyForQuery, each given to `on_message` until
+    /// one fails; the first error, the server's or `on_message`'s, once the exchange is over.
+    /// A COPY FROM STDIN the exchange did not expect (one of a plain statement's) is refused.
+    pub async fn finish_exchange(
+        &mut self,
+        mut on_message: impl FnMut(Message) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        let mut error = None;
+        loop {
+            let message = self.message().await.map_err(|lost| lost_after(lost, error.take()))?;
+            match message {
+                Message::ErrorResponse(body) => {
+                    error.get_or_insert(server_error(body.fields()));
+                }
+                Message::CopyInResponse(_) => {
+                    frontend::copy_fail("horde sends no COPY data to a plain statement", &mut self.write)
+                        .map_err(encoding)?;
+                    self.send().await?;
+                }
+                Message::ReadyForQuery(_) => {
+                    self.end_exchange();
+                    return error.map_or(Ok(()), Err);
+                }
+                message if error.is_none() => {
+                    if let Err(err) = on_message(message) {
+                        error = Some(err);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The next message from the server, read from the socket as needed.
     pub async fn message(&mut self) -> Result<Message, SqlError> {
         next_message(&mut self.stream, &mut self.read).await
@@ -297,7 +330,7 @@ pub fn rows_of_tag(tag: &str) -> u64 {
 
 /// The connection lost after the server sent `error`: a FATAL error it sent before closing
 /// (`terminating connection due to administrator command`) says why.
-pub fn lost_after(lost: SqlError, error: Option<SqlError>) -> SqlError {
+fn lost_after(lost: SqlError, error: Option<SqlError>) -> SqlError {
     match error {
         Some(error) if lost.kind == "sql_connection_lost" => SqlError {
             kind: lost.kind,
