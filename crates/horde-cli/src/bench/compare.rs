@@ -208,7 +208,7 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
             change.low.push(ratio.as_ref().and_then(|r| percent(r.low)));
             change.high.push(ratio.as_ref().and_then(|r| percent(r.high)));
             change.colors.push(
-                ratio.as_ref().map_or(NEUTRAL_COLOUR, |r| verdict_colour(stats::verdict(r, threshold, template.higher_is_better()))).into(),
+                ratio.as_ref().map_or(NEUTRAL_COLOUR, |r| verdict_colour(stats::verdict(r, threshold, template.higher_is_better()))),
             );
             row.push(match ratio {
                 Some(r) => {
@@ -352,7 +352,7 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
                     let params = cell.params_text();
                     let slot = if params.is_empty() { machine.label.clone() } else { format!("{params} {}", machine.label) };
                     chart.labels.push(slot);
-                    chart.colors.push(colour.to_string());
+                    chart.colors.push(colour);
                     match find(machine, key) {
                         Some(means) => {
                             let (score, error) = score(means, confidence);

@@ -5,6 +5,7 @@
 //! against the reference with its interval against the noise band, coloured by verdict, then
 //! the console's table.
 
+use super::charts::RowsChart;
 use super::escape::html;
 use super::pages::chart;
 use super::{write_atomically, Document};
@@ -44,34 +45,18 @@ pub struct IntervalChart {
     pub values: Vec<Option<f64>>,
     pub low: Vec<Option<f64>>,
     pub high: Vec<Option<f64>>,
-    pub colors: Vec<String>,
+    pub colors: Vec<&'static str>,
     /// The noise band around 0, shaded.
     pub band: Option<[f64; 2]>,
 }
 
-/// report.js's `change` chart, as it reads it.
+/// A series whose unit is the benchmark's own (`ms/op`, `ops/s`).
 #[derive(Serialize)]
-struct ChangeChart<'a> {
-    title: String,
-    kind: &'static str,
-    labels: &'a [String],
-    unit: &'a str,
-    log: bool,
-    x: Vec<f64>,
-    series: [ChangeSeries<'a>; 1],
-    low: &'a [Option<f64>],
-    high: &'a [Option<f64>],
-    colors: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    band: Option<[f64; 2]>,
-}
-
-#[derive(Serialize)]
-struct ChangeSeries<'a> {
+struct ValueSeries {
     label: &'static str,
-    unit: &'a str,
+    unit: String,
     color: &'static str,
-    values: &'a [Option<f64>],
+    values: Vec<Option<f64>>,
 }
 
 pub fn render_bench(page: &BenchPage) -> String {
@@ -100,22 +85,22 @@ pub fn render_bench(page: &BenchPage) -> String {
         } else {
             String::new()
         };
-        let chart_json = ChangeChart {
+        let chart_json = RowsChart {
             title: format!("{}{more}", spec.title),
             kind: "change",
-            labels: &spec.labels[..shown],
-            unit: &spec.axis,
+            labels: spec.labels[..shown].to_vec(),
+            unit: spec.axis.clone(),
             log: false,
             x: (0..shown).map(|i| i as f64).collect(),
-            series: [ChangeSeries {
+            series: vec![ValueSeries {
                 label: "value",
-                unit: &spec.unit,
+                unit: spec.unit.clone(),
                 color: "#555555",
-                values: &spec.values[..shown],
+                values: spec.values[..shown].to_vec(),
             }],
-            low: &spec.low[..shown],
-            high: &spec.high[..shown],
-            colors: &spec.colors[..shown],
+            low: spec.low[..shown].to_vec(),
+            high: spec.high[..shown].to_vec(),
+            colors: spec.colors[..shown].to_vec(),
             band: spec.band,
         };
         let ids = doc.charts(vec![(format!("bench-{index}"), chart_json)]);

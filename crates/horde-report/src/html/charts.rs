@@ -32,6 +32,33 @@ pub struct Series {
     pub values: Vec<Option<f64>>,
 }
 
+/// A chart whose x is rows (`labels[i]` at x = i), for report.js's `change` and `runs` kinds:
+/// the compare page's metrics and the bench comparison's cells. `S` is a series as the legend
+/// reads it (its label, unit, colour and values).
+#[derive(Serialize, Debug)]
+pub struct RowsChart<S = Series> {
+    pub title: String,
+    /// `change`: each row's estimate (`series[0]`) with its interval (`low`, `high`) and the
+    /// tolerance `band`; `runs`: each run's value, A's and B's side by side in a row's slot.
+    pub kind: &'static str,
+    pub labels: Vec<String>,
+    /// The y axis' label.
+    pub unit: String,
+    /// A log y axis: latency and throughput of rows that differ by orders of magnitude.
+    pub log: bool,
+    pub x: Vec<f64>,
+    pub series: Vec<S>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub low: Vec<Option<f64>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub high: Vec<Option<f64>>,
+    /// The colour of each point (`change`): its verdict's, or its machine's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub colors: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band: Option<[f64; 2]>,
+}
+
 /// Colours that stay apart for the colour-blind (Okabe and Ito's palette), then greys.
 const PALETTE: [&str; 8] = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#555555"];
 const OK_COLOUR: &str = "#009E73";

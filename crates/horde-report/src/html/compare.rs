@@ -6,12 +6,12 @@
 //! table of the console's figures with p, q and n.
 
 use super::escape::html;
+use super::charts::RowsChart;
 use super::pages::chart;
 use super::{write_atomically, Document};
 use crate::compare::render::{change_figure, interval_figure, side_figure, title};
 use crate::compare::{ChangeKind, CompareReport, Comparison, Method, Metric, Scope, Verdict};
 use crate::results::ResultsError;
-use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -24,32 +24,6 @@ const B_COLOUR: &str = "#E69F00";
 const WORSE_COLOUR: &str = "#D55E00";
 const BETTER_COLOUR: &str = "#009E73";
 const SAME_COLOUR: &str = "#555555";
-
-/// A chart whose x is the rows of a metric block (`labels[i]` at x = i), for report.js's
-/// `change` and `runs` kinds.
-#[derive(Serialize, Debug)]
-struct RowsChart {
-    title: String,
-    /// `change`: each row's estimate (`series[0]`) with its interval (`low`, `high`) and the
-    /// tolerance `band`; `runs`: each run's value, A's and B's side by side in a row's slot.
-    kind: &'static str,
-    labels: Vec<String>,
-    /// The y axis' label.
-    unit: &'static str,
-    /// A log y axis: latency and throughput of rows that differ by orders of magnitude.
-    log: bool,
-    x: Vec<f64>,
-    series: Vec<super::charts::Series>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    low: Vec<Option<f64>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    high: Vec<Option<f64>>,
-    /// The colour of each point: its verdict's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    colors: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    band: Option<[f64; 2]>,
-}
 
 /// Renders the page. `page_dir` is where it will be written: a run with a report.html of its
 /// own is linked from there.
@@ -251,7 +225,7 @@ fn change_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) ->
         ),
         kind: "change",
         labels: rows.iter().map(|c| row_name(c)).collect(),
-        unit: if metric == Metric::Errors { "change (points)" } else { "change (%)" },
+        unit: if metric == Metric::Errors { "change (points)" } else { "change (%)" }.into(),
         log: false,
         x: (0..rows.len()).map(|i| i as f64).collect(),
         series: vec![super::charts::Series { label: "change".into(), unit, color: SAME_COLOUR, values: estimates }],
@@ -297,7 +271,7 @@ fn runs_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) -> R
         title: format!("{}: each {per}'s value, in order (A left, B right){note}", title(metric)),
         kind: "runs",
         labels: rows.iter().map(|c| row_name(c)).collect(),
-        unit,
+        unit: unit.into(),
         log,
         x,
         series: vec![
