@@ -2,9 +2,9 @@
 //!
 //! tokio-postgres, which horde used first, splits a connection in two: the client sends each
 //! request through a channel to a connection task, which writes it, reads the answer and sends
-//! it back through another channel. Row by row, those two hops and wakeups cost about 12 % of
-//! the inserts a second that a 2-core machine reaches against a local server (measured in
-//! bench/RESULTS.md, "PostgreSQL row by row"), enough to fall behind pgbench. Here the statement's
+//! it back through another channel. Row by row, those two hops and wakeups kept horde at
+//! 0.96-0.99x pgbench's inserts a second on a 2-core machine against a local server; without
+//! them it is at 1.04-1.06x (bench/RESULTS.md, "PostgreSQL row by row"). Here the statement's
 //! own task writes the messages and reads the answers on the socket. The messages themselves
 //! are encoded and parsed by `postgres-protocol`, the same project's codec, with its SCRAM and
 //! MD5 authentication; the values by `postgres-types` (through tokio-postgres's re-export).
