@@ -101,8 +101,12 @@ def test_an_open_level_past_capacity_counts_what_completes_in_its_window(horde, 
         "--warmup", "1s", "-q", timeout=180,
     )
     assert result.code == 0, result.stderr
-    [level] = json.loads((sweep_dir(result) / "sweep.json").read_text())["levels"]
-    assert 180 <= level["throughput_rps"] <= 205, level
+    levels = json.loads((sweep_dir(result) / "sweep.json").read_text())["levels"]
+    # A busy machine can start a few arrivals late; the sweep then runs the level a second time
+    # (as designed). Either run is bound by the server, so each reads its capacity.
+    assert [level["run"] for level in levels] in ([1], [1, 2]), levels
+    for level in levels:
+        assert 180 <= level["throughput_rps"] <= 205, level
 
 
 def test_a_level_the_generator_cannot_deliver_runs_again_then_stops_the_sweep(horde, work_target):
