@@ -32,6 +32,7 @@ mod request_log;
 mod run;
 mod run_limits;
 mod thresholds;
+mod tls_trust;
 pub mod session;
 mod user;
 mod worker;

@@ -4,14 +4,14 @@
 //! does) unless the plan shares resumption; and handshake failures as KOs of stable kinds.
 
 use crate::failure::Failure;
+use crate::tls_trust::{read_certificates, refusal_reason, system_roots, AcceptAnyCertificate};
 use horde_plan::{PlanError, TlsOptions, TlsVersion};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::ClientConfig;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use tokio_rustls::TlsConnector;
 
 /// TLS sessions each user keeps for resumption, when users do not share them.
@@ -67,11 +67,7 @@ impl TlsSetup {
             let mut roots = system_roots().clone();
             if let Some(file) = &options.ca_file {
                 let path = resolve(base_dir, file);
-                match CertificateDer::pem_file_iter(&path).and_then(|certs| certs.collect::<Result<Vec<_>, _>>()) {
-                    Ok(certs) if certs.is_empty() => errors.push(PlanError::new(
-                        "protocol.tls.ca_file",
-                        format!("{} holds no PEM certificate", path.display()),
-                    )),
+                match read_certificates(&path) {
                     Ok(certs) => {
                         for cert in certs {
                             if let Err(err) = roots.add(cert) {
@@ -79,10 +75,7 @@ impl TlsSetup {
                             }
                         }
                     }
-                    Err(err) => errors.push(PlanError::new(
-                        "protocol.tls.ca_file",
-                        format!("cannot read certificates from {}: {err}", path.display()),
-                    )),
+                    Err(why) => errors.push(PlanError::new("protocol.tls.ca_file", why)),
                 }
             }
             builder.with_root_certificates(roots)
@@ -178,17 +171,6 @@ fn resolve(base_dir: Option<&Path>, file: &str) -> std::path::PathBuf {
     }
 }
 
-/// The system's trusted roots, read once per process.
-fn system_roots() -> &'static RootCertStore {
-    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
-    ROOTS.get_or_init(|| {
-        let mut roots = RootCertStore::empty();
-        // Certificates the system lists but rustls cannot use are skipped, as browsers do.
-        let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
-        roots
-    })
-}
-
 /// The server name a connection to `host` presents and verifies.
 pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Failure> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -202,21 +184,7 @@ pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
     let rustls_error = err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
     match rustls_error {
         Some(rustls::Error::InvalidCertificate(reason)) => {
-            let why = match reason {
-                CertificateError::Expired | CertificateError::ExpiredContext { .. } => "it has expired".to_string(),
-                CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                    "it is not valid yet".to_string()
-                }
-                CertificateError::UnknownIssuer => {
-                    "it is signed by an unknown certificate authority (trust it with a CA file)".to_string()
-                }
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                    format!("it is not valid for the name {host}")
-                }
-                CertificateError::Revoked => "it has been revoked".to_string(),
-                CertificateError::BadSignature => "its signature is bad".to_string(),
-                other => format!("{other:?}"),
-            };
+            let why = refusal_reason(reason, host);
             Failure::new("tls_certificate", format!("the certificate of {host} was refused: {why}"))
         }
         Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => Failure::new(
@@ -225,45 +193,5 @@ pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
         ),
         Some(other) => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
         None => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
-    }
-}
-
-/// What `verify: false` installs: every certificate is accepted, though the handshake's
-/// signatures are still checked, so the connection works as a real one.
-#[derive(Debug)]
-struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }

@@ -80,7 +80,7 @@ pub enum Connection {
 impl Connection {
     pub async fn connect(database: &Database) -> Result<Connection, SqlError> {
         Ok(match database {
-            Database::Postgres { config, .. } => Connection::Postgres(PgConnection::connect(config).await?),
+            Database::Postgres { config, tls } => Connection::Postgres(PgConnection::connect(config, tls).await?),
             Database::MySql { opts, .. } => Connection::MySql(MyConnection::connect(opts).await?),
             Database::Sqlite { path, writer } => Connection::Sqlite(LiteConnection::open(path, writer.clone())?),
         })

@@ -1,6 +1,7 @@
 //! Which database a URL names, and the SQL each one speaks for the experiment's statements:
 //! the few places where PostgreSQL, MariaDB and SQLite differ are all here.
 
+use super::postgres::tls::PgTls;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,8 +17,10 @@ pub enum Database {
         path: PathBuf,
         writer: Arc<tokio::sync::Mutex<()>>,
     },
+    /// `tls` holds the URL's libpq TLS parameters (sslmode, sslrootcert...), `config` the rest.
     Postgres {
         config: Box<tokio_postgres::Config>,
+        tls: PgTls,
     },
     MySql {
         opts: mysql_async::Opts,
@@ -42,21 +45,36 @@ impl Database {
             };
             return Ok(Database::sqlite(path));
         }
+        // libpq's URLs, parsed by tokio-postgres (less their TLS parameters): one may name no
+        // host before its path (`postgres://user@/db?host=/run/postgresql`), which url::Url refuses.
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let (tls, rest) = PgTls::from_url(url, base_dir).map_err(|e| format!("{}: {e}", redacted(url)))?;
+            let config: tokio_postgres::Config = rest.parse().map_err(|e| format!("{}: {e}", redacted(url)))?;
+            if config.get_hosts().is_empty() {
+                return Err(format!("{}: names no host", redacted(url)));
+            }
+            return Ok(Database::Postgres { config: Box::new(config), tls });
+        }
         let parsed = url::Url::parse(url).map_err(|e| format!("{}: {e}", redacted(url)))?;
         match parsed.scheme() {
-            "postgres" | "postgresql" => {
-                let config: tokio_postgres::Config = url.parse().map_err(|e| format!("{}: {e}", redacted(url)))?;
-                if config.get_hosts().is_empty() {
-                    return Err(format!("{}: names no host", redacted(url)));
-                }
-                Ok(Database::Postgres { config: Box::new(config) })
-            }
             "mysql" | "mariadb" => {
                 // mysql_async reads only mysql://.
                 let normalized = format!("mysql:{}", &url[parsed.scheme().len() + 1..]);
-                let opts = mysql_async::Opts::from_url(&normalized).map_err(|e| format!("{}: {e}", redacted(url)))?;
+                let mut opts =
+                    mysql_async::Opts::from_url(&normalized).map_err(|e| format!("{}: {e}", redacted(url)))?;
+                // mysql_async, by default, reconnects a connection made to a loopback address over
+                // the server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure
+                // another transport than the one they asked for, and than mariadb-slap -h 127.0.0.1
+                // does. The socket is the user's choice: `?socket=/path` or `?prefer_socket=true`.
+                if !parsed.query_pairs().any(|(key, _)| key == "prefer_socket") {
+                    opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false).into();
+                }
                 Ok(Database::MySql { opts })
             }
+            "postgres" | "postgresql" => Err(format!(
+                "{}: a PostgreSQL URL begins postgres:// (postgres://user:password@host:port/db)",
+                redacted(url)
+            )),
             other => Err(format!("{other}: is not a database horde speaks (sqlite, postgres, mysql)")),
         }
     }
@@ -80,8 +98,7 @@ impl Database {
             Database::Postgres { config, .. } => {
                 let host = match config.get_hosts().first()? {
                     tokio_postgres::config::Host::Tcp(host) => host.clone(),
-                    #[allow(unreachable_patterns)]
-                    _ => return None,
+                    tokio_postgres::config::Host::Unix(_) => return None,
                 };
                 (host, config.get_ports().first().copied().unwrap_or(5432))
             }
@@ -100,11 +117,10 @@ pub fn redacted(url: &str) -> String {
         }
         Ok(_) => url.to_string(),
         Err(_) => match (url.find("://"), url.rfind('@')) {
-            (Some(scheme_end), Some(at)) if at > scheme_end => {
-                let user_info = &url[scheme_end + 3..at];
-                let user = user_info.split_once(':').map_or(user_info, |(user, _)| user);
-                format!("{}://{user}:***{}", &url[..scheme_end], &url[at..])
-            }
+            (Some(scheme_end), Some(at)) if at > scheme_end => match url[scheme_end + 3..at].split_once(':') {
+                Some((user, _)) => format!("{}://{user}:***{}", &url[..scheme_end], &url[at..]),
+                None => url.to_string(),
+            },
             _ => url.to_string(),
         },
     }
@@ -319,6 +335,21 @@ mod tests {
         assert!(err.contains("oracle"), "{err}");
         let err = Database::parse("postgres://u:hunter2@[::1/db", None).unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
+        // A Unix-socket directory as the host, percent-encoded or as a parameter; no port in
+        // local_port then (the server's CPU is read by its TCP port).
+        for url in ["postgres://u@%2Frun%2Fpostgresql/db", "postgres://u@/db?host=/run/postgresql&port=5433"] {
+            let db = Database::parse(url, None).unwrap();
+            assert_eq!((db.kind(), db.local_port()), (DatabaseKind::Postgres, None), "{url}");
+        }
+        assert_eq!(redacted("postgres://u@/db?host=/x"), "postgres://u@/db?host=/x");
+        // mysql_async reconnects over the Unix socket unless asked not to: horde keeps the
+        // transport the URL names.
+        for (url, socket) in
+            [("mysql://u:p@127.0.0.1/db", false), ("mysql://u:p@127.0.0.1/db?prefer_socket=true", true)]
+        {
+            let Database::MySql { opts } = Database::parse(url, None).unwrap() else { unreachable!() };
+            assert_eq!(opts.prefer_socket(), socket, "{url}");
+        }
     }
 
     #[test]

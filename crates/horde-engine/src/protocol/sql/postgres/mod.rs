@@ -3,7 +3,9 @@
 //! and pipelining (many statements in flight on one connection); result values as text in
 //! `text.rs`.
 
+mod stream;
 mod text;
+pub(super) mod tls;
 mod wire;
 
 use super::connection::{Param, StatementResult, StatementTiming};
@@ -14,7 +16,8 @@ use horde_plan::SqlStatementKind;
 use postgres_protocol::message::backend::{DataRowBody, Message};
 use postgres_protocol::message::frontend;
 use std::collections::HashMap;
-use tokio::io::AsyncWriteExt;
+use stream::PgStream;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_postgres::types::{FromSql, Kind, ToSql, Type};
 use wire::{encoding, next_message, rows_of_tag, server_error, unexpected, PgWire, WRITE_CHUNK};
@@ -43,8 +46,8 @@ struct Column {
 }
 
 impl PgConnection {
-    pub async fn connect(config: &tokio_postgres::Config) -> Result<PgConnection, SqlError> {
-        Ok(PgConnection { wire: PgWire::connect(config).await?, prepared: Vec::new(), by_text: HashMap::new() })
+    pub async fn connect(config: &tokio_postgres::Config, tls: &tls::PgTls) -> Result<PgConnection, SqlError> {
+        Ok(PgConnection { wire: PgWire::connect(config, tls).await?, prepared: Vec::new(), by_text: HashMap::new() })
     }
 
     /// The statement prepared for `sql` on this connection, prepared now the first time.
@@ -165,42 +168,17 @@ impl PgConnection {
         wire.start_exchange()?;
         let started = Instant::now();
         let PgWire { stream, read, write, .. } = wire;
-        let (mut reader, mut writer) = stream.split();
-        // Written while the answers are read: neither side's socket buffer fills up and stalls
-        // the other.
-        let writing = async {
-            for param in rows {
-                encode_statement(statement, std::slice::from_ref(param), write)?;
-                if write.len() >= WRITE_CHUNK {
-                    writer.write_all(write).await.map_err(wire::lost)?;
-                    write.clear();
-                }
+        // TCP splits into borrowed halves; TLS and Unix sockets through tokio's split.
+        let (affected, first_error) = match stream {
+            PgStream::Tcp(tcp) => {
+                let (mut reader, mut writer) = tcp.split();
+                pipeline(&mut reader, &mut writer, statement, rows, read, write, timings, started).await?
             }
-            writer.write_all(write).await.map_err(wire::lost)?;
-            write.clear();
-            Ok::<_, SqlError>(())
-        };
-        let reading = async {
-            let (mut affected, mut answered, mut failed) = (0, 0, false);
-            let mut first_error = None;
-            while answered < rows.len() {
-                match next_message(&mut reader, read).await? {
-                    Message::CommandComplete(body) => affected += rows_of_tag(body.tag().unwrap_or("")),
-                    Message::ErrorResponse(body) => {
-                        failed = true;
-                        first_error.get_or_insert(server_error(body.fields()));
-                    }
-                    Message::ReadyForQuery(_) => {
-                        timings.push(StatementTiming::since(started, !failed));
-                        failed = false;
-                        answered += 1;
-                    }
-                    _ => {}
-                }
+            other => {
+                let (mut reader, mut writer) = tokio::io::split(other);
+                pipeline(&mut reader, &mut writer, statement, rows, read, write, timings, started).await?
             }
-            Ok::<_, SqlError>((affected, first_error))
         };
-        let ((), (affected, first_error)) = tokio::try_join!(writing, reading)?;
         wire.end_exchange();
         first_error.map_or(Ok(affected), Err)
     }
@@ -440,4 +418,55 @@ impl ToSql for Param<'_> {
     }
 
     tokio_postgres::types::to_sql_checked!();
+}
+
+/// The pipelined exchange on a connection's two halves: the statements written while the
+/// answers are read, so neither side's socket buffer fills up and stalls the other. The rows
+/// changed, and the first statement's error.
+#[allow(clippy::too_many_arguments)]
+async fn pipeline<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    reader: &mut R,
+    writer: &mut W,
+    statement: &Prepared,
+    rows: &[Param<'_>],
+    read: &mut BytesMut,
+    write: &mut BytesMut,
+    timings: &mut Vec<StatementTiming>,
+    started: Instant,
+) -> Result<(u64, Option<SqlError>), SqlError> {
+    let writing = async {
+        for param in rows {
+            encode_statement(statement, std::slice::from_ref(param), write)?;
+            if write.len() >= WRITE_CHUNK {
+                writer.write_all(write).await.map_err(wire::lost)?;
+                write.clear();
+            }
+        }
+        writer.write_all(write).await.map_err(wire::lost)?;
+        writer.flush().await.map_err(wire::lost)?;
+        write.clear();
+        Ok::<_, SqlError>(())
+    };
+    let reading = async {
+        let (mut affected, mut answered, mut failed) = (0, 0, false);
+        let mut first_error = None;
+        while answered < rows.len() {
+            match next_message(reader, read).await? {
+                Message::CommandComplete(body) => affected += rows_of_tag(body.tag().unwrap_or("")),
+                Message::ErrorResponse(body) => {
+                    failed = true;
+                    first_error.get_or_insert(server_error(body.fields()));
+                }
+                Message::ReadyForQuery(_) => {
+                    timings.push(StatementTiming::since(started, !failed));
+                    failed = false;
+                    answered += 1;
+                }
+                _ => {}
+            }
+        }
+        Ok::<_, SqlError>((affected, first_error))
+    };
+    let ((), answers) = tokio::try_join!(writing, reading)?;
+    Ok(answers)
 }

@@ -15,31 +15,42 @@
 //! another statement's answers.
 
 use super::super::error::SqlError;
+use super::stream::PgStream;
+use super::tls::{PgTls, SslMode};
+use crate::tls_trust::refusal_reason;
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::backend::{ErrorFields, Message};
 use postgres_protocol::message::frontend;
+use std::path::{Path, PathBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_postgres::config::{Host, SslMode};
+use tokio::net::{TcpStream, UnixStream};
+use tokio_postgres::config::Host;
 
 /// Bytes of requests gathered before they are written (COPY data, pipelined statements).
 pub const WRITE_CHUNK: usize = 64 * 1024;
 
 pub struct PgWire {
-    pub stream: TcpStream,
+    pub stream: PgStream,
     pub read: BytesMut,
     pub write: BytesMut,
     /// Set from the first message of an exchange to its ReadyForQuery.
     in_exchange: bool,
-    /// The server's key to cancel this connection's statement (BackendKeyData), and where.
+    /// Where the server listens, for a cancel request on a connection of its own.
+    server: ServerAddress,
+    /// The server's key to cancel this connection's statement (BackendKeyData).
     cancel: Option<CancelKey>,
+}
+
+#[derive(Debug, Clone)]
+enum ServerAddress {
+    Tcp(std::net::SocketAddr),
+    Unix(PathBuf),
 }
 
 #[derive(Debug, Clone, Copy)]
 struct CancelKey {
-    server: std::net::SocketAddr,
     process_id: i32,
     secret_key: i32,
 }
@@ -50,52 +61,40 @@ const MAX_CANCELS_IN_FLIGHT: usize = 16;
 static CANCELS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl PgWire {
-    /// Connects to the first host of `config` that answers, and logs in.
-    pub async fn connect(config: &tokio_postgres::Config) -> Result<PgWire, SqlError> {
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(SqlError::new(
-                "sql_connection",
-                "sslmode=require: horde connects to PostgreSQL without TLS (use sslmode=prefer or disable)",
-            ));
-        }
+    /// Connects to the first host of `config` that answers (over TLS as `tls` says), and logs
+    /// in. `connect_timeout` bounds each host's attempt, TLS included, as libpq's does.
+    pub async fn connect(config: &tokio_postgres::Config, tls: &PgTls) -> Result<PgWire, SqlError> {
         let ports = config.get_ports();
         let mut last_error = SqlError::new("sql_connection", "the URL names no host");
         for (index, host) in config.get_hosts().iter().enumerate() {
-            let Host::Tcp(host) = host else {
-                last_error =
-                    SqlError::new("sql_connection", "a Unix socket host: horde connects to PostgreSQL over TCP");
-                continue;
-            };
             // One port for every host, or one port each.
             let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
-            let connecting = TcpStream::connect((host.as_str(), port));
-            let connected = match config.get_connect_timeout() {
-                Some(limit) => tokio::time::timeout(*limit, connecting)
-                    .await
-                    .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))),
-                None => connecting.await,
+            let opening = async {
+                match host {
+                    Host::Tcp(host) => open_tcp(host, port, tls).await,
+                    Host::Unix(directory) => open_unix(directory, port).await,
+                }
             };
-            match connected {
-                Ok(stream) => {
-                    let _ = stream.set_nodelay(true);
+            let opened = match config.get_connect_timeout() {
+                Some(limit) => tokio::time::timeout(*limit, opening).await.unwrap_or_else(|_| {
+                    Err(SqlError::new("sql_connection", format!("connecting to {} timed out", describe(host, port))))
+                }),
+                None => opening.await,
+            };
+            match opened {
+                Ok((stream, server)) => {
                     let mut wire = PgWire {
                         stream,
                         read: BytesMut::with_capacity(8 * 1024),
                         write: BytesMut::with_capacity(1024),
                         in_exchange: false,
+                        server,
                         cancel: None,
                     };
                     wire.log_in(config).await?;
                     return Ok(wire);
                 }
-                Err(err) => {
-                    let kind = if err.kind() == std::io::ErrorKind::ConnectionRefused {
-                        "connect_refused"
-                    } else {
-                        "sql_connection"
-                    };
-                    last_error = SqlError::new(kind, format!("error connecting to server {host}:{port}: {err}"));
-                }
+                Err(err) => last_error = err,
             }
         }
         Err(last_error)
@@ -162,11 +161,7 @@ impl PgWire {
                     ))
                 }
                 Message::BackendKeyData(body) => {
-                    self.cancel = self.stream.peer_addr().ok().map(|server| CancelKey {
-                        server,
-                        process_id: body.process_id(),
-                        secret_key: body.secret_key(),
-                    });
+                    self.cancel = Some(CancelKey { process_id: body.process_id(), secret_key: body.secret_key() });
                 }
                 // ParameterStatus, notices.
                 _ => {}
@@ -211,7 +206,10 @@ impl PgWire {
 
     /// Writes the requests gathered in the write buffer.
     pub async fn send(&mut self) -> Result<(), SqlError> {
-        let result = self.stream.write_all(&self.write).await;
+        let mut result = self.stream.write_all(&self.write).await;
+        if result.is_ok() && self.stream.buffers_writes() {
+            result = self.stream.flush().await;
+        }
         self.write.clear();
         result.map_err(lost)
     }
@@ -275,16 +273,19 @@ impl Drop for PgWire {
     /// otherwise run to its end and keep loading the system under test.
     fn drop(&mut self) {
         if !self.in_exchange {
-            let _ = self.stream.try_write(&[b'X', 0, 0, 0, 4]);
+            self.stream.try_write_now(&[b'X', 0, 0, 0, 4]);
         } else if let Some(key) = self.cancel {
-            send_cancel(key);
+            send_cancel(self.server.clone(), key);
         }
     }
 }
 
 /// A CancelRequest on a connection of its own, from a thread of its own: the worker's thread
-/// never waits for it, and it still goes out when the run ends right after.
-fn send_cancel(key: CancelKey) {
+/// never waits for it, and it still goes out when the run ends right after. It goes in
+/// cleartext even when the statement's connection is in TLS, as libpq's PQcancel sends it: the
+/// request carries only the key.
+fn send_cancel(server: ServerAddress, key: CancelKey) {
+    use std::io::Write;
     use std::sync::atomic::Ordering;
     if CANCELS_IN_FLIGHT.fetch_add(1, Ordering::Relaxed) >= MAX_CANCELS_IN_FLIGHT {
         CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
@@ -293,16 +294,96 @@ fn send_cancel(key: CancelKey) {
     let mut request = BytesMut::with_capacity(16);
     frontend::cancel_request(key.process_id, key.secret_key, &mut request);
     let sent = std::thread::Builder::new().name("horde-pg-cancel".into()).spawn(move || {
-        use std::io::Write;
         let limit = std::time::Duration::from_secs(2);
-        if let Ok(mut stream) = std::net::TcpStream::connect_timeout(&key.server, limit) {
-            let _ = stream.set_write_timeout(Some(limit));
-            let _ = stream.write_all(&request);
+        match server {
+            ServerAddress::Tcp(address) => {
+                if let Ok(mut stream) = std::net::TcpStream::connect_timeout(&address, limit) {
+                    let _ = stream.set_write_timeout(Some(limit));
+                    let _ = stream.write_all(&request);
+                }
+            }
+            ServerAddress::Unix(path) => {
+                if let Ok(mut stream) = std::os::unix::net::UnixStream::connect(path) {
+                    let _ = stream.set_write_timeout(Some(limit));
+                    let _ = stream.write_all(&request);
+                }
+            }
         }
         CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
     });
     if sent.is_err() {
         CANCELS_IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A TCP connection to `host:port`, in TLS when `tls` asks for it and the server agrees.
+async fn open_tcp(host: &str, port: u16, tls: &PgTls) -> Result<(PgStream, ServerAddress), SqlError> {
+    let mut tcp = TcpStream::connect((host, port)).await.map_err(|err| {
+        let kind =
+            if err.kind() == std::io::ErrorKind::ConnectionRefused { "connect_refused" } else { "sql_connection" };
+        SqlError::new(kind, format!("error connecting to server {host}:{port}: {err}"))
+    })?;
+    let _ = tcp.set_nodelay(true);
+    let server = tcp.peer_addr().map_err(lost)?;
+    let Some(connector) = tls.connector() else { return Ok((PgStream::Tcp(tcp), ServerAddress::Tcp(server))) };
+    // The SSLRequest, and the server's one-byte answer. Exactly one byte is read: anything
+    // after it must come through TLS (CVE-2021-23222).
+    let mut request = BytesMut::with_capacity(8);
+    frontend::ssl_request(&mut request);
+    tcp.write_all(&request).await.map_err(lost)?;
+    let mut answer = [0u8; 1];
+    tcp.read_exact(&mut answer).await.map_err(lost)?;
+    match (answer[0], tls.mode) {
+        (b'S', _) => {}
+        (b'N', SslMode::Prefer) => return Ok((PgStream::Tcp(tcp), ServerAddress::Tcp(server))),
+        (b'N', _) => {
+            return Err(SqlError::new(
+                "sql_connection",
+                format!("the server at {host}:{port} does not accept TLS, and the URL's sslmode requires it"),
+            ))
+        }
+        _ => return Err(unexpected("the answer to an SSLRequest")),
+    }
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|_| SqlError::new("tls_handshake", format!("{host:?} is not a name TLS can verify")))?;
+    match connector.connect(name, tcp).await {
+        Ok(stream) => Ok((PgStream::Tls(Box::new(stream)), ServerAddress::Tcp(server))),
+        Err(err) => Err(handshake_failure(host, &err)),
+    }
+}
+
+/// A connection to the server's socket in `directory`, named after its port as libpq does.
+async fn open_unix(directory: &Path, port: u16) -> Result<(PgStream, ServerAddress), SqlError> {
+    let path = directory.join(format!(".s.PGSQL.{port}"));
+    match UnixStream::connect(&path).await {
+        Ok(unix) => Ok((PgStream::Unix(unix), ServerAddress::Unix(path))),
+        Err(err) => {
+            let kind = match err.kind() {
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound => "connect_refused",
+                _ => "sql_connection",
+            };
+            Err(SqlError::new(kind, format!("error connecting to server on socket {}: {err}", path.display())))
+        }
+    }
+}
+
+fn describe(host: &Host, port: u16) -> String {
+    match host {
+        Host::Tcp(host) => format!("{host}:{port}"),
+        Host::Unix(directory) => format!("socket {}", directory.join(format!(".s.PGSQL.{port}")).display()),
+    }
+}
+
+/// A failed TLS handshake: `tls_certificate` when the server's certificate was refused (and
+/// why), `tls_handshake` otherwise.
+fn handshake_failure(host: &str, err: &std::io::Error) -> SqlError {
+    match err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(rustls::Error::InvalidCertificate(reason)) => SqlError::new(
+            "tls_certificate",
+            format!("the certificate of {host} was refused: {}", refusal_reason(reason, host)),
+        ),
+        Some(other) => SqlError::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
+        None => SqlError::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
     }
 }
 

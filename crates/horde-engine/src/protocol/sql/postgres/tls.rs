@@ -1,0 +1,206 @@
+//! TLS to PostgreSQL, negotiated as libpq does: an SSLRequest on the new TCP connection, the
+//! server's one-byte answer (`S`: the handshake follows, `N`: it speaks only cleartext), then
+//! the protocol inside TLS. The URL's libpq parameters say how much to insist and what to trust:
+//!
+//! - `sslmode`: `disable`; `prefer` (libpq's default: TLS when the server offers it, its
+//!   certificate unchecked); `require` (TLS or no connection, the certificate unchecked unless
+//!   `sslrootcert` is given, then checked as `verify-ca`); `verify-ca` (the chain to a trusted
+//!   root); `verify-full` (the chain and the host name).
+//! - `sslrootcert`: a PEM file of trusted roots, or `system` for the system's; by default
+//!   `~/.postgresql/root.crt`, as libpq.
+//! - `sslcert` and `sslkey`: a client certificate and its key, for servers that ask for one.
+//!
+//! A Unix-socket host never speaks TLS (libpq neither: the socket is on the same machine).
+
+use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, VerifyChainOnly};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::PrivateKeyDer;
+use rustls::{ClientConfig, RootCertStore};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_rustls::TlsConnector;
+
+/// How much the connection insists on TLS, and what it checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Prefer,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+/// A database's TLS settings, made once when its URL is parsed.
+#[derive(Clone)]
+pub struct PgTls {
+    pub mode: SslMode,
+    /// None with `disable`.
+    connector: Option<TlsConnector>,
+}
+
+impl std::fmt::Debug for PgTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgTls").field("mode", &self.mode).finish()
+    }
+}
+
+impl PgTls {
+    /// Takes the TLS parameters out of `url`: the settings they give, and the URL without them
+    /// (for tokio-postgres's parser). Errors name the parameter and what is wrong with it.
+    /// Takes the TLS parameters out of `url`'s query: the settings they give, and the URL
+    /// without them (for tokio-postgres's parser). The URL is not parsed as a whole here: a
+    /// libpq URL may name no host before its path (`postgres://user@/db?host=/run/postgresql`),
+    /// which a strict URL parser refuses. Errors name the parameter and what is wrong with it.
+    pub fn from_url(url: &str, base_dir: Option<&Path>) -> Result<(PgTls, String), String> {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (mut mode, mut root, mut cert, mut key) = (SslMode::Prefer, None, None, None);
+        let mut kept = url::form_urlencoded::Serializer::new(String::new());
+        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            match name.as_ref() {
+                "sslmode" => {
+                    mode = match value.as_ref() {
+                        "disable" => SslMode::Disable,
+                        "prefer" => SslMode::Prefer,
+                        "require" => SslMode::Require,
+                        "verify-ca" => SslMode::VerifyCa,
+                        "verify-full" => SslMode::VerifyFull,
+                        "allow" => return Err("sslmode=allow is not supported (use prefer or disable)".into()),
+                        other => {
+                            return Err(format!(
+                                "sslmode={other}: not a mode (disable, prefer, require, verify-ca, verify-full)"
+                            ))
+                        }
+                    }
+                }
+                "sslrootcert" => root = Some(value.into_owned()),
+                "sslcert" => cert = Some(resolve(base_dir, &value)),
+                "sslkey" => key = Some(resolve(base_dir, &value)),
+                "sslnegotiation" if value != "postgres" => {
+                    return Err(format!("sslnegotiation={value}: horde negotiates TLS with an SSLRequest (postgres)"))
+                }
+                "sslnegotiation" => {}
+                _ => {
+                    kept.append_pair(&name, &value);
+                }
+            }
+        }
+        let kept = kept.finish();
+        let rest = if kept.is_empty() { base.to_string() } else { format!("{base}?{kept}") };
+        if mode == SslMode::Disable {
+            return Ok((PgTls { mode, connector: None }, rest));
+        }
+        // libpq's default roots, looked for only when a mode checks certificates.
+        let default_root = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".postgresql/root.crt"));
+        let roots = match (&root, mode) {
+            (Some(root), _) if root == "system" => Some(system_roots().clone()),
+            (Some(root), _) => Some(read_roots(&resolve(base_dir, root))?),
+            (None, SslMode::VerifyCa | SslMode::VerifyFull) => match default_root.filter(|p| p.exists()) {
+                Some(path) => Some(read_roots(&path)?),
+                None => {
+                    return Err("sslmode=verify-ca and verify-full need trusted roots: sslrootcert=FILE (PEM), or \
+                         sslrootcert=system for the system's, or ~/.postgresql/root.crt"
+                        .into())
+                }
+            },
+            (None, _) => None,
+        };
+        // A root file makes `require` check the chain, as libpq does.
+        if mode == SslMode::Require && roots.is_some() {
+            mode = SslMode::VerifyCa;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .expect("ring supports TLS 1.2 and 1.3");
+        let builder = match (roots, mode) {
+            (Some(roots), SslMode::VerifyFull) => builder.with_root_certificates(roots),
+            (Some(roots), _) => {
+                let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .map_err(|err| format!("sslrootcert: {err}"))?;
+                builder.dangerous().with_custom_certificate_verifier(Arc::new(VerifyChainOnly(chain)))
+            }
+            (None, _) => builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
+        };
+        let config = match (cert, key) {
+            (None, None) => builder.with_no_client_auth(),
+            (Some(cert), Some(key)) => {
+                let chain = read_certificates(&cert).map_err(|why| format!("sslcert: {why}"))?;
+                let private = PrivateKeyDer::from_pem_file(&key)
+                    .map_err(|err| format!("sslkey: cannot read a private key from {}: {err}", key.display()))?;
+                builder.with_client_auth_cert(chain, private).map_err(|err| {
+                    format!(
+                        "sslcert and sslkey: {} and {} do not make a client certificate: {err}",
+                        cert.display(),
+                        key.display()
+                    )
+                })?
+            }
+            _ => return Err("sslcert and sslkey go together: give both".into()),
+        };
+        Ok((PgTls { mode, connector: Some(TlsConnector::from(Arc::new(config))) }, rest))
+    }
+
+    /// The connector, unless TLS is disabled.
+    pub fn connector(&self) -> Option<&TlsConnector> {
+        self.connector.as_ref()
+    }
+}
+
+fn read_roots(path: &Path) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for cert in read_certificates(path).map_err(|why| format!("sslrootcert: {why}"))? {
+        roots.add(cert).map_err(|err| format!("sslrootcert: {}: {err}", path.display()))?;
+    }
+    Ok(roots)
+}
+
+fn resolve(base_dir: Option<&Path>, file: &str) -> PathBuf {
+    match base_dir {
+        Some(dir) if Path::new(file).is_relative() => dir.join(file),
+        _ => PathBuf::from(file),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<(PgTls, String), String> {
+        PgTls::from_url(url, None)
+    }
+
+    #[test]
+    fn the_tls_parameters_are_taken_out_of_the_url_and_the_others_kept() {
+        let (tls, rest) = parse("postgres://u:p@h/db?sslmode=require&application_name=x&connect_timeout=3").unwrap();
+        assert_eq!(tls.mode, SslMode::Require);
+        assert!(tls.connector().is_some());
+        assert_eq!(rest, "postgres://u:p@h/db?application_name=x&connect_timeout=3");
+        let (tls, rest) = parse("postgres://u@h/db?sslmode=disable").unwrap();
+        assert_eq!(tls.mode, SslMode::Disable);
+        assert!(tls.connector().is_none());
+        assert_eq!(rest, "postgres://u@h/db");
+        assert_eq!(parse("postgres://u@h/db").unwrap().0.mode, SslMode::Prefer);
+        let (_, rest) = parse("postgres://u@/db?host=%2Frun%2Fpostgresql&sslmode=disable").unwrap();
+        assert_eq!(rest, "postgres://u@/db?host=%2Frun%2Fpostgresql");
+    }
+
+    #[test]
+    fn bad_tls_parameters_are_named() {
+        let err = parse("postgres://u@h/db?sslmode=verify-everything").unwrap_err();
+        assert!(err.contains("sslmode=verify-everything"), "{err}");
+        let err = parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=/nonexistent/root.pem").unwrap_err();
+        assert!(err.starts_with("sslrootcert: cannot read certificates from /nonexistent/root.pem"), "{err}");
+        let err = parse("postgres://u@h/db?sslmode=require&sslcert=/a.pem").unwrap_err();
+        assert!(err.contains("sslcert and sslkey go together"), "{err}");
+        let err = parse("postgres://u@h/db?sslnegotiation=direct").unwrap_err();
+        assert!(err.contains("sslnegotiation=direct"), "{err}");
+    }
+
+    #[test]
+    fn system_roots_make_verify_full_possible_without_a_file() {
+        let (tls, _) = parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=system").unwrap();
+        assert_eq!(tls.mode, SslMode::VerifyFull);
+    }
+}

@@ -1,0 +1,138 @@
+//! Which server certificates a TLS client trusts, for every protocol that speaks TLS (HTTPS,
+//! PostgreSQL): the system's roots, certificates read from a PEM file, a verifier that checks
+//! the chain but not the name (PostgreSQL's `verify-ca`), one that accepts any certificate
+//! (`verify: false`, `sslmode=require`), and a refused certificate's reason in words.
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// The system's trusted roots, read once per process.
+pub(crate) fn system_roots() -> &'static RootCertStore {
+    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots = RootCertStore::empty();
+        // Certificates the system lists but rustls cannot use are skipped, as browsers do.
+        let _ = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+        roots
+    })
+}
+
+/// Every certificate of the PEM file at `path`; an error in words naming the file when it
+/// cannot be read or holds none.
+pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    match CertificateDer::pem_file_iter(path).and_then(|certs| certs.collect::<Result<Vec<_>, _>>()) {
+        Ok(certs) if certs.is_empty() => Err(format!("{} holds no PEM certificate", path.display())),
+        Ok(certs) => Ok(certs),
+        Err(err) => Err(format!("cannot read certificates from {}: {err}", path.display())),
+    }
+}
+
+/// Why a server's certificate was refused, in words.
+pub(crate) fn refusal_reason(reason: &CertificateError, host: &str) -> String {
+    match reason {
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => "it has expired".to_string(),
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "it is not valid yet".to_string()
+        }
+        CertificateError::UnknownIssuer => {
+            "it is signed by an unknown certificate authority (trust it with a CA file)".to_string()
+        }
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+            format!("it is not valid for the name {host}")
+        }
+        CertificateError::Revoked => "it has been revoked".to_string(),
+        CertificateError::BadSignature => "its signature is bad".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Every certificate is accepted, though the handshake's signatures are still checked, so the
+/// connection works as a real one.
+#[derive(Debug)]
+pub(crate) struct AcceptAnyCertificate(pub Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The chain must lead to a trusted root and be valid now; the name it was issued for is not
+/// checked (libpq's `sslmode=verify-ca`: a server reached by an address its certificate does
+/// not list, such as a replica behind a load balancer).
+#[derive(Debug)]
+pub(crate) struct VerifyChainOnly(pub Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for VerifyChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            verdict => verdict,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}

@@ -1,0 +1,192 @@
+"""How horde reaches a database: the transport the URL names, and nothing else. PostgreSQL over
+TCP, TLS negotiated as libpq does (sslmode, sslrootcert, a client certificate) and a Unix
+socket; MariaDB over TCP unless the URL asks for its socket. Each transport is read on the
+server's side (pg_stat_ssl, inet_client_addr(), USER()), never taken from horde's word."""
+
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import tls_material
+from conftest import sql_server, wait_until
+
+TRANSPORT_SQL = (
+    "SELECT CASE WHEN inet_client_addr() IS NULL THEN 'unix' "
+    "WHEN (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) THEN 'tls' ELSE 'tcp' END AS transport"
+)
+
+TRANSPORT_SIM = f'''
+from horde import at_once_users, column, param, scenario, setup, sql
+scn = scenario("s").exec(sql("transport").query("{TRANSPORT_SQL}").check(column("transport").is_(param("expect"))))
+setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
+'''
+
+
+class PostgresWithTls:
+    """A throwaway PostgreSQL with TLS on (a certificate for 127.0.0.1 and localhost signed by
+    the tests' CA), trusting that CA for client certificates, and a role `horde_cert` that
+    must show one (pg_hba: clientcert=verify-ca) besides its password."""
+
+    def __init__(self):
+        self.server = sql_server("postgres")
+        self.port = self.server.port
+        self.socket_dir = self.server.directory
+        certs = self.server.directory / "certs"
+        certs.mkdir()
+        self.files = tls_material.make(certs)
+        shutil.chown(certs, "postgres")
+        for path in certs.iterdir():
+            shutil.chown(path, "postgres")
+            path.chmod(0o600 if path.suffix == ".key" else 0o644)
+        hba = self.server.directory / "data" / "pg_hba.conf"
+        hba.write_text("hostssl bench horde_cert 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n" + hba.read_text())
+        server_cert, server_key = self.files["server"]
+        self.superuser([
+            "ALTER SYSTEM SET ssl = on", f"ALTER SYSTEM SET ssl_cert_file = '{server_cert}'",
+            f"ALTER SYSTEM SET ssl_key_file = '{server_key}'", f"ALTER SYSTEM SET ssl_ca_file = '{self.files['ca'][0]}'",
+            "CREATE ROLE horde_cert LOGIN PASSWORD 'secret'", "SELECT pg_reload_conf()",
+        ])
+        wait_until(lambda: self.server.query("SHOW ssl") == "on", timeout=10, what="PostgreSQL to turn TLS on")
+
+    def superuser(self, statements):
+        argv = ["psql", "-q", "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres", "-d", "bench"]
+        for statement in statements:
+            argv += ["-c", statement]
+        subprocess.run(argv, check=True, capture_output=True)
+
+    def url(self, query="", user="bench:benchpw", host="127.0.0.1"):
+        return f"postgres://{user}@{host}:{self.port}/bench" + (f"?{query}" if query else "")
+
+    def stop(self):
+        self.server.stop()
+        shutil.rmtree(self.server.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres_tls():
+    server = PostgresWithTls()
+    yield server
+    server.stop()
+
+
+def assert_transport(horde, url, expect):
+    result = horde("run", "transport.py", "-D", f"url={url}", "-D", f"expect={expect}")
+    assert result.code == 0, result.stderr
+    assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (url, result.summary["errors"])
+
+
+@pytest.fixture
+def transport_sim(tmp_path, monkeypatch):
+    (tmp_path / "transport.py").write_text(TRANSPORT_SIM)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_each_postgres_url_reaches_the_server_by_the_transport_it_names(horde, postgres_tls, transport_sim):
+    ca = postgres_tls.files["ca"][0]
+    cases = [
+        # libpq's default, prefer: TLS when the server offers it.
+        (postgres_tls.url(), "tls"),
+        (postgres_tls.url("sslmode=disable"), "tcp"),
+        (postgres_tls.url("sslmode=require"), "tls"),
+        (postgres_tls.url(f"sslmode=verify-ca&sslrootcert={ca}"), "tls"),
+        (postgres_tls.url(f"sslmode=verify-full&sslrootcert={ca}"), "tls"),
+        (postgres_tls.url(f"sslmode=verify-full&sslrootcert={ca}", host="localhost"), "tls"),
+        # A Unix-socket directory, as a parameter (with the URL naming no host) or percent-encoded
+        # as the host; TLS is never spoken on a socket, as libpq.
+        (f"postgres://bench@/bench?host={postgres_tls.socket_dir}&port={postgres_tls.port}&sslmode=require", "unix"),
+        (postgres_tls.url(host=str(postgres_tls.socket_dir).replace("/", "%2F")), "unix"),
+    ]
+    for url, expect in cases:
+        assert_transport(horde, url, expect)
+
+
+def test_certificates_the_url_does_not_trust_and_servers_without_tls_are_refused(horde, postgres_tls, postgres,
+                                                                                 transport_sim, tmp_path):
+    # The system's roots do not include the tests' CA.
+    untrusted = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=verify-full&sslrootcert=system')}",
+                      "-D", "expect=tls")
+    assert untrusted.code == 3, untrusted.stderr
+    assert "the certificate of 127.0.0.1 was refused: it is signed by an unknown certificate authority" in untrusted.stderr
+    # verify-ca checks the chain and not the name: another CA's certificate is refused there too.
+    stranger = postgres_tls.files["unknown_ca"][0]
+    other_root = horde("run", "transport.py", "-D", f"url={postgres_tls.url(f'sslmode=verify-ca&sslrootcert={stranger}')}",
+                       "-D", "expect=tls")
+    assert other_root.code == 3 and "unknown certificate authority" in other_root.stderr, other_root.stderr
+    # A server without TLS: prefer goes on in cleartext, require does not.
+    assert_transport(horde, postgres.url, "tcp")
+    required = horde("run", "transport.py", "-D", f"url={postgres.url}?sslmode=require", "-D", "expect=tls")
+    assert required.code == 3, required.stderr
+    assert "does not accept TLS, and the URL's sslmode requires it" in required.stderr
+    # verify-full with no roots to check against (no ~/.postgresql/root.crt): a plan error
+    # naming the parameter, before anything connects.
+    no_roots = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=verify-full')}", "-D", "expect=tls",
+                     env={"HOME": str(tmp_path)})
+    assert no_roots.code == 2, no_roots.stderr
+    assert "databases[0].url" in no_roots.stderr and "sslmode=verify-ca and verify-full need trusted roots" in no_roots.stderr
+    bad_mode = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=sometimes')}", "-D", "expect=tls")
+    assert bad_mode.code == 2 and "sslmode=sometimes: not a mode" in bad_mode.stderr, bad_mode.stderr
+
+
+def test_a_client_certificate_is_shown_when_the_server_asks_for_one(horde, postgres_tls, transport_sim):
+    client_cert, client_key = postgres_tls.files["client"]
+    without = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=require', user='horde_cert:secret')}",
+                    "-D", "expect=tls")
+    assert without.code == 3 and "certificate" in without.stderr, without.stderr
+    shown = postgres_tls.url(f"sslmode=require&sslcert={client_cert}&sslkey={client_key}", user="horde_cert:secret")
+    assert_transport(horde, shown, "tls")
+
+
+@pytest.mark.parametrize("transport", ["tls", "unix"])
+def test_the_experiment_runs_every_strategy_over_tls_and_a_socket(horde, postgres_tls, transport):
+    """Pipelining writes and reads one connection at once: over TLS and a socket it goes through
+    split halves other than TCP's; every row arrives, counted by the server."""
+    url = postgres_tls.url("sslmode=require") if transport == "tls" else (
+        f"postgres://bench@/bench?host={postgres_tls.socket_dir}&port={postgres_tls.port}")
+    rows = 12_000
+    result = horde("sql", "--url", url, "--rows", rows, "--threads", "2", "--batch-size", "3000",
+                   "--populate", "row-txn,pipeline,batch,bulk", "--update", "row-txn,temp-join", "--keep", "--replace",
+                   timeout=300)
+    assert result.code == 0, result.stderr + result.stdout
+    for phase in result.summary["sql"]:
+        assert "error" not in phase and phase["verification"]["passed"], phase
+    assert postgres_tls.server.query("SELECT count(*) FROM bulktest") == str(rows)
+
+
+def test_a_statement_past_the_timeout_on_a_tls_connection_is_cancelled(horde, postgres_tls, tmp_path):
+    """The cancel request goes in cleartext on a connection of its own, as libpq's: it stops a
+    statement running on a TLS connection."""
+    sim = tmp_path / "slow.py"
+    sim.write_text('''
+from horde import at_once_users, http, param, scenario, setup, sql
+scn = scenario("s").exec(sql("slow").query("SELECT pg_sleep(30) AS horde_slow_tls_statement"))
+setup(scn.inject(at_once_users(2)), protocol=[http.request_timeout(0.5), sql.url(param("url"))], max_duration=60)
+''')
+    started = time.monotonic()
+    result = horde("run", sim, "-D", f"url={postgres_tls.url('sslmode=require')}")
+    assert result.code == 0, result.stderr
+    assert time.monotonic() - started < 20
+    [error] = result.summary["errors"]
+    assert (error["kind"], error["count"]) == ("request_timeout", 2), error
+    running = ("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%AS horde_slow_tls_statement' "
+               "AND pid <> pg_backend_pid()")
+    wait_until(lambda: postgres_tls.server.query(running) == "0", timeout=5, what="the server to cancel the statements")
+
+
+def test_mariadb_is_reached_over_tcp_unless_the_url_names_its_socket(horde, mariadb, transport_sim, tmp_path):
+    """The MariaDB driver would move a connection made to 127.0.0.1 onto the server's Unix
+    socket by itself; horde keeps the TCP connection the URL names. The server tells which:
+    USER() is bench@127.0.0.1 over TCP, bench@localhost over the socket."""
+    sim = tmp_path / "who.py"
+    sim.write_text('''
+from horde import at_once_users, column, param, scenario, setup, sql
+scn = scenario("s").exec(sql("who").query("SELECT USER() AS who").check(column("who").is_(param("expect"))))
+setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
+''')
+    socket = mariadb.directory / "mysqld.sock"
+    for url, expect in [(mariadb.url, "bench@127.0.0.1"), (f"{mariadb.url}?socket={socket}", "bench@localhost"),
+                        (f"{mariadb.url}?prefer_socket=true", "bench@localhost")]:
+        result = horde("run", sim, "-D", f"url={url}", "-D", f"expect={expect}")
+        assert result.code == 0, result.stderr
+        assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (url, result.summary["errors"])
