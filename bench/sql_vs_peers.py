@@ -42,32 +42,63 @@ def timed(argv, env=None):
 
 
 class Database:
-    def __init__(self, kind, work):
+    """A throwaway server, reached by horde and by its peers over the same `transport`: tcp
+    (127.0.0.1), unix (the server's socket) or tls (PostgreSQL over TCP with sslmode=require)."""
+
+    def __init__(self, kind, work, transport="tcp"):
         self.kind = kind
         self.work = work
+        self.env = {"PGPASSWORD": "benchpw"}
         if kind == "sqlite":
             self.path = work / "bench.db"
             self.url = f"sqlite://{self.path}"
             return
+        if transport == "tls" and kind != "postgres":
+            sys.exit("--transport tls: PostgreSQL only")
         port = 20000 + random.randrange(20000)
         directory = Path(tempfile.mkdtemp(prefix=f"horde-bench-{kind}-"))
         started = run(["bash", str(SCRIPTS / f"start_{kind}.sh"), str(directory), str(port)])
         self.pid = int(started.stdout.strip().splitlines()[-1])
         self.directory = directory
         self.port = port
-        scheme = "postgres" if kind == "postgres" else "mysql"
-        self.url = f"{scheme}://bench:benchpw@127.0.0.1:{port}/bench"
+        if kind == "postgres":
+            host = str(directory) if transport == "unix" else "127.0.0.1"
+            # pgbench, psql: libpq's flags and environment.
+            self.connect_args = ["-h", host, "-p", str(port), "-U", "bench"]
+            if transport == "unix":
+                self.url = f"postgres://bench@/bench?host={directory}&port={port}"
+            else:
+                self.url = f"postgres://bench:benchpw@127.0.0.1:{port}/bench"
+            if transport == "tls":
+                self.serve_tls()
+                self.url += "?sslmode=require"
+                self.env["PGSSLMODE"] = "require"
+        else:
+            socket = directory / "mysqld.sock"
+            self.connect_args = ([f"--socket={socket}"] if transport == "unix" else ["-h", "127.0.0.1", "-P", str(port)])
+            self.url = f"mysql://bench:benchpw@127.0.0.1:{port}/bench" + (f"?socket={socket}" if transport == "unix" else "")
+
+    def serve_tls(self):
+        """TLS on, with a self-signed certificate (P-256, as the tests' certificates)."""
+        cert, key = self.directory / "server.crt", self.directory / "server.key"
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1"])
+        if os.geteuid() == 0:
+            shutil.chown(cert, "postgres")
+            shutil.chown(key, "postgres")
+        key.chmod(0o600)
+        superuser = ["psql", "-q", "-h", str(self.directory), "-p", str(self.port), "-U", "postgres", "-d", "bench"]
+        run(superuser + ["-c", "ALTER SYSTEM SET ssl = on", "-c", f"ALTER SYSTEM SET ssl_cert_file = '{cert}'",
+                         "-c", f"ALTER SYSTEM SET ssl_key_file = '{key}'", "-c", "SELECT pg_reload_conf()"])
+        time.sleep(0.5)
 
     def client(self, sql, extra=()):
         """The database's own command-line client running `sql`."""
         if self.kind == "postgres":
-            return ["psql", "-q", "-h", "127.0.0.1", "-p", str(self.port), "-U", "bench", "-d", "bench", *extra, "-c", sql]
+            return ["psql", "-q", *self.connect_args, "-d", "bench", *extra, "-c", sql]
         if self.kind == "mariadb":
-            return ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(self.port), "-ubench", "-pbenchpw", *extra,
-                    "bench", "-e", sql]
+            return ["mariadb", "--no-defaults", *self.connect_args, "-ubench", "-pbenchpw", *extra, "bench", "-e", sql]
         return ["sqlite3", *extra, str(self.path), sql]
-
-    env = {"PGPASSWORD": "benchpw"}
 
     def sql(self, sql):
         return run(self.client(sql), env=self.env).stdout
@@ -120,13 +151,13 @@ def peer_rows(database, rows, threads, bound=False):
                               "INSERT INTO peer_rows (text) VALUES (:r);\n")
         else:
             script.write_text(f"INSERT INTO peer_rows (text) VALUES ('{TEXT}');\n")
-        out = run(["pgbench", "-n", "-M", "prepared", "-h", "127.0.0.1", "-p", str(database.port), "-U", "bench",
+        out = run(["pgbench", "-n", "-M", "prepared", *database.connect_args,
                    "-c", str(threads), "-j", str(threads), "-t", str(rows // threads), "-f", str(script), "bench"],
                   env=database.env).stdout
         return float(re.search(r"tps = ([\d.]+)", out).group(1))
     database.sql("CREATE TABLE peer_rows (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, text VARCHAR(45)) "
                  "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
-    out = run(["mariadb-slap", "--no-defaults", "-h", "127.0.0.1", "-P", str(database.port), "-ubench", "-pbenchpw",
+    out = run(["mariadb-slap", "--no-defaults", *database.connect_args, "-ubench", "-pbenchpw",
                f"--concurrency={threads}", "--iterations=1", f"--number-of-queries={rows}", "--create-schema=bench",
                f"--query=INSERT INTO peer_rows (text) VALUES ('{TEXT}')"]).stdout
     seconds = float(re.search(r"Average number of seconds to run all queries: ([\d.]+)", out).group(1))
@@ -151,6 +182,8 @@ def main():
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--parts", default="populate,select,row", help="which comparisons to run")
+    parser.add_argument("--transport", default="tcp", choices=("tcp", "unix", "tls"),
+                        help="how every tool reaches the server: 127.0.0.1, its Unix socket, or TLS (PostgreSQL)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     work = Path(tempfile.mkdtemp(prefix="horde-sql-bench-"))
@@ -162,7 +195,7 @@ def main():
             out.write("".join(generator.choices(alphabet, k=45)) + "\n")
     results = {}
     for kind in args.databases.split(","):
-        database = Database(kind, work)
+        database = Database(kind, work, args.transport)
         threads = 1 if kind == "sqlite" else args.threads
         samples = {k: [] for k in ("horde_populate", "horde_strategy", "peer_bulk", "horde_row", "peer_row", "peer_row_bound",
                                    "horde_select", "peer_select", "horde_select_mb")}
@@ -207,7 +240,8 @@ def main():
         finally:
             database.stop()
         results[kind] = samples
-    print(f"\n{args.rows:,} rows of 45 characters; {args.threads} threads (SQLite 1); medians of {args.repetitions}\n")
+    print(f"\n{args.rows:,} rows of 45 characters; {args.threads} threads (SQLite 1); over {args.transport}; "
+          f"medians of {args.repetitions}\n")
     print("| database | horde populate (best) | bulk load by its client | ratio | horde row | pgbench / mariadb-slap | ratio "
           "| horde select | client select | ratio | horde select peak MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -380,13 +380,13 @@ class SqlServer:
     """A throwaway PostgreSQL or MariaDB on 127.0.0.1 (scripts/sql/start_*.sh, installed by
     scripts/test.sh), stopped by its PID; ``url`` reaches database ``bench`` as bench/benchpw."""
 
-    def __init__(self, kind, directory):
+    def __init__(self, kind, directory, *script_args):
         self.kind = kind
         self.directory = directory
         self.port = free_port()
         script = SQL_SCRIPTS / f"start_{kind}.sh"
-        started = subprocess.run(["bash", str(script), str(directory), str(self.port)], capture_output=True,
-                                 text=True, timeout=120)
+        started = subprocess.run(["bash", str(script), str(directory), str(self.port), *map(str, script_args)],
+                                 capture_output=True, text=True, timeout=120)
         if started.returncode != 0:
             raise RuntimeError(f"{script} failed: {started.stderr}{started.stdout}")
         self.pid = int(started.stdout.strip().splitlines()[-1])
@@ -415,11 +415,12 @@ class SqlServer:
         wait_until(lambda: not os.path.exists(f"/proc/{self.pid}"), timeout=30, what=f"{self.kind} to stop")
 
 
-def sql_server(kind):
+def sql_server(kind, *script_args):
     """A server in a directory of its own under /tmp: PostgreSQL runs as the postgres user, who
-    cannot enter pytest's private temporary directories."""
+    cannot enter pytest's private temporary directories. ``script_args`` go to its start script
+    after DIR and PORT."""
     directory = Path(tempfile.mkdtemp(prefix=f"horde-{kind}-"))
-    server = SqlServer(kind, directory)
+    server = SqlServer(kind, directory, *script_args)
     return server
 
 

@@ -190,3 +190,47 @@ setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
         result = horde("run", sim, "-D", f"url={url}", "-D", f"expect={expect}")
         assert result.code == 0, result.stderr
         assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (url, result.summary["errors"])
+
+
+def test_mariadb_over_tls_checks_the_certificate_the_url_trusts(horde, tmp_path):
+    """A MariaDB speaking TLS with the tests' certificate: `ssl_ca` trusts its CA and turns TLS
+    on (Ssl_cipher, the server's own status, is set); mysql_async's `require_ssl` without it
+    checks against the public roots and refuses the certificate; a user the server requires a
+    client certificate of gets in with `ssl_cert` and `ssl_key` only; a missing file is named."""
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    files = tls_material.make(certs)
+    server = sql_server("mariadb", certs)
+    try:
+        sim = tmp_path / "cipher.py"
+        sim.write_text('''
+from horde import at_once_users, column, param, scenario, setup, sql
+scn = scenario("s").exec(sql("cipher").query(
+    "SELECT IF(variable_value <> '', 'tls', 'plain') AS transport FROM information_schema.session_status "
+    "WHERE variable_name = 'Ssl_cipher'").check(column("transport").is_(param("expect"))))
+setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
+''')
+        for url, expect in [(server.url, "plain"), (f"{server.url}?ssl_ca={files['ca'][0]}", "tls"),
+                            (f"{server.url}?require_ssl=true&verify_ca=false", "tls")]:
+            result = horde("run", sim, "-D", f"url={url}", "-D", f"expect={expect}")
+            assert result.code == 0, result.stderr
+            assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (url, result.summary["errors"])
+        untrusted = horde("run", sim, "-D", f"url={server.url}?require_ssl=true", "-D", "expect=tls")
+        assert untrusted.code == 3, untrusted.stderr
+        assert "UnknownIssuer" in untrusted.stderr or "unknown" in untrusted.stderr.lower(), untrusted.stderr
+        # A user the server lets in only with a client certificate (REQUIRE X509).
+        subprocess.run(["mariadb", "--no-defaults", f"--socket={server.directory}/mysqld.sock", "-uroot", "-e",
+                        "CREATE USER 'horde_cert'@'127.0.0.1' IDENTIFIED BY 'secret' REQUIRE X509; "
+                        "GRANT ALL ON bench.* TO 'horde_cert'@'127.0.0.1'"], check=True, capture_output=True)
+        cert_user = server.url.replace("bench:benchpw@", "horde_cert:secret@")
+        (client_cert, client_key), ca = files["client"], files["ca"][0]
+        refused = horde("run", sim, "-D", f"url={cert_user}?ssl_ca={ca}", "-D", "expect=tls")
+        assert refused.code == 3 and "Access denied" in refused.stderr, refused.stderr
+        shown = horde("run", sim, "-D", f"url={cert_user}?ssl_ca={ca}&ssl_cert={client_cert}&ssl_key={client_key}",
+                      "-D", "expect=tls")
+        assert shown.code == 0 and shown.summary["global"]["ok"] == 2, shown.stderr
+        missing = horde("run", sim, "-D", f"url={server.url}?ssl_ca={tmp_path}/nope.pem", "-D", "expect=tls")
+        assert missing.code == 2 and f"ssl_ca: {tmp_path}/nope.pem is not a readable file" in missing.stderr, missing.stderr
+    finally:
+        server.stop()
+        shutil.rmtree(server.directory, ignore_errors=True)

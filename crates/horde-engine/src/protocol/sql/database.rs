@@ -1,6 +1,7 @@
 //! Which database a URL names, and the SQL each one speaks for the experiment's statements:
 //! the few places where PostgreSQL, MariaDB and SQLite differ are all here.
 
+use super::mysql;
 use super::postgres::tls::PgTls;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,17 +59,7 @@ impl Database {
         let parsed = url::Url::parse(url).map_err(|e| format!("{}: {e}", redacted(url)))?;
         match parsed.scheme() {
             "mysql" | "mariadb" => {
-                // mysql_async reads only mysql://.
-                let normalized = format!("mysql:{}", &url[parsed.scheme().len() + 1..]);
-                let mut opts =
-                    mysql_async::Opts::from_url(&normalized).map_err(|e| format!("{}: {e}", redacted(url)))?;
-                // mysql_async, by default, reconnects a connection made to a loopback address over
-                // the server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure
-                // another transport than the one they asked for, and than mariadb-slap -h 127.0.0.1
-                // does. The socket is the user's choice: `?socket=/path` or `?prefer_socket=true`.
-                if !parsed.query_pairs().any(|(key, _)| key == "prefer_socket") {
-                    opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false).into();
-                }
+                let opts = mysql::options(url, base_dir).map_err(|e| format!("{}: {e}", redacted(url)))?;
                 Ok(Database::MySql { opts })
             }
             "postgres" | "postgresql" => Err(format!(

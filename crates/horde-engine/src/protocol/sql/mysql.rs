@@ -1,6 +1,7 @@
 //! MariaDB and MySQL through mysql_async: statements are prepared once per connection (the
 //! driver's cache, by their text), rows stream from the binary protocol, and bulk loads are
-//! `LOAD DATA LOCAL INFILE` fed from memory.
+//! `LOAD DATA LOCAL INFILE` fed from memory. The URL's transport (TCP, the Unix socket, TLS)
+//! is read in `options`.
 
 use super::connection::{Param, StatementResult};
 use super::error::SqlError;
@@ -9,6 +10,66 @@ use futures_util::StreamExt;
 use horde_plan::SqlStatementKind;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
+use std::path::{Path, PathBuf};
+
+/// The driver's options for a `mysql://` URL. On top of mysql_async's own parameters
+/// (`require_ssl`, `verify_ca`, `verify_identity`, `socket`, `prefer_socket`...), the files of
+/// TLS as the MariaDB client names them: `ssl_ca` (trusted roots, PEM; it turns TLS on),
+/// `ssl_cert` and `ssl_key` (a client certificate), relative to `base_dir`.
+pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, String> {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let (mut ca, mut cert, mut key, mut socket_asked) = (None, None, None, false);
+    let mut kept = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let file = || match base_dir {
+            Some(dir) if Path::new(value.as_ref()).is_relative() => dir.join(value.as_ref()),
+            _ => PathBuf::from(value.as_ref()),
+        };
+        match name.as_ref() {
+            "ssl_ca" => ca = Some(file()),
+            "ssl_cert" => cert = Some(file()),
+            "ssl_key" => key = Some(file()),
+            other => {
+                socket_asked |= other == "prefer_socket";
+                kept.append_pair(&name, &value);
+            }
+        }
+    }
+    let kept = kept.finish();
+    // mysql_async reads only mysql://.
+    let scheme_end = base.find("://").map_or(0, |at| at + 3);
+    let normalized = format!("mysql://{}{}{kept}", &base[scheme_end..], if kept.is_empty() { "" } else { "?" });
+    let opts = mysql_async::Opts::from_url(&normalized).map_err(|err| err.to_string())?;
+    let mut builder = mysql_async::OptsBuilder::from_opts(opts.clone());
+    // mysql_async, by default, reconnects a connection made to a loopback address over the
+    // server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure another
+    // transport than the one they asked for, and than mariadb-slap -h 127.0.0.1 does (row-by-row
+    // inserts go about a third faster on the socket here: bench/RESULTS.md). The socket is the
+    // user's choice: `?socket=/path` or `?prefer_socket=true`.
+    if !socket_asked {
+        builder = builder.prefer_socket(false);
+    }
+    if ca.is_some() || cert.is_some() || key.is_some() {
+        for (parameter, path) in [("ssl_ca", &ca), ("ssl_cert", &cert), ("ssl_key", &key)] {
+            if let Some(path) = path.as_ref().filter(|path| !path.is_file()) {
+                return Err(format!("{parameter}: {} is not a readable file", path.display()));
+            }
+        }
+        let mut ssl = opts.ssl_opts().cloned().unwrap_or_default();
+        if let Some(ca) = ca {
+            ssl = ssl.with_root_certs(vec![ca.into()]);
+        }
+        match (cert, key) {
+            (Some(cert), Some(key)) => {
+                ssl = ssl.with_client_identity(Some(mysql_async::ClientIdentity::new(cert.into(), key.into())))
+            }
+            (None, None) => {}
+            _ => return Err("ssl_cert and ssl_key go together: give both".into()),
+        }
+        builder = builder.ssl_opts(ssl);
+    }
+    Ok(builder.into())
+}
 
 pub struct MyConnection {
     conn: Conn,
