@@ -99,6 +99,27 @@ impl Database {
     }
 }
 
+/// Takes the query parameters named in `names` out of `url`: their values (percent-decoded),
+/// in the URL's order, and the URL without them. The other parameters are kept byte for byte:
+/// the drivers that parse them next decode them their own way (libpq's URLs, unlike HTML
+/// forms, keep a `+` a plus).
+pub fn take_parameters(url: &str, names: &[&str]) -> (Vec<(String, String)>, String) {
+    let Some((base, query)) = url.split_once('?') else { return (Vec::new(), url.to_string()) };
+    let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
+    let (mut taken, mut kept) = (Vec::new(), Vec::new());
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = decode(name);
+        if names.contains(&name.as_str()) {
+            taken.push((name, decode(value)));
+        } else {
+            kept.push(pair);
+        }
+    }
+    let rest = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    (taken, rest)
+}
+
 /// A URL with its password replaced by `***`, also when the URL does not parse.
 pub fn redacted(url: &str) -> String {
     match url::Url::parse(url) {
@@ -341,6 +362,16 @@ mod tests {
             let Database::MySql { opts } = Database::parse(url, None).unwrap() else { unreachable!() };
             assert_eq!(opts.prefer_socket(), socket, "{url}");
         }
+    }
+
+    #[test]
+    fn parameters_are_taken_out_and_the_others_kept_byte_for_byte() {
+        let (taken, rest) = take_parameters("postgres://u@h/db?options=-c%20a%3Db+c&sslmode=require&x=1", &["sslmode"]);
+        assert_eq!(taken, vec![("sslmode".to_string(), "require".to_string())]);
+        assert_eq!(rest, "postgres://u@h/db?options=-c%20a%3Db+c&x=1");
+        let (taken, rest) = take_parameters("mysql://u@h/db?ssl_ca=%2Ftmp%2Fa+b.pem", &["ssl_ca"]);
+        assert_eq!((taken[0].1.as_str(), rest.as_str()), ("/tmp/a+b.pem", "mysql://u@h/db"));
+        assert_eq!(take_parameters("postgres://u@h/db", &["sslmode"]), (vec![], "postgres://u@h/db".to_string()));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! is read in `options`.
 
 use super::connection::{Param, StatementResult};
+use super::database::take_parameters;
 use super::error::SqlError;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -17,28 +18,22 @@ use std::path::{Path, PathBuf};
 /// TLS as the MariaDB client names them: `ssl_ca` (trusted roots, PEM; it turns TLS on),
 /// `ssl_cert` and `ssl_key` (a client certificate), relative to `base_dir`.
 pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, String> {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let (mut ca, mut cert, mut key, mut socket_asked) = (None, None, None, false);
-    let mut kept = url::form_urlencoded::Serializer::new(String::new());
-    for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
-        let file = || match base_dir {
-            Some(dir) if Path::new(value.as_ref()).is_relative() => dir.join(value.as_ref()),
-            _ => PathBuf::from(value.as_ref()),
+    let (taken, rest) = take_parameters(url, &["ssl_ca", "ssl_cert", "ssl_key"]);
+    let (mut ca, mut cert, mut key) = (None, None, None);
+    for (name, value) in taken {
+        let file = match base_dir {
+            Some(dir) if Path::new(&value).is_relative() => dir.join(&value),
+            _ => PathBuf::from(&value),
         };
-        match name.as_ref() {
-            "ssl_ca" => ca = Some(file()),
-            "ssl_cert" => cert = Some(file()),
-            "ssl_key" => key = Some(file()),
-            other => {
-                socket_asked |= other == "prefer_socket";
-                kept.append_pair(&name, &value);
-            }
+        match name.as_str() {
+            "ssl_ca" => ca = Some(file),
+            "ssl_cert" => cert = Some(file),
+            _ => key = Some(file),
         }
     }
-    let kept = kept.finish();
+    let socket_asked = !take_parameters(&rest, &["prefer_socket"]).0.is_empty();
     // mysql_async reads only mysql://.
-    let scheme_end = base.find("://").map_or(0, |at| at + 3);
-    let normalized = format!("mysql://{}{}{kept}", &base[scheme_end..], if kept.is_empty() { "" } else { "?" });
+    let normalized = format!("mysql://{}", rest.split_once("://").map_or(rest.as_str(), |(_, after)| after));
     let opts = mysql_async::Opts::from_url(&normalized).map_err(|err| err.to_string())?;
     let mut builder = mysql_async::OptsBuilder::from_opts(opts.clone());
     // mysql_async, by default, reconnects a connection made to a loopback address over the

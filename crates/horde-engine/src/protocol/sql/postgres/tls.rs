@@ -12,6 +12,7 @@
 //!
 //! A Unix-socket host never speaks TLS (libpq neither: the socket is on the same machine).
 
+use super::super::database::take_parameters;
 use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, VerifyChainOnly};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
@@ -53,13 +54,12 @@ impl PgTls {
     /// libpq URL may name no host before its path (`postgres://user@/db?host=/run/postgresql`),
     /// which a strict URL parser refuses. Errors name the parameter and what is wrong with it.
     pub fn from_url(url: &str, base_dir: Option<&Path>) -> Result<(PgTls, String), String> {
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let (taken, rest) = take_parameters(url, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslnegotiation"]);
         let (mut mode, mut root, mut cert, mut key) = (SslMode::Prefer, None, None, None);
-        let mut kept = url::form_urlencoded::Serializer::new(String::new());
-        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            match name.as_ref() {
+        for (name, value) in taken {
+            match name.as_str() {
                 "sslmode" => {
-                    mode = match value.as_ref() {
+                    mode = match value.as_str() {
                         "disable" => SslMode::Disable,
                         "prefer" => SslMode::Prefer,
                         "require" => SslMode::Require,
@@ -73,20 +73,15 @@ impl PgTls {
                         }
                     }
                 }
-                "sslrootcert" => root = Some(value.into_owned()),
+                "sslrootcert" => root = Some(value),
                 "sslcert" => cert = Some(resolve(base_dir, &value)),
                 "sslkey" => key = Some(resolve(base_dir, &value)),
-                "sslnegotiation" if value != "postgres" => {
+                _ if value != "postgres" => {
                     return Err(format!("sslnegotiation={value}: horde negotiates TLS with an SSLRequest (postgres)"))
                 }
-                "sslnegotiation" => {}
-                _ => {
-                    kept.append_pair(&name, &value);
-                }
+                _ => {}
             }
         }
-        let kept = kept.finish();
-        let rest = if kept.is_empty() { base.to_string() } else { format!("{base}?{kept}") };
         if mode == SslMode::Disable {
             return Ok((PgTls { mode, connector: None }, rest));
         }
