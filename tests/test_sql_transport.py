@@ -41,14 +41,25 @@ class PostgresWithTls:
             shutil.chown(path, "postgres")
             path.chmod(0o600 if path.suffix == ".key" else 0o644)
         hba = self.server.directory / "data" / "pg_hba.conf"
-        hba.write_text("hostssl bench horde_cert 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n" + hba.read_text())
+        hba.write_text("hostssl bench horde_cert 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n"
+                       "hostnossl bench horde_plain 127.0.0.1/32 scram-sha-256\n"
+                       "host bench horde_plain 127.0.0.1/32 reject\n" + hba.read_text())
         server_cert, server_key = self.files["server"]
         self.superuser([
             "ALTER SYSTEM SET ssl = on", f"ALTER SYSTEM SET ssl_cert_file = '{server_cert}'",
             f"ALTER SYSTEM SET ssl_key_file = '{server_key}'", f"ALTER SYSTEM SET ssl_ca_file = '{self.files['ca'][0]}'",
-            "CREATE ROLE horde_cert LOGIN PASSWORD 'secret'", "SELECT pg_reload_conf()",
+            "CREATE ROLE horde_cert LOGIN PASSWORD 'secret'", "CREATE ROLE horde_plain LOGIN PASSWORD 'secret'",
+            "SELECT pg_reload_conf()",
         ])
         wait_until(lambda: self.server.query("SHOW ssl") == "on", timeout=10, what="PostgreSQL to turn TLS on")
+
+    def serve_certificate(self, name):
+        """Reloads the server with the tests' certificate `name` (tls_material's)."""
+        certificate, key = self.files[name]
+        self.superuser([f"ALTER SYSTEM SET ssl_cert_file = '{certificate}'", f"ALTER SYSTEM SET ssl_key_file = '{key}'",
+                        "SELECT pg_reload_conf()"])
+        wait_until(lambda: self.server.query("SHOW ssl_cert_file") == str(certificate), timeout=10,
+                   what=f"PostgreSQL to serve {name}")
 
     def superuser(self, statements):
         argv = ["psql", "-q", "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres", "-d", "bench"]
@@ -104,16 +115,19 @@ def test_each_postgres_url_reaches_the_server_by_the_transport_it_names(horde, p
 
 def test_certificates_the_url_does_not_trust_and_servers_without_tls_are_refused(horde, postgres_tls, postgres,
                                                                                  transport_sim, tmp_path):
-    # The system's roots do not include the tests' CA.
-    untrusted = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=verify-full&sslrootcert=system')}",
-                      "-D", "expect=tls")
+    # The system's roots do not include the tests' CA; with them, verify-full is the default.
+    untrusted = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslrootcert=system')}", "-D", "expect=tls")
     assert untrusted.code == 3, untrusted.stderr
     assert "the certificate of 127.0.0.1 was refused: it is signed by an unknown certificate authority" in untrusted.stderr
-    # verify-ca checks the chain and not the name: another CA's certificate is refused there too.
+    weak = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=require&sslrootcert=system')}",
+                 "-D", "expect=tls")
+    assert weak.code == 2 and "sslrootcert=system needs sslmode=verify-full" in weak.stderr, weak.stderr
+    # Roots make the chain checked under verify-ca, and under require too (libpq's rule).
     stranger = postgres_tls.files["unknown_ca"][0]
-    other_root = horde("run", "transport.py", "-D", f"url={postgres_tls.url(f'sslmode=verify-ca&sslrootcert={stranger}')}",
-                       "-D", "expect=tls")
-    assert other_root.code == 3 and "unknown certificate authority" in other_root.stderr, other_root.stderr
+    for mode in ("verify-ca", "require"):
+        other_root = horde("run", "transport.py", "-D",
+                           f"url={postgres_tls.url(f'sslmode={mode}&sslrootcert={stranger}')}", "-D", "expect=tls")
+        assert other_root.code == 3 and "unknown certificate authority" in other_root.stderr, (mode, other_root.stderr)
     # A server without TLS: prefer goes on in cleartext, require does not.
     assert_transport(horde, postgres.url, "tcp")
     required = horde("run", "transport.py", "-D", f"url={postgres.url}?sslmode=require", "-D", "expect=tls")
@@ -127,6 +141,31 @@ def test_certificates_the_url_does_not_trust_and_servers_without_tls_are_refused
     assert "databases[0].url" in no_roots.stderr and "sslmode=verify-ca and verify-full need trusted roots" in no_roots.stderr
     bad_mode = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=sometimes')}", "-D", "expect=tls")
     assert bad_mode.code == 2 and "sslmode=sometimes: not a mode" in bad_mode.stderr, bad_mode.stderr
+
+
+def test_verify_ca_checks_the_chain_and_verify_full_the_name_too(horde, postgres_tls, transport_sim):
+    """A certificate the tests' CA signed for another host: verify-ca takes it, verify-full
+    refuses it for its name."""
+    ca = postgres_tls.files["ca"][0]
+    postgres_tls.serve_certificate("other_host")
+    try:
+        assert_transport(horde, postgres_tls.url(f"sslmode=verify-ca&sslrootcert={ca}"), "tls")
+        full = horde("run", "transport.py", "-D", f"url={postgres_tls.url(f'sslmode=verify-full&sslrootcert={ca}')}",
+                     "-D", "expect=tls")
+        assert full.code == 3, full.stderr
+        assert "the certificate of 127.0.0.1 was refused: it is not valid for the name 127.0.0.1" in full.stderr
+    finally:
+        postgres_tls.serve_certificate("server")
+
+
+def test_prefer_goes_on_in_cleartext_when_the_server_refuses_the_login_over_tls(horde, postgres_tls, transport_sim):
+    """A role pg_hba.conf lets in only without TLS (`hostnossl`): under prefer, libpq's
+    default, the login refused over TLS is tried again in cleartext; under require, refused."""
+    plain_user = "horde_plain:secret"
+    assert_transport(horde, postgres_tls.url(user=plain_user), "tcp")
+    required = horde("run", "transport.py", "-D", f"url={postgres_tls.url('sslmode=require', user=plain_user)}",
+                     "-D", "expect=tcp")
+    assert required.code == 3 and "pg_hba.conf rejects connection" in required.stderr, required.stderr
 
 
 def test_a_client_certificate_is_shown_when_the_server_asks_for_one(horde, postgres_tls, transport_sim):
@@ -193,14 +232,18 @@ setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
 
 
 def test_mariadb_over_tls_checks_the_certificate_the_url_trusts(horde, tmp_path):
-    """A MariaDB speaking TLS with the tests' certificate: `ssl_ca` trusts its CA and turns TLS
-    on (Ssl_cipher, the server's own status, is set); mysql_async's `require_ssl` without it
-    checks against the public roots and refuses the certificate; a user the server requires a
-    client certificate of gets in with `ssl_cert` and `ssl_key` only; a missing file is named."""
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    files = tls_material.make(certs)
-    server = sql_server("mariadb", certs)
+    """A MariaDB speaking TLS with the tests' certificate. `ssl_ca` trusts that CA only and
+    turns TLS on (Ssl_cipher, the server's own status, is set); `require_ssl` alone trusts the
+    public roots, which refuse it, as does another CA's file; a user created REQUIRE X509 gets
+    in with `ssl_cert` and `ssl_key` only; a missing file and `verify_identity=false` (which the
+    driver cannot honour) are named."""
+    files = tls_material.make(tmp_path)
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(files["ca"][0], served / "ca.pem")
+    shutil.copy(files["server"][0], served / "server.pem")
+    shutil.copy(files["server"][1], served / "server.key")
+    server = sql_server("mariadb", served)
     try:
         sim = tmp_path / "cipher.py"
         sim.write_text('''
@@ -210,27 +253,34 @@ scn = scenario("s").exec(sql("cipher").query(
     "WHERE variable_name = 'Ssl_cipher'").check(column("transport").is_(param("expect"))))
 setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
 ''')
-        for url, expect in [(server.url, "plain"), (f"{server.url}?ssl_ca={files['ca'][0]}", "tls"),
-                            (f"{server.url}?require_ssl=true&verify_ca=false", "tls")]:
-            result = horde("run", sim, "-D", f"url={url}", "-D", f"expect={expect}")
+
+        def run(query, expect="tls"):
+            return horde("run", sim, "-D", f"url={server.url}{query}", "-D", f"expect={expect}")
+
+        ca, stranger = files["ca"][0], files["unknown_ca"][0]
+        for query, expect in [("", "plain"), (f"?ssl_ca={ca}", "tls"),
+                              ("?require_ssl=true&verify_ca=false", "tls")]:
+            result = run(query, expect)
             assert result.code == 0, result.stderr
-            assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (url, result.summary["errors"])
-        untrusted = horde("run", sim, "-D", f"url={server.url}?require_ssl=true", "-D", "expect=tls")
-        assert untrusted.code == 3, untrusted.stderr
-        assert "UnknownIssuer" in untrusted.stderr or "unknown" in untrusted.stderr.lower(), untrusted.stderr
+            assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (2, 0), (query, result.summary)
+        for query, why in [("?require_ssl=true", "UnknownIssuer"), (f"?ssl_ca={stranger}", "UnknownIssuer")]:
+            refused = run(query)
+            assert refused.code == 3 and why in refused.stderr, (query, refused.stderr)
         # A user the server lets in only with a client certificate (REQUIRE X509).
         subprocess.run(["mariadb", "--no-defaults", f"--socket={server.directory}/mysqld.sock", "-uroot", "-e",
                         "CREATE USER 'horde_cert'@'127.0.0.1' IDENTIFIED BY 'secret' REQUIRE X509; "
                         "GRANT ALL ON bench.* TO 'horde_cert'@'127.0.0.1'"], check=True, capture_output=True)
         cert_user = server.url.replace("bench:benchpw@", "horde_cert:secret@")
-        (client_cert, client_key), ca = files["client"], files["ca"][0]
+        client_cert, client_key = files["client"]
         refused = horde("run", sim, "-D", f"url={cert_user}?ssl_ca={ca}", "-D", "expect=tls")
         assert refused.code == 3 and "Access denied" in refused.stderr, refused.stderr
-        shown = horde("run", sim, "-D", f"url={cert_user}?ssl_ca={ca}&ssl_cert={client_cert}&ssl_key={client_key}",
-                      "-D", "expect=tls")
+        shown = horde("run", sim, "-D", f"url={cert_user}?ssl_ca={ca}&ssl_cert={client_cert}"
+                      f"&ssl_key={client_key}", "-D", "expect=tls")
         assert shown.code == 0 and shown.summary["global"]["ok"] == 2, shown.stderr
-        missing = horde("run", sim, "-D", f"url={server.url}?ssl_ca={tmp_path}/nope.pem", "-D", "expect=tls")
-        assert missing.code == 2 and f"ssl_ca: {tmp_path}/nope.pem is not a readable file" in missing.stderr, missing.stderr
+        missing = run(f"?ssl_ca={tmp_path}/nope.pem")
+        assert missing.code == 2 and f"ssl_ca: {tmp_path}/nope.pem is not a file" in missing.stderr, missing.stderr
+        names = run(f"?ssl_ca={ca}&verify_identity=false")
+        assert names.code == 2 and "verify_identity=false: the MariaDB driver cannot" in names.stderr, names.stderr
     finally:
         server.stop()
         shutil.rmtree(server.directory, ignore_errors=True)

@@ -54,6 +54,16 @@ impl Database {
             if config.get_hosts().is_empty() {
                 return Err(format!("{}: names no host", redacted(url)));
             }
+            // PgTls took every sslmode out; one tokio-postgres still saw was not read.
+            if config.get_ssl_mode() != tokio_postgres::config::SslMode::Prefer {
+                return Err(format!("{}: the URL's sslmode could not be read", redacted(url)));
+            }
+            if config.get_channel_binding() == tokio_postgres::config::ChannelBinding::Require {
+                return Err(format!(
+                    "{}: channel_binding=require: horde does not bind SCRAM to the TLS channel (use prefer or disable)",
+                    redacted(url)
+                ));
+            }
             return Ok(Database::Postgres { config: Box::new(config), tls });
         }
         let parsed = url::Url::parse(url).map_err(|e| format!("{}: {e}", redacted(url)))?;
@@ -99,12 +109,15 @@ impl Database {
     }
 }
 
-/// Takes the query parameters named in `names` out of `url`: their values (percent-decoded),
-/// in the URL's order, and the URL without them. The other parameters are kept byte for byte:
-/// the drivers that parse them next decode them their own way (libpq's URLs, unlike HTML
-/// forms, keep a `+` a plus).
-pub fn take_parameters(url: &str, names: &[&str]) -> (Vec<(String, String)>, String) {
-    let Some((base, query)) = url.split_once('?') else { return (Vec::new(), url.to_string()) };
+/// Takes the query parameters named in `names` out of `url`, whose query begins at its first
+/// `?` from byte `search_from` on: their values (percent-decoded), in the URL's order, and the
+/// URL without them. The other parameters are kept byte for byte: the drivers that parse them
+/// next decode them their own way (libpq's URLs, unlike HTML forms, keep a `+` a plus).
+pub fn take_parameters(url: &str, search_from: usize, names: &[&str]) -> (Vec<(String, String)>, String) {
+    let Some(question) = url.get(search_from..).and_then(|tail| tail.find('?')) else {
+        return (Vec::new(), url.to_string());
+    };
+    let (base, query) = (&url[..search_from + question], &url[search_from + question + 1..]);
     let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
     let (mut taken, mut kept) = (Vec::new(), Vec::new());
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
@@ -120,8 +133,27 @@ pub fn take_parameters(url: &str, names: &[&str]) -> (Vec<(String, String)>, Str
     (taken, rest)
 }
 
-/// A URL with its password replaced by `***`, also when the URL does not parse.
+/// A URL with its password replaced by `***`, also when the URL does not parse, and also when it
+/// is a `password=` parameter.
 pub fn redacted(url: &str) -> String {
+    let url = &redacted_in_user_info(url);
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url.as_str();
+    while let Some(at) = rest.find("password=") {
+        let starts_parameter = at > 0 && matches!(rest.as_bytes()[at - 1], b'?' | b'&');
+        let value_start = at + "password=".len();
+        out.push_str(&rest[..value_start]);
+        rest = &rest[value_start..];
+        if starts_parameter {
+            out.push_str("***");
+            rest = &rest[rest.find('&').unwrap_or(rest.len())..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn redacted_in_user_info(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut parsed) if parsed.password().is_some() => {
             let _ = parsed.set_password(Some("***"));
@@ -354,6 +386,14 @@ mod tests {
             assert_eq!((db.kind(), db.local_port()), (DatabaseKind::Postgres, None), "{url}");
         }
         assert_eq!(redacted("postgres://u@/db?host=/x"), "postgres://u@/db?host=/x");
+        assert_eq!(
+            redacted("postgres://u@h/db?password=s3cret&sslmode=require&xpassword=k"),
+            "postgres://u@h/db?password=***&sslmode=require&xpassword=k"
+        );
+        let err = Database::parse("postgres://u@h/db?password=s3cret&sslmode=verify-full&sslrootcert=/no", None);
+        assert!(!err.unwrap_err().contains("s3cret"));
+        let err = Database::parse("postgres://u@h/db?channel_binding=require", None).unwrap_err();
+        assert!(err.contains("channel_binding=require"), "{err}");
         // mysql_async reconnects over the Unix socket unless asked not to: horde keeps the
         // transport the URL names.
         for (url, socket) in
@@ -366,12 +406,17 @@ mod tests {
 
     #[test]
     fn parameters_are_taken_out_and_the_others_kept_byte_for_byte() {
-        let (taken, rest) = take_parameters("postgres://u@h/db?options=-c%20a%3Db+c&sslmode=require&x=1", &["sslmode"]);
+        let (taken, rest) =
+            take_parameters("postgres://u@h/db?options=-c%20a%3Db+c&sslmode=require&x=1", 0, &["sslmode"]);
         assert_eq!(taken, vec![("sslmode".to_string(), "require".to_string())]);
         assert_eq!(rest, "postgres://u@h/db?options=-c%20a%3Db+c&x=1");
-        let (taken, rest) = take_parameters("mysql://u@h/db?ssl_ca=%2Ftmp%2Fa+b.pem", &["ssl_ca"]);
+        let (taken, rest) = take_parameters("mysql://u@h/db?ssl_ca=%2Ftmp%2Fa+b.pem", 0, &["ssl_ca"]);
         assert_eq!((taken[0].1.as_str(), rest.as_str()), ("/tmp/a+b.pem", "mysql://u@h/db"));
-        assert_eq!(take_parameters("postgres://u@h/db", &["sslmode"]), (vec![], "postgres://u@h/db".to_string()));
+        assert_eq!(take_parameters("postgres://u@h/db", 0, &["sslmode"]), (vec![], "postgres://u@h/db".to_string()));
+        // The query begins after the credentials: a `?` in a password is not one.
+        let url = "postgres://u:p?w@h/db?sslmode=disable";
+        let (taken, rest) = take_parameters(url, url.find('@').unwrap() + 1, &["sslmode"]);
+        assert_eq!((taken.len(), rest.as_str()), (1, "postgres://u:p?w@h/db"));
     }
 
     #[test]

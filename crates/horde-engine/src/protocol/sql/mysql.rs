@@ -13,29 +13,43 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params, Value};
 use std::path::{Path, PathBuf};
 
-/// The driver's options for a `mysql://` URL. On top of mysql_async's own parameters
-/// (`require_ssl`, `verify_ca`, `verify_identity`, `socket`, `prefer_socket`...), the files of
-/// TLS as the MariaDB client names them: `ssl_ca` (trusted roots, PEM; it turns TLS on),
-/// `ssl_cert` and `ssl_key` (a client certificate), relative to `base_dir`.
+/// The driver's options for a `mysql://` URL. mysql_async reads the URL's other parameters
+/// (`socket`, `prefer_socket`, `pool_min`...); TLS is read here, as the MariaDB client names
+/// its files: `ssl_ca` (the roots trusted, PEM: only these, and TLS on), `ssl_cert` and
+/// `ssl_key` (a client certificate), relative to `base_dir`; with mysql_async's own switches
+/// `require_ssl` (TLS on, the public web roots trusted), `verify_ca` (false: the certificate
+/// unchecked) and `built_in_roots`; `verify_identity=false` alone is refused (below).
 pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, String> {
-    let (taken, rest) = take_parameters(url, &["ssl_ca", "ssl_cert", "ssl_key"]);
+    const TLS_PARAMETERS: [&str; 7] =
+        ["ssl_ca", "ssl_cert", "ssl_key", "require_ssl", "verify_ca", "verify_identity", "built_in_roots"];
+    let (taken, rest) = take_parameters(url, 0, &TLS_PARAMETERS);
     let (mut ca, mut cert, mut key) = (None, None, None);
+    let (mut require, mut verify_ca, mut verify_identity, mut built_in_roots) = (false, true, true, true);
     for (name, value) in taken {
-        let file = match base_dir {
+        let file = || match base_dir {
             Some(dir) if Path::new(&value).is_relative() => dir.join(&value),
             _ => PathBuf::from(&value),
         };
+        let switch = || match value.as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(format!("{name}={other}: true or false")),
+        };
         match name.as_str() {
-            "ssl_ca" => ca = Some(file),
-            "ssl_cert" => cert = Some(file),
-            _ => key = Some(file),
+            "ssl_ca" => ca = Some(file()),
+            "ssl_cert" => cert = Some(file()),
+            "ssl_key" => key = Some(file()),
+            "require_ssl" => require = switch()?,
+            "verify_ca" => verify_ca = switch()?,
+            "verify_identity" => verify_identity = switch()?,
+            _ => built_in_roots = switch()?,
         }
     }
-    let socket_asked = !take_parameters(&rest, &["prefer_socket"]).0.is_empty();
+    let socket_asked = !take_parameters(&rest, 0, &["prefer_socket"]).0.is_empty();
     // mysql_async reads only mysql://.
     let normalized = format!("mysql://{}", rest.split_once("://").map_or(rest.as_str(), |(_, after)| after));
     let opts = mysql_async::Opts::from_url(&normalized).map_err(|err| err.to_string())?;
-    let mut builder = mysql_async::OptsBuilder::from_opts(opts.clone());
+    let mut builder = mysql_async::OptsBuilder::from_opts(opts);
     // mysql_async, by default, reconnects a connection made to a loopback address over the
     // server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure another
     // transport than the one they asked for, and than mariadb-slap -h 127.0.0.1 does (row-by-row
@@ -44,13 +58,24 @@ pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, 
     if !socket_asked {
         builder = builder.prefer_socket(false);
     }
-    if ca.is_some() || cert.is_some() || key.is_some() {
+    // mysql_async recognizes the name mismatch to forgive by the words of an older rustls's
+    // error ("NotValidForName"); with rustls 0.23 the certificate would be refused anyway.
+    if !verify_identity && verify_ca {
+        return Err("verify_identity=false: the MariaDB driver cannot skip only the name check; use a certificate \
+                    for the host named, or verify_ca=false (nothing checked)"
+            .into());
+    }
+    if require || ca.is_some() || cert.is_some() || key.is_some() {
         for (parameter, path) in [("ssl_ca", &ca), ("ssl_cert", &cert), ("ssl_key", &key)] {
             if let Some(path) = path.as_ref().filter(|path| !path.is_file()) {
-                return Err(format!("{parameter}: {} is not a readable file", path.display()));
+                return Err(format!("{parameter}: {} is not a file", path.display()));
             }
         }
-        let mut ssl = opts.ssl_opts().cloned().unwrap_or_default();
+        let mut ssl = mysql_async::SslOpts::default()
+            .with_danger_accept_invalid_certs(!verify_ca)
+            .with_danger_skip_domain_validation(!verify_identity)
+            // A CA file is what the user trusts: the public roots are not added to it.
+            .with_disable_built_in_roots(ca.is_some() || !built_in_roots);
         if let Some(ca) = ca {
             ssl = ssl.with_root_certs(vec![ca.into()]);
         }

@@ -2,12 +2,14 @@
 //! server's one-byte answer (`S`: the handshake follows, `N`: it speaks only cleartext), then
 //! the protocol inside TLS. The URL's libpq parameters say how much to insist and what to trust:
 //!
-//! - `sslmode`: `disable`; `prefer` (libpq's default: TLS when the server offers it, its
-//!   certificate unchecked); `require` (TLS or no connection, the certificate unchecked unless
-//!   `sslrootcert` is given, then checked as `verify-ca`); `verify-ca` (the chain to a trusted
-//!   root); `verify-full` (the chain and the host name).
-//! - `sslrootcert`: a PEM file of trusted roots, or `system` for the system's; by default
-//!   `~/.postgresql/root.crt`, as libpq.
+//! - `sslmode`: `disable`; `prefer` (libpq's default: TLS when the server offers it, and a
+//!   connection that fails in TLS tried again in cleartext); `require` (TLS or no connection);
+//!   `verify-ca` (the chain to a trusted root checked); `verify-full` (the chain and the host
+//!   name).
+//! - `sslrootcert`: a PEM file of trusted roots, by default `~/.postgresql/root.crt` when it
+//!   exists; as libpq, roots make the chain checked under `prefer` and `require` too. `system`
+//!   trusts the system's roots, and then only `verify-full` is allowed (its default): public
+//!   roots vouch for anyone's name.
 //! - `sslcert` and `sslkey`: a client certificate and its key, for servers that ask for one.
 //!
 //! A Unix-socket host never speaks TLS (libpq neither: the socket is on the same machine).
@@ -47,19 +49,21 @@ impl std::fmt::Debug for PgTls {
 }
 
 impl PgTls {
-    /// Takes the TLS parameters out of `url`: the settings they give, and the URL without them
-    /// (for tokio-postgres's parser). Errors name the parameter and what is wrong with it.
     /// Takes the TLS parameters out of `url`'s query: the settings they give, and the URL
     /// without them (for tokio-postgres's parser). The URL is not parsed as a whole here: a
     /// libpq URL may name no host before its path (`postgres://user@/db?host=/run/postgresql`),
     /// which a strict URL parser refuses. Errors name the parameter and what is wrong with it.
     pub fn from_url(url: &str, base_dir: Option<&Path>) -> Result<(PgTls, String), String> {
-        let (taken, rest) = take_parameters(url, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslnegotiation"]);
-        let (mut mode, mut root, mut cert, mut key) = (SslMode::Prefer, None, None, None);
+        // tokio-postgres reads the user and password up to the URL's first `@`, a `?` in the
+        // password included; the query begins after them.
+        let credentials_end = url.find('@').map_or(0, |at| at + 1);
+        let (taken, rest) =
+            take_parameters(url, credentials_end, &["sslmode", "sslrootcert", "sslcert", "sslkey", "sslnegotiation"]);
+        let (mut asked_mode, mut root, mut cert, mut key) = (None, None, None, None);
         for (name, value) in taken {
             match name.as_str() {
                 "sslmode" => {
-                    mode = match value.as_str() {
+                    asked_mode = Some(match value.as_str() {
                         "disable" => SslMode::Disable,
                         "prefer" => SslMode::Prefer,
                         "require" => SslMode::Require,
@@ -71,7 +75,7 @@ impl PgTls {
                                 "sslmode={other}: not a mode (disable, prefer, require, verify-ca, verify-full)"
                             ))
                         }
-                    }
+                    })
                 }
                 "sslrootcert" => root = Some(value),
                 "sslcert" => cert = Some(resolve(base_dir, &value)),
@@ -82,28 +86,37 @@ impl PgTls {
                 _ => {}
             }
         }
+        // The system's roots vouch for any public name: with them, the name must be checked
+        // (libpq 16's rule).
+        let system = root.as_deref() == Some("system");
+        let mode = match (asked_mode, system) {
+            (None, true) => SslMode::VerifyFull,
+            (Some(mode), true) if mode != SslMode::VerifyFull => {
+                return Err("sslrootcert=system needs sslmode=verify-full: a weaker mode would accept any \
+                            publicly trusted certificate, for any name"
+                    .into())
+            }
+            (mode, _) => mode.unwrap_or(SslMode::Prefer),
+        };
         if mode == SslMode::Disable {
             return Ok((PgTls { mode, connector: None }, rest));
         }
-        // libpq's default roots, looked for only when a mode checks certificates.
+        // The roots: the URL's, or libpq's default file when it exists. As libpq, any roots
+        // make the chain checked, whatever the mode; verify-ca and verify-full need some.
         let default_root = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".postgresql/root.crt"));
-        let roots = match (&root, mode) {
-            (Some(root), _) if root == "system" => Some(system_roots().clone()),
-            (Some(root), _) => Some(read_roots(&resolve(base_dir, root))?),
-            (None, SslMode::VerifyCa | SslMode::VerifyFull) => match default_root.filter(|p| p.exists()) {
+        let roots = match &root {
+            Some(_) if system => Some(system_roots().clone()),
+            Some(root) => Some(read_roots(&resolve(base_dir, root))?),
+            None => match default_root.filter(|path| path.exists()) {
                 Some(path) => Some(read_roots(&path)?),
-                None => {
+                None if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) => {
                     return Err("sslmode=verify-ca and verify-full need trusted roots: sslrootcert=FILE (PEM), or \
                          sslrootcert=system for the system's, or ~/.postgresql/root.crt"
                         .into())
                 }
+                None => None,
             },
-            (None, _) => None,
         };
-        // A root file makes `require` check the chain, as libpq does.
-        if mode == SslMode::Require && roots.is_some() {
-            mode = SslMode::VerifyCa;
-        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -197,5 +210,9 @@ mod tests {
     fn system_roots_make_verify_full_possible_without_a_file() {
         let (tls, _) = parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=system").unwrap();
         assert_eq!(tls.mode, SslMode::VerifyFull);
+        // verify-full is the default with the system's roots, and nothing weaker is allowed.
+        assert_eq!(parse("postgres://u@h/db?sslrootcert=system").unwrap().0.mode, SslMode::VerifyFull);
+        let err = parse("postgres://u@h/db?sslrootcert=system&sslmode=require").unwrap_err();
+        assert!(err.contains("sslrootcert=system needs sslmode=verify-full"), "{err}");
     }
 }

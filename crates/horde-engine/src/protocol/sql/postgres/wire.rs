@@ -61,43 +61,54 @@ const MAX_CANCELS_IN_FLIGHT: usize = 16;
 static CANCELS_IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl PgWire {
-    /// Connects to the first host of `config` that answers (over TLS as `tls` says), and logs
-    /// in. `connect_timeout` bounds each host's attempt, TLS included, as libpq's does.
+    /// Connects to the first host of `config` that lets horde in (over TLS as `tls` says), as
+    /// libpq does: a host that does not answer, or refuses the login, gives way to the next.
+    /// `connect_timeout` bounds each host's whole attempt, TLS and login included.
     pub async fn connect(config: &tokio_postgres::Config, tls: &PgTls) -> Result<PgWire, SqlError> {
         let ports = config.get_ports();
         let mut last_error = SqlError::new("sql_connection", "the URL names no host");
         for (index, host) in config.get_hosts().iter().enumerate() {
             // One port for every host, or one port each.
             let port = ports.get(index).or(ports.first()).copied().unwrap_or(5432);
-            let opening = async {
+            let attempt = async {
                 match host {
-                    Host::Tcp(host) => open_tcp(host, port, tls).await,
-                    Host::Unix(directory) => open_unix(directory, port).await,
+                    Host::Tcp(host) => log_in_over_tcp(host, port, tls, config).await,
+                    Host::Unix(directory) => {
+                        let (stream, server) = open_unix(directory, port).await?;
+                        PgWire::logged_in(stream, server, config).await
+                    }
                 }
             };
-            let opened = match config.get_connect_timeout() {
-                Some(limit) => tokio::time::timeout(*limit, opening).await.unwrap_or_else(|_| {
+            let attempted = match config.get_connect_timeout() {
+                Some(limit) => tokio::time::timeout(*limit, attempt).await.unwrap_or_else(|_| {
                     Err(SqlError::new("sql_connection", format!("connecting to {} timed out", describe(host, port))))
                 }),
-                None => opening.await,
+                None => attempt.await,
             };
-            match opened {
-                Ok((stream, server)) => {
-                    let mut wire = PgWire {
-                        stream,
-                        read: BytesMut::with_capacity(8 * 1024),
-                        write: BytesMut::with_capacity(1024),
-                        in_exchange: false,
-                        server,
-                        cancel: None,
-                    };
-                    wire.log_in(config).await?;
-                    return Ok(wire);
-                }
+            match attempted {
+                Ok(wire) => return Ok(wire),
                 Err(err) => last_error = err,
             }
         }
         Err(last_error)
+    }
+
+    /// A connection on `stream`, logged in.
+    async fn logged_in(
+        stream: PgStream,
+        server: ServerAddress,
+        config: &tokio_postgres::Config,
+    ) -> Result<PgWire, SqlError> {
+        let mut wire = PgWire {
+            stream,
+            read: BytesMut::with_capacity(8 * 1024),
+            write: BytesMut::with_capacity(1024),
+            in_exchange: false,
+            server,
+            cancel: None,
+        };
+        wire.log_in(config).await?;
+        Ok(wire)
     }
 
     /// The startup message, the password the server asks for (cleartext, MD5 or SCRAM-SHA-256),
@@ -316,8 +327,41 @@ fn send_cancel(server: ServerAddress, key: CancelKey) {
     }
 }
 
-/// A TCP connection to `host:port`, in TLS when `tls` asks for it and the server agrees.
-async fn open_tcp(host: &str, port: u16, tls: &PgTls) -> Result<(PgStream, ServerAddress), SqlError> {
+/// A TCP connection to `host:port`, logged in, in TLS as `tls` says. Under `prefer`, one that
+/// fails in TLS (the handshake, or the server refusing the login over TLS, as a pg_hba.conf of
+/// `hostnossl` lines does) is tried again in cleartext, as libpq does; when that fails too, both
+/// reasons are given.
+async fn log_in_over_tcp(
+    host: &str,
+    port: u16,
+    tls: &PgTls,
+    config: &tokio_postgres::Config,
+) -> Result<PgWire, SqlError> {
+    let first = async {
+        let (stream, server) = open_tcp(host, port, tls.connector().map(|_| tls))
+            .await
+            .map_err(|err| (err.kind.starts_with("tls_"), err))?;
+        let encrypted = matches!(stream, PgStream::Tls(_));
+        PgWire::logged_in(stream, server, config).await.map_err(|err| (encrypted, err))
+    };
+    match first.await {
+        Ok(wire) => Ok(wire),
+        Err((true, error)) if tls.mode == SslMode::Prefer => {
+            let cleartext = async {
+                let (stream, server) = open_tcp(host, port, None).await?;
+                PgWire::logged_in(stream, server, config).await
+            };
+            cleartext.await.map_err(|second| SqlError {
+                message: format!("{} (and without TLS: {})", error.message, second.message),
+                ..error
+            })
+        }
+        Err((_, error)) => Err(error),
+    }
+}
+
+/// A TCP connection to `host:port`, in TLS when `tls` is given and the server agrees.
+async fn open_tcp(host: &str, port: u16, tls: Option<&PgTls>) -> Result<(PgStream, ServerAddress), SqlError> {
     let mut tcp = TcpStream::connect((host, port)).await.map_err(|err| {
         let kind =
             if err.kind() == std::io::ErrorKind::ConnectionRefused { "connect_refused" } else { "sql_connection" };
@@ -325,7 +369,9 @@ async fn open_tcp(host: &str, port: u16, tls: &PgTls) -> Result<(PgStream, Serve
     })?;
     let _ = tcp.set_nodelay(true);
     let server = tcp.peer_addr().map_err(lost)?;
-    let Some(connector) = tls.connector() else { return Ok((PgStream::Tcp(tcp), ServerAddress::Tcp(server))) };
+    let Some((tls, connector)) = tls.and_then(|tls| Some((tls, tls.connector()?))) else {
+        return Ok((PgStream::Tcp(tcp), ServerAddress::Tcp(server)));
+    };
     // The SSLRequest, and the server's one-byte answer. Exactly one byte is read: anything
     // after it must come through TLS (CVE-2021-23222).
     let mut request = BytesMut::with_capacity(8);
@@ -344,8 +390,13 @@ async fn open_tcp(host: &str, port: u16, tls: &PgTls) -> Result<(PgStream, Serve
         }
         _ => return Err(unexpected("the answer to an SSLRequest")),
     }
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|_| SqlError::new("tls_handshake", format!("{host:?} is not a name TLS can verify")))?;
+    // A name rustls cannot take (an IPv6 address with a zone) is sent as the address itself
+    // when the name is not checked.
+    let name = match rustls::pki_types::ServerName::try_from(host.to_string()) {
+        Ok(name) => name,
+        Err(_) if tls.mode != SslMode::VerifyFull => rustls::pki_types::ServerName::IpAddress(server.ip().into()),
+        Err(_) => return Err(SqlError::new("tls_handshake", format!("{host:?} is not a name TLS can verify"))),
+    };
     match connector.connect(name, tcp).await {
         Ok(stream) => Ok((PgStream::Tls(Box::new(stream)), ServerAddress::Tcp(server))),
         Err(err) => Err(handshake_failure(host, &err)),
