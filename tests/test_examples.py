@@ -175,6 +175,15 @@ def test_sql_experiment_on_postgres(postgres, tmp_path):
     assert postgres.query("SELECT count(*) FROM pg_tables WHERE tablename = 'bulktest'") == "0", "dropped at the end"
 
 
+def test_sql_over_tls(postgres_tls, tmp_path):
+    ca = postgres_tls.files["ca"][0]
+    for url, expect in [(postgres_tls.url(f"sslmode=verify-full&sslrootcert={ca}"), "tls"),
+                        (f"postgres://bench@/bench?host={postgres_tls.socket_dir}&port={postgres_tls.port}", "unix")]:
+        run_example(["horde", "run", EXAMPLES / "sql_over_tls.py", "-D", f"url={url}", "-D", f"expect={expect}"], tmp_path)
+    summary = summaries(tmp_path)
+    assert [(s["global"]["ok"], s["global"]["ko"]) for s in summary] == [(42, 0), (42, 0)], [s["errors"] for s in summary]
+
+
 def test_compare(target, tmp_path):
     completed = run_example(["bash", EXAMPLES / "compare.sh", target.url, tmp_path / "results"], tmp_path)
     assert "horde compare exited 99" in completed.stdout, completed.stdout
@@ -195,7 +204,8 @@ def test_every_example_is_covered():
                "couchdb_mixed_traffic.py", "https_site.py", "http2_site.py", "compressed_page.py",
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
-               "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh"}
+               "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
+               "sql_over_tls.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

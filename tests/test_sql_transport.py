@@ -10,7 +10,7 @@ import time
 import pytest
 
 import tls_material
-from conftest import sql_server, wait_until
+from conftest import sql_server
 
 TRANSPORT_SQL = (
     "SELECT CASE WHEN inet_client_addr() IS NULL THEN 'unix' "
@@ -22,64 +22,6 @@ from horde import at_once_users, column, param, scenario, setup, sql
 scn = scenario("s").exec(sql("transport").query("{TRANSPORT_SQL}").check(column("transport").is_(param("expect"))))
 setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
 '''
-
-
-class PostgresWithTls:
-    """A throwaway PostgreSQL with TLS on (a certificate for 127.0.0.1 and localhost signed by
-    the tests' CA), trusting that CA for client certificates, and a role `horde_cert` that
-    must show one (pg_hba: clientcert=verify-ca) besides its password."""
-
-    def __init__(self):
-        self.server = sql_server("postgres")
-        self.port = self.server.port
-        self.socket_dir = self.server.directory
-        certs = self.server.directory / "certs"
-        certs.mkdir()
-        self.files = tls_material.make(certs)
-        shutil.chown(certs, "postgres")
-        for path in certs.iterdir():
-            shutil.chown(path, "postgres")
-            path.chmod(0o600 if path.suffix == ".key" else 0o644)
-        hba = self.server.directory / "data" / "pg_hba.conf"
-        hba.write_text("hostssl bench horde_cert 127.0.0.1/32 scram-sha-256 clientcert=verify-ca\n"
-                       "hostnossl bench horde_plain 127.0.0.1/32 scram-sha-256\n"
-                       "host bench horde_plain 127.0.0.1/32 reject\n" + hba.read_text())
-        server_cert, server_key = self.files["server"]
-        self.superuser([
-            "ALTER SYSTEM SET ssl = on", f"ALTER SYSTEM SET ssl_cert_file = '{server_cert}'",
-            f"ALTER SYSTEM SET ssl_key_file = '{server_key}'", f"ALTER SYSTEM SET ssl_ca_file = '{self.files['ca'][0]}'",
-            "CREATE ROLE horde_cert LOGIN PASSWORD 'secret'", "CREATE ROLE horde_plain LOGIN PASSWORD 'secret'",
-            "SELECT pg_reload_conf()",
-        ])
-        wait_until(lambda: self.server.query("SHOW ssl") == "on", timeout=10, what="PostgreSQL to turn TLS on")
-
-    def serve_certificate(self, name):
-        """Reloads the server with the tests' certificate `name` (tls_material's)."""
-        certificate, key = self.files[name]
-        self.superuser([f"ALTER SYSTEM SET ssl_cert_file = '{certificate}'", f"ALTER SYSTEM SET ssl_key_file = '{key}'",
-                        "SELECT pg_reload_conf()"])
-        wait_until(lambda: self.server.query("SHOW ssl_cert_file") == str(certificate), timeout=10,
-                   what=f"PostgreSQL to serve {name}")
-
-    def superuser(self, statements):
-        argv = ["psql", "-q", "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres", "-d", "bench"]
-        for statement in statements:
-            argv += ["-c", statement]
-        subprocess.run(argv, check=True, capture_output=True)
-
-    def url(self, query="", user="bench:benchpw", host="127.0.0.1"):
-        return f"postgres://{user}@{host}:{self.port}/bench" + (f"?{query}" if query else "")
-
-    def stop(self):
-        self.server.stop()
-        shutil.rmtree(self.server.directory, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def postgres_tls():
-    server = PostgresWithTls()
-    yield server
-    server.stop()
 
 
 def assert_transport(horde, url, expect):
