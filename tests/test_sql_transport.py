@@ -10,7 +10,7 @@ import time
 import pytest
 
 import tls_material
-from conftest import sql_server
+from conftest import sql_server, wait_until
 
 TRANSPORT_SQL = (
     "SELECT CASE WHEN inet_client_addr() IS NULL THEN 'unix' "
