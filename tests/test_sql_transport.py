@@ -51,8 +51,14 @@ def test_each_postgres_url_reaches_the_server_by_the_transport_it_names(horde, p
         (f"postgres://bench@/bench?host={postgres_tls.socket_dir}&port={postgres_tls.port}&sslmode=require", "unix"),
         (postgres_tls.url(host=str(postgres_tls.socket_dir).replace("/", "%2F")), "unix"),
     ]
+    log = postgres_tls.server.directory / "server.log"
+    logged_before = len(log.read_text())
     for url, expect in cases:
         assert_transport(horde, url, expect)
+    # Each connection said goodbye (Terminate, and over TLS close_notify): the server logged no
+    # connection reset or unexpected EOF.
+    logged = log.read_text()[logged_before:]
+    assert "could not receive data" not in logged and "unexpected EOF" not in logged, logged
 
 
 def test_certificates_the_url_does_not_trust_and_servers_without_tls_are_refused(horde, postgres_tls, postgres,

@@ -15,14 +15,31 @@ pub enum PgStream {
 }
 
 impl PgStream {
-    /// Writes what the socket takes now without waiting (the Terminate on drop); over TLS,
-    /// which cannot write outside a task, nothing.
-    pub fn try_write_now(&self, bytes: &[u8]) {
-        let _ = match self {
-            PgStream::Tcp(tcp) => tcp.try_write(bytes),
-            PgStream::Unix(unix) => unix.try_write(bytes),
-            PgStream::Tls(_) => return,
-        };
+    /// Writes what the socket takes now without waiting (the Terminate on drop). Over TLS the
+    /// bytes go into a record, followed by the close_notify alert, so the server sees a clean
+    /// end rather than an unexpected EOF.
+    pub fn try_write_now(&mut self, bytes: &[u8]) {
+        match self {
+            PgStream::Tcp(tcp) => {
+                let _ = tcp.try_write(bytes);
+            }
+            PgStream::Unix(unix) => {
+                let _ = unix.try_write(bytes);
+            }
+            PgStream::Tls(tls) => {
+                use std::io::Write;
+                let (tcp, session) = tls.get_mut();
+                if session.writer().write_all(bytes).is_ok() {
+                    session.send_close_notify();
+                }
+                while session.wants_write() {
+                    match session.write_tls(&mut WriteWithoutWaiting(tcp)) {
+                        Ok(written) if written > 0 => {}
+                        _ => break,
+                    }
+                }
+            }
+        }
     }
 
     /// Whether writes wait in a buffer until flushed (TLS records).
@@ -64,5 +81,19 @@ impl AsyncWrite for PgStream {
             PgStream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
             PgStream::Unix(unix) => Pin::new(unix).poll_shutdown(cx),
         }
+    }
+}
+
+/// A socket written only as far as it takes bytes now: rustls's records on drop, outside any
+/// task.
+struct WriteWithoutWaiting<'a>(&'a TcpStream);
+
+impl std::io::Write for WriteWithoutWaiting<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.try_write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

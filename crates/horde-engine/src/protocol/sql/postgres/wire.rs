@@ -277,8 +277,8 @@ pub async fn next_message<R: AsyncReadExt + Unpin>(stream: &mut R, read: &mut By
 }
 
 impl Drop for PgWire {
-    /// Says goodbye (Terminate) when the socket can take it now, so the server logs a clean
-    /// end rather than an unexpected EOF. Dropped in the middle of a statement (its timeout, a
+    /// Says goodbye (Terminate, and over TLS the close_notify alert) when the socket can take
+    /// it now, so the server logs a clean end rather than an unexpected EOF. Dropped in the middle of a statement (its timeout, a
     /// stopped run), asks the server to cancel it, as libpq's PQcancel does: a server only
     /// notices a closed connection when it next writes to it, so a long statement would
     /// otherwise run to its end and keep loading the system under test.
