@@ -139,6 +139,9 @@ def test_the_experiment_runs_every_strategy_over_tls_and_a_socket(horde, postgre
     for phase in result.summary["sql"]:
         assert "error" not in phase and phase["verification"]["passed"], phase
     assert postgres_tls.server.query("SELECT count(*) FROM bulktest") == str(rows)
+    # The server is found by its TCP port or its socket: its CPU time is read.
+    update = next(p for p in result.summary["sql"] if p["name"] == "update temp-join")
+    assert update["server_cpu_seconds"] > 0, update
 
 
 def test_a_statement_past_the_timeout_on_a_tls_connection_is_cancelled(horde, postgres_tls, tmp_path):

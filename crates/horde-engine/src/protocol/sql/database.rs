@@ -92,20 +92,29 @@ impl Database {
         }
     }
 
-    /// The server's TCP port on this machine, when it is one (its CPU time can then be read).
-    pub fn local_port(&self) -> Option<u16> {
+    /// Where the server listens when it runs on this machine (its CPU time can then be read):
+    /// a loopback TCP port, or a Unix socket.
+    pub fn local_server(&self) -> Option<LocalServer> {
         let (host, port) = match self {
             Database::Sqlite { .. } => return None,
             Database::Postgres { config, .. } => {
+                let port = config.get_ports().first().copied().unwrap_or(5432);
                 let host = match config.get_hosts().first()? {
                     tokio_postgres::config::Host::Tcp(host) => host.clone(),
-                    tokio_postgres::config::Host::Unix(_) => return None,
+                    tokio_postgres::config::Host::Unix(directory) => {
+                        return Some(LocalServer::Socket(directory.join(format!(".s.PGSQL.{port}"))))
+                    }
                 };
-                (host, config.get_ports().first().copied().unwrap_or(5432))
+                (host, port)
             }
-            Database::MySql { opts, .. } => (opts.ip_or_hostname().to_string(), opts.tcp_port()),
+            Database::MySql { opts, .. } => {
+                if let Some(socket) = opts.socket() {
+                    return Some(LocalServer::Socket(PathBuf::from(socket)));
+                }
+                (opts.ip_or_hostname().to_string(), opts.tcp_port())
+            }
         };
-        matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1").then_some(port)
+        matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1").then_some(LocalServer::Port(port))
     }
 }
 
@@ -168,6 +177,13 @@ fn redacted_in_user_info(url: &str) -> String {
             _ => url.to_string(),
         },
     }
+}
+
+/// Where a server on this machine listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalServer {
+    Port(u16),
+    Socket(PathBuf),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,14 +379,14 @@ mod tests {
     fn urls_are_parsed_and_passwords_never_shown() {
         let db = Database::parse("postgres://bench:secret@127.0.0.1:5433/bench", None).unwrap();
         assert_eq!(db.kind(), DatabaseKind::Postgres);
-        assert_eq!(db.local_port(), Some(5433));
+        assert_eq!(db.local_server(), Some(LocalServer::Port(5433)));
         assert_eq!(
             redacted("postgres://bench:secret@127.0.0.1:5433/bench"),
             "postgres://bench:***@127.0.0.1:5433/bench"
         );
         let db = Database::parse("mariadb://bench:pw@127.0.0.1:3307/bench", None).unwrap();
         assert_eq!(db.kind(), DatabaseKind::MySql);
-        assert_eq!(db.local_port(), Some(3307));
+        assert_eq!(db.local_server(), Some(LocalServer::Port(3307)));
         let db = Database::parse("sqlite://data.db", Some(std::path::Path::new("/tmp/x"))).unwrap();
         assert!(matches!(db, Database::Sqlite { path, .. } if path == std::path::Path::new("/tmp/x/data.db")));
         let db = Database::parse("sqlite:///abs/data.db", None).unwrap();
@@ -379,11 +395,15 @@ mod tests {
         assert!(err.contains("oracle"), "{err}");
         let err = Database::parse("postgres://u:hunter2@[::1/db", None).unwrap_err();
         assert!(!err.contains("hunter2"), "{err}");
-        // A Unix-socket directory as the host, percent-encoded or as a parameter; no port in
-        // local_port then (the server's CPU is read by its TCP port).
-        for url in ["postgres://u@%2Frun%2Fpostgresql/db", "postgres://u@/db?host=/run/postgresql&port=5433"] {
+        // A Unix-socket directory as the host, percent-encoded or as a parameter: the server is
+        // found by its socket.
+        for (url, socket) in [
+            ("postgres://u@%2Frun%2Fpostgresql/db", "/run/postgresql/.s.PGSQL.5432"),
+            ("postgres://u@/db?host=/run/postgresql&port=5433", "/run/postgresql/.s.PGSQL.5433"),
+            ("mysql://u@localhost/db?socket=/run/mysqld/mysqld.sock", "/run/mysqld/mysqld.sock"),
+        ] {
             let db = Database::parse(url, None).unwrap();
-            assert_eq!((db.kind(), db.local_port()), (DatabaseKind::Postgres, None), "{url}");
+            assert_eq!(db.local_server(), Some(LocalServer::Socket(PathBuf::from(socket))), "{url}");
         }
         assert_eq!(redacted("postgres://u@/db?host=/x"), "postgres://u@/db?host=/x");
         assert_eq!(

@@ -1,7 +1,8 @@
 //! What a phase cost besides time: this process's CPU and peak memory, and the database
-//! server's CPU when it runs on this machine (found by the port it listens on). Linux's /proc;
+//! server's CPU when it runs on this machine (found by the port or Unix socket it listens on). Linux's /proc;
 //! elsewhere, or where it cannot be read, the figures are absent rather than wrong.
 
+use super::database::LocalServer;
 use std::time::Duration;
 
 /// Readings at one moment, to subtract.
@@ -31,22 +32,40 @@ pub fn peak_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// The process listening on `port` on this machine: the server, when it runs here.
-pub fn listening_process(port: u16) -> Option<u32> {
+/// The process listening at `server` on this machine (a TCP port or a Unix socket): the
+/// database server, when it runs here.
+pub fn listening_process(server: &LocalServer) -> Option<u32> {
     let mut inodes = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            // local_address is HEX_IP:HEX_PORT; state 0A is LISTEN.
-            let Some(local) = fields.get(1) else { continue };
-            let listening = fields.get(3) == Some(&"0A");
-            let on_port = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port);
-            if listening && on_port {
-                if let Some(inode) = fields.get(9) {
-                    inodes.push(format!("socket:[{inode}]"));
+    match server {
+        LocalServer::Port(port) => {
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                let Ok(text) = std::fs::read_to_string(table) else {
+                    continue;
+                };
+                for line in text.lines().skip(1) {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // local_address is HEX_IP:HEX_PORT; state 0A is LISTEN.
+                    let Some(local) = fields.get(1) else { continue };
+                    let listening = fields.get(3) == Some(&"0A");
+                    let on_port = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(*port);
+                    if listening && on_port {
+                        if let Some(inode) = fields.get(9) {
+                            inodes.push(format!("socket:[{inode}]"));
+                        }
+                    }
+                }
+            }
+        }
+        LocalServer::Socket(path) => {
+            let text = std::fs::read_to_string("/proc/net/unix").ok()?;
+            for line in text.lines().skip(1) {
+                // Num RefCount Protocol Flags Type St Inode Path; flag 00010000 is a listener.
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let listening = fields.get(3) == Some(&"00010000");
+                if listening && fields.get(7).is_some_and(|p| std::path::Path::new(p) == path) {
+                    if let Some(inode) = fields.get(6) {
+                        inodes.push(format!("socket:[{inode}]"));
+                    }
                 }
             }
         }
@@ -111,10 +130,18 @@ mod tests {
     fn a_listening_socket_is_found_with_its_process() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        assert_eq!(listening_process(port), Some(std::process::id()));
+        assert_eq!(listening_process(&LocalServer::Port(port)), Some(std::process::id()));
         assert!(server_cpu_time(std::process::id()).is_some());
         drop(listener);
-        assert_eq!(listening_process(port), None);
+        assert_eq!(listening_process(&LocalServer::Port(port)), None);
+        // A Unix socket, by its path.
+        let path = std::env::temp_dir().join(format!("horde-resources-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert_eq!(listening_process(&LocalServer::Socket(path.clone())), Some(std::process::id()));
+        drop(listener);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(listening_process(&LocalServer::Socket(path)), None);
     }
 
     #[test]

@@ -719,7 +719,7 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
         }
         _ => (1, 0),
     };
-    let server_pid = step.database.local_port().and_then(resources::listening_process);
+    let server_pid = step.database.local_server().and_then(|server| resources::listening_process(&server));
     resources::reset_peak_memory();
     Ok(PhaseStart { started: Instant::now(), readings: Readings::now(server_pid), server_pid, first_id, last_id })
 }
