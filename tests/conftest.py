@@ -431,6 +431,27 @@ def serve_sql(kind):
     shutil.rmtree(server.directory, ignore_errors=True)
 
 
+def assert_slow_statement_cancelled(horde, tmp_path, url, server):
+    """Runs `SELECT pg_sleep(30)` for 2 users at `url` with a 0.5 s request timeout: both fail as
+    request_timeout within 20 s, and `server` (a SqlServer) soon runs no such statement: horde
+    asked it to cancel them (as libpq's PQcancel)."""
+    marker = f"horde_slow_{tmp_path.name}".replace("-", "_").lower()
+    sim = tmp_path / "slow.py"
+    sim.write_text(f'''
+from horde import at_once_users, http, param, scenario, setup, sql
+scn = scenario("s").exec(sql("slow").query("SELECT pg_sleep(30) AS {marker}"))
+setup(scn.inject(at_once_users(2)), protocol=[http.request_timeout(0.5), sql.url(param("url"))], max_duration=60)
+''')
+    started = time.monotonic()
+    result = horde("run", sim, "-D", f"url={url}")
+    assert result.code == 0, result.stderr
+    assert time.monotonic() - started < 20
+    [error] = result.summary["errors"]
+    assert (error["kind"], error["count"]) == ("request_timeout", 2), error
+    running = f"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%AS {marker}' AND pid <> pg_backend_pid()"
+    wait_until(lambda: server.query(running) == "0", timeout=5, what="the server to cancel the statements")
+
+
 @pytest.fixture(scope="session")
 def postgres():
     yield from serve_sql("postgres")

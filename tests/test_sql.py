@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import sql_server, wait_until
+from conftest import assert_slow_statement_cancelled, sql_server, wait_until
 
 ALL_POPULATE = "row,row-txn,batch,bulk"
 ALL_UPDATE = "row,row-txn,temp-join,swap,server"
@@ -260,20 +260,7 @@ def test_a_statement_past_the_timeout_is_cancelled_on_the_server(horde, postgres
     """A statement with no answer within the request timeout fails as request_timeout, and
     the server is asked to cancel it (as libpq's PQcancel): it stops at once rather than run
     its 30 seconds on a connection nobody reads."""
-    sim = tmp_path / "slow.py"
-    sim.write_text('''
-from horde import at_once_users, http, param, scenario, setup, sql
-scn = scenario("s").exec(sql("slow").query("SELECT pg_sleep(30) AS horde_slow_statement"))
-setup(scn.inject(at_once_users(2)), protocol=[http.request_timeout(0.5), sql.url(param("url"))], max_duration=60)
-''')
-    started = time.monotonic()
-    result = horde("run", sim, "-D", f"url={postgres.url}")
-    assert result.code == 0, result.stderr
-    assert time.monotonic() - started < 20
-    [error] = result.summary["errors"]
-    assert (error["kind"], error["count"]) == ("request_timeout", 2), error
-    running = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%AS horde_slow_statement' AND pid <> pg_backend_pid()"
-    wait_until(lambda: postgres.query(running) == "0", timeout=5, what="the server to cancel the statements")
+    assert_slow_statement_cancelled(horde, tmp_path, postgres.url, postgres)
 
 
 def test_postgres_types_horde_does_not_convert_are_read_as_the_server_renders_them(horde, postgres, tmp_path):

@@ -5,12 +5,11 @@ server's side (pg_stat_ssl, inet_client_addr(), USER()), never taken from horde'
 
 import shutil
 import subprocess
-import time
 
 import pytest
 
 import tls_material
-from conftest import sql_server, wait_until
+from conftest import assert_slow_statement_cancelled, sql_server
 
 TRANSPORT_SQL = (
     "SELECT CASE WHEN inet_client_addr() IS NULL THEN 'unix' "
@@ -147,21 +146,7 @@ def test_the_experiment_runs_every_strategy_over_tls_and_a_socket(horde, postgre
 def test_a_statement_past_the_timeout_on_a_tls_connection_is_cancelled(horde, postgres_tls, tmp_path):
     """The cancel request goes in cleartext on a connection of its own, as libpq's: it stops a
     statement running on a TLS connection."""
-    sim = tmp_path / "slow.py"
-    sim.write_text('''
-from horde import at_once_users, http, param, scenario, setup, sql
-scn = scenario("s").exec(sql("slow").query("SELECT pg_sleep(30) AS horde_slow_tls_statement"))
-setup(scn.inject(at_once_users(2)), protocol=[http.request_timeout(0.5), sql.url(param("url"))], max_duration=60)
-''')
-    started = time.monotonic()
-    result = horde("run", sim, "-D", f"url={postgres_tls.url('sslmode=require')}")
-    assert result.code == 0, result.stderr
-    assert time.monotonic() - started < 20
-    [error] = result.summary["errors"]
-    assert (error["kind"], error["count"]) == ("request_timeout", 2), error
-    running = ("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%AS horde_slow_tls_statement' "
-               "AND pid <> pg_backend_pid()")
-    wait_until(lambda: postgres_tls.server.query(running) == "0", timeout=5, what="the server to cancel the statements")
+    assert_slow_statement_cancelled(horde, tmp_path, postgres_tls.url("sslmode=require"), postgres_tls.server)
 
 
 def test_mariadb_is_reached_over_tcp_unless_the_url_names_its_socket(horde, mariadb, transport_sim, tmp_path):

@@ -1,7 +1,7 @@
 //! Which server certificates a TLS client trusts, for every protocol that speaks TLS (HTTPS,
 //! PostgreSQL): the system's roots, certificates read from a PEM file, a verifier that checks
 //! the chain but not the name (PostgreSQL's `verify-ca`), one that accepts any certificate
-//! (`verify: false`, `sslmode=require`), and a refused certificate's reason in words.
+//! (`verify: false`, `sslmode=require`), and a failed handshake's kind and reason in words.
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -32,8 +32,25 @@ pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'stati
     }
 }
 
+/// A failed handshake with `host`, as a stable kind and words: `tls_certificate` when the
+/// server's certificate was refused (and why), `alpn_refused` when the server took none of the
+/// application protocols offered, `tls_handshake` for everything else.
+pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> (&'static str, String) {
+    match err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(rustls::Error::InvalidCertificate(reason)) => {
+            ("tls_certificate", format!("the certificate of {host} was refused: {}", refusal_reason(reason, host)))
+        }
+        Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => (
+            "alpn_refused",
+            format!("{host} refused every application protocol offered by ALPN (no_application_protocol alert)"),
+        ),
+        Some(other) => ("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
+        None => ("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
+    }
+}
+
 /// Why a server's certificate was refused, in words.
-pub(crate) fn refusal_reason(reason: &CertificateError, host: &str) -> String {
+fn refusal_reason(reason: &CertificateError, host: &str) -> String {
     match reason {
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => "it has expired".to_string(),
         CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {

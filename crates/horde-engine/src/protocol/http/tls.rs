@@ -4,7 +4,7 @@
 //! does) unless the plan shares resumption; and handshake failures as KOs of stable kinds.
 
 use crate::failure::Failure;
-use crate::tls_trust::{read_certificates, refusal_reason, system_roots, AcceptAnyCertificate};
+use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate};
 use horde_plan::{PlanError, TlsOptions, TlsVersion};
 use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
@@ -178,20 +178,8 @@ pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, Failure> {
         .map_err(|_| Failure::unsent("tls_handshake", format!("{host:?} is not a name TLS can verify")))
 }
 
-/// A failed handshake as a KO: `tls_certificate` when the server's certificate was refused
-/// (and why, in words), `tls_handshake` for everything else.
+/// A failed handshake as a KO, of the kind `tls_trust` gives it.
 pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
-    let rustls_error = err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
-    match rustls_error {
-        Some(rustls::Error::InvalidCertificate(reason)) => {
-            let why = refusal_reason(reason, host);
-            Failure::new("tls_certificate", format!("the certificate of {host} was refused: {why}"))
-        }
-        Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => Failure::new(
-            "alpn_refused",
-            format!("{host} refused every application protocol offered by ALPN (no_application_protocol alert)"),
-        ),
-        Some(other) => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
-        None => Failure::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
-    }
+    let (kind, message) = crate::tls_trust::handshake_failure(host, err);
+    Failure::new(kind, message)
 }

@@ -14,17 +14,32 @@ use mysql_async::{Conn, Params, Value};
 use std::path::{Path, PathBuf};
 
 /// The driver's options for a `mysql://` URL. mysql_async reads the URL's other parameters
-/// (`socket`, `prefer_socket`, `pool_min`...); TLS is read here, as the MariaDB client names
-/// its files: `ssl_ca` (the roots trusted, PEM: only these, and TLS on), `ssl_cert` and
-/// `ssl_key` (a client certificate), relative to `base_dir`; with mysql_async's own switches
+/// (`socket`, `pool_min`...); `prefer_socket` (false unless the URL says true) and TLS are read
+/// here, TLS's files as the MariaDB client names them: `ssl_ca` (the roots trusted, PEM: only
+/// these, and TLS on), `ssl_cert` and `ssl_key` (a client certificate), relative to
+/// `base_dir`; with mysql_async's own switches
 /// `require_ssl` (TLS on, the public web roots trusted), `verify_ca` (false: the certificate
 /// unchecked) and `built_in_roots`; `verify_identity=false` alone is refused (below).
 pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, String> {
-    const TLS_PARAMETERS: [&str; 7] =
-        ["ssl_ca", "ssl_cert", "ssl_key", "require_ssl", "verify_ca", "verify_identity", "built_in_roots"];
-    let (taken, rest) = take_parameters(url, 0, &TLS_PARAMETERS);
+    const READ_HERE: [&str; 8] = [
+        "ssl_ca",
+        "ssl_cert",
+        "ssl_key",
+        "require_ssl",
+        "verify_ca",
+        "verify_identity",
+        "built_in_roots",
+        "prefer_socket",
+    ];
+    let (taken, rest) = take_parameters(url, 0, &READ_HERE);
     let (mut ca, mut cert, mut key) = (None, None, None);
     let (mut require, mut verify_ca, mut verify_identity, mut built_in_roots) = (false, true, true, true);
+    // mysql_async, by default, reconnects a connection made to a loopback address over the
+    // server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure another
+    // transport than the one they asked for, and than mariadb-slap -h 127.0.0.1 does (row-by-row
+    // inserts go about a third faster on the socket here: bench/RESULTS.md). The socket is the
+    // user's choice: `?socket=/path` or `?prefer_socket=true`.
+    let mut prefer_socket = false;
     for (name, value) in taken {
         let file = || match base_dir {
             Some(dir) if Path::new(&value).is_relative() => dir.join(&value),
@@ -42,22 +57,14 @@ pub fn options(url: &str, base_dir: Option<&Path>) -> Result<mysql_async::Opts, 
             "require_ssl" => require = switch()?,
             "verify_ca" => verify_ca = switch()?,
             "verify_identity" => verify_identity = switch()?,
+            "prefer_socket" => prefer_socket = switch()?,
             _ => built_in_roots = switch()?,
         }
     }
-    let socket_asked = !take_parameters(&rest, 0, &["prefer_socket"]).0.is_empty();
     // mysql_async reads only mysql://.
     let normalized = format!("mysql://{}", rest.split_once("://").map_or(rest.as_str(), |(_, after)| after));
     let opts = mysql_async::Opts::from_url(&normalized).map_err(|err| err.to_string())?;
-    let mut builder = mysql_async::OptsBuilder::from_opts(opts);
-    // mysql_async, by default, reconnects a connection made to a loopback address over the
-    // server's Unix socket (`@@socket`): the user who named 127.0.0.1 would measure another
-    // transport than the one they asked for, and than mariadb-slap -h 127.0.0.1 does (row-by-row
-    // inserts go about a third faster on the socket here: bench/RESULTS.md). The socket is the
-    // user's choice: `?socket=/path` or `?prefer_socket=true`.
-    if !socket_asked {
-        builder = builder.prefer_socket(false);
-    }
+    let mut builder = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(prefer_socket);
     // mysql_async recognizes the name mismatch to forgive by the words of an older rustls's
     // error ("NotValidForName"); with rustls 0.23 the certificate would be refused anyway.
     if !verify_identity && verify_ca {

@@ -17,7 +17,6 @@
 use super::super::error::SqlError;
 use super::stream::PgStream;
 use super::tls::{PgTls, SslMode};
-use crate::tls_trust::refusal_reason;
 use bytes::BytesMut;
 use fallible_iterator::FallibleIterator;
 use postgres_protocol::authentication::{md5_hash, sasl};
@@ -360,7 +359,8 @@ async fn log_in_over_tcp(
     }
 }
 
-/// A TCP connection to `host:port`, in TLS when `tls` is given and the server agrees.
+/// A TCP connection to `host:port`, in TLS when `tls` is given (and not `disable`) and the
+/// server agrees.
 async fn open_tcp(host: &str, port: u16, tls: Option<&PgTls>) -> Result<(PgStream, ServerAddress), SqlError> {
     let mut tcp = TcpStream::connect((host, port)).await.map_err(|err| {
         let kind =
@@ -369,7 +369,7 @@ async fn open_tcp(host: &str, port: u16, tls: Option<&PgTls>) -> Result<(PgStrea
     })?;
     let _ = tcp.set_nodelay(true);
     let server = tcp.peer_addr().map_err(lost)?;
-    let Some((tls, connector)) = tls.and_then(|tls| Some((tls, tls.connector()?))) else {
+    let Some((tls, connector)) = tls.and_then(|tls| tls.connector().map(|connector| (tls, connector))) else {
         return Ok((PgStream::Tcp(tcp), ServerAddress::Tcp(server)));
     };
     // The SSLRequest, and the server's one-byte answer. Exactly one byte is read: anything
@@ -399,7 +399,10 @@ async fn open_tcp(host: &str, port: u16, tls: Option<&PgTls>) -> Result<(PgStrea
     };
     match connector.connect(name, tcp).await {
         Ok(stream) => Ok((PgStream::Tls(Box::new(stream)), ServerAddress::Tcp(server))),
-        Err(err) => Err(handshake_failure(host, &err)),
+        Err(err) => {
+            let (kind, message) = crate::tls_trust::handshake_failure(host, &err);
+            Err(SqlError::new(kind, message))
+        }
     }
 }
 
@@ -422,19 +425,6 @@ fn describe(host: &Host, port: u16) -> String {
     match host {
         Host::Tcp(host) => format!("{host}:{port}"),
         Host::Unix(directory) => format!("socket {}", directory.join(format!(".s.PGSQL.{port}")).display()),
-    }
-}
-
-/// A failed TLS handshake: `tls_certificate` when the server's certificate was refused (and
-/// why), `tls_handshake` otherwise.
-fn handshake_failure(host: &str, err: &std::io::Error) -> SqlError {
-    match err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-        Some(rustls::Error::InvalidCertificate(reason)) => SqlError::new(
-            "tls_certificate",
-            format!("the certificate of {host} was refused: {}", refusal_reason(reason, host)),
-        ),
-        Some(other) => SqlError::new("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
-        None => SqlError::new("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
     }
 }
 
