@@ -133,12 +133,16 @@ def nginx_conf(directory, port):
 
 
 class Nginx:
-    def __init__(self, directory):
+    """nginx with scripts/nginx.conf.template; ``configure`` may rewrite the configuration's
+    text first."""
+
+    def __init__(self, directory, configure=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.status_requests = 0
         conf = directory / "nginx.conf"
-        conf.write_text(nginx_conf(directory, self.port))
+        text = nginx_conf(directory, self.port)
+        conf.write_text(configure(text) if configure else text)
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
         wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
@@ -160,6 +164,35 @@ class Nginx:
 @pytest.fixture(scope="session")
 def nginx(tmp_path_factory):
     server = Nginx(tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()
+
+
+def limit_req(rate, directory):
+    """A ``configure`` for Nginx: every page but the status is limited to ``rate`` requests a
+    second, with no burst (nginx's limit_req; a request over the rate gets a 503 at once)."""
+    directory.chmod(0o755)
+    (directory / "www").mkdir(exist_ok=True)
+    (directory / "www" / "index.html").write_text("hello\n")
+
+    def configure(conf):
+        conf = conf.replace(
+            "  keepalive_requests 100000000;",
+            f"  keepalive_requests 100000000;\n  limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;\n"
+            "  limit_req_status 503;",
+        )
+        # limit_req acts in a phase that `return` skips: the limited location serves a file.
+        return conf.replace('    location / { return 200 "hello\\n"; }',
+                            f"    location / {{ limit_req zone=one; root {directory}/www; }}")
+
+    return configure
+
+
+@pytest.fixture
+def limited_nginx(tmp_path_factory):
+    """nginx limiting its pages to 300 requests a second (``limited_nginx.url + "/index.html"``)."""
+    directory = tmp_path_factory.mktemp("nginx-limited")
+    server = Nginx(directory, configure=limit_req(300, directory))
     yield server
     server.stop()
 

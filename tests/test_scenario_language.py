@@ -171,6 +171,42 @@ def test_eventually_measures_the_time_to_consistency(horde, target, tmp_path):
     assert rows(result.summary)["read"]["ok"] == 3
 
 
+def test_retried_attempts_are_counted_as_sent_and_error_shares_add_up(horde, target, tmp_path):
+    # Every attempt fails: per user, the block gives up (not_consistent) after 4 attempts, the
+    # last one a KO, the three before it retried.
+    body = """
+        scn = scenario("s").eventually(http("read").get("/status/404"), times=4, pause=0.01, name="never")
+    """
+    result = run_simulation(horde, tmp_path, body, target.url, users=5)
+    assert result.code == OK, result.stderr
+    read = rows(result.summary)["read"]
+    assert (read["count"], read["ko"], read["retried"]) == (5, 5, 15)
+    # The server answered every attempt: the console says so beside the request count.
+    assert target.stats()["by_route"]["GET /status/{code}"] == 20
+    sent = next(line for line in result.stdout.splitlines() if line.startswith("> requests sent"))
+    assert sent.split()[3] == "20" and "retried attempts 15" in sent, sent
+    # Errors: 5 KO requests (check_failed) and 5 blocks that gave up (not_consistent); each is
+    # half of the errors, and the shares add up to 100 %, in summary.json and on the console.
+    errors = result.summary["errors"]
+    assert {(e["kind"], e["count"]) for e in errors} == {("check_failed", 5), ("not_consistent", 5)}
+    assert sum(e["percent"] for e in errors) == 100.0
+    assert result.stdout.count("50.00% of errors") == 2, result.stdout
+
+
+def test_loops_whose_body_never_waits_still_end_at_max_duration(horde, target, tmp_path):
+    # No request, no pause: only `set` steps. The run must still end at its max_duration, and
+    # its results still be written, for every kind of loop.
+    for loop in ('.during(60, set_(x="1"))', '.repeat(10**12, set_(x="1"))', '.as_long_as("${go}", set_(x="1"))'):
+        body = f"""
+            scn = scenario("s").set(go="true"){loop}
+        """
+        result = run_simulation(horde, tmp_path, body, target.url, options=", max_duration=1")
+        assert result.code == OK, (loop, result.stderr)
+        run = result.summary["run"]
+        assert run["status"] == "limit_reached", (loop, run)
+        assert run["duration_ms"] < 10_000, (loop, run)
+
+
 def test_switches_conditions_sets_and_exits(horde, target, tmp_path):
     body = """
         scn = (scenario("s")

@@ -219,7 +219,8 @@ def setup(*populations, protocol=None, name=None, **options):
     """The simulation to run: populations (``scenario(...).inject(...)``), the protocol (HTTP's,
     databases', or a list of them: ``protocol=[http.base_url(...), sql.url(...)]``), and run
     options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
-    ("stop_iteration" or "continue"), ``percentiles``, ``response_time_bounds_ms``,
+    ("continue", the default: a failed check makes its request KO and the user goes on, as in
+    Gatling; or "stop_iteration": the user ends its scenario at its first failure), ``percentiles``, ``response_time_bounds_ms``,
     ``max_requests``, ``workers``."""
     flat = []
     for population in populations:

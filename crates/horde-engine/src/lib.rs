@@ -31,6 +31,7 @@ mod protocol;
 mod request_log;
 mod run;
 mod run_limits;
+mod start_line;
 mod thresholds;
 mod tls_trust;
 pub mod session;

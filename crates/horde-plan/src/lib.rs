@@ -420,10 +420,13 @@ fn default_late_start_threshold_us() -> u64 {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum OnCheckFailure {
-    /// Gatling's behaviour: the virtual user abandons the rest of this iteration.
-    #[default]
+    /// k6's `fail()`: the user abandons the rest of its scenario, loops included; in a closed
+    /// model its slot then starts a new user (after a back-off when users keep failing fast).
     StopIteration,
-    /// Mark the request KO and go on with the next step.
+    /// Gatling's behaviour: the request is KO and the user goes on with its next step. Blocks
+    /// that leave on a failure say so themselves (`exit_block_on_fail`, `try_max`,
+    /// `eventually`), as does `exit_here_if_failed`.
+    #[default]
     Continue,
 }
 

@@ -17,7 +17,7 @@ fn minimal_plan_is_valid_and_gets_defaults() {
     assert_eq!(plan.protocol.request_timeout_ms, 60_000);
     assert!(plan.protocol.follow_redirects);
     assert_eq!(plan.options.percentiles, vec![50.0, 75.0, 95.0, 99.0]);
-    assert_eq!(plan.options.on_check_failure, OnCheckFailure::StopIteration);
+    assert_eq!(plan.options.on_check_failure, OnCheckFailure::Continue);
 }
 
 #[test]

@@ -92,7 +92,7 @@ struct HostGroup<'a> {
 impl VirtualUser {
     /// A batch step: every request rendered, sent at once, and recorded.
     pub(crate) async fn batch(&mut self, requests: &[RequestProgram]) -> Flow {
-        let mut intended = self.next_intended.take();
+        let mut held_since = None;
         let mut fetches = Vec::with_capacity(requests.len());
         let mut exhausted = false;
         let mut failed = false;
@@ -101,8 +101,10 @@ impl VirtualUser {
                 exhausted = true;
                 break;
             }
+            // The batch goes out at once: measured from the earliest slot any of its requests
+            // was held back from.
             if let Some(slot) = self.throttle_slot().await {
-                intended = Some(slot);
+                held_since = held_since.or(Some(slot));
             }
             match self.prepare(request) {
                 Ok(prepared) => fetches.push((request, prepared)),
@@ -112,8 +114,7 @@ impl VirtualUser {
                 }
             }
         }
-        let now = Instant::now();
-        let intended = intended.map_or(now, |i| crate::user::corrected_start(i, now));
+        let intended = self.latency_origin(held_since, Instant::now());
         let fetches =
             fetches.into_iter().map(|(request, prepared)| Fetch::new(Some(request), request.row_id, prepared, intended)).collect();
         let flow = self.fetch_all(fetches).await;

@@ -7,7 +7,7 @@ use super::connection::UserConnection;
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
 use crate::lower::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
-use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
 use horde_metrics::RequestTiming;
@@ -93,10 +93,7 @@ impl VirtualUser {
         if !self.ctx.limits.take_request() {
             return Flow::Exhausted;
         }
-        let mut intended = self.next_intended.take();
-        if let Some(slot) = self.throttle_slot().await {
-            intended = Some(slot);
-        }
+        let held_since = self.throttle_slot().await;
         let mut prepared = match self.prepare(request) {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
@@ -108,10 +105,7 @@ impl VirtualUser {
         let mut row_id = request.row_id;
         loop {
             let started = Instant::now();
-            let from = match (hop, intended) {
-                (0, Some(intended)) => corrected_start(intended, started),
-                _ => started,
-            };
+            let from = if hop == 0 { self.latency_origin(held_since, started) } else { started };
             let (result, mut timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,

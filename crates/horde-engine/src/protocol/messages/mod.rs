@@ -15,7 +15,7 @@ use crate::failure::Failure;
 use crate::lower::{AwaitProgram, SocketAction, SocketKind, SocketStepProgram, Target};
 use crate::protocol::http::check::{run_checks, ResponseView};
 use crate::protocol::http::client::Destination;
-use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::user::{Flow, VirtualUser};
 use bytes::Bytes;
 use event_stream::EventStream;
 use horde_metrics::RequestTiming;
@@ -163,7 +163,6 @@ impl VirtualUser {
         };
         self.sockets[step.socket] = None;
         let started = Instant::now();
-        let from = self.next_intended.take().map_or(started, |intended| corrected_start(intended, started));
         let measured = self.ctx.measures(started);
         if measured {
             self.ctx.metrics.borrow_mut().row(step.row_id).started += 1;
@@ -185,7 +184,7 @@ impl VirtualUser {
                 .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
         };
         let end = Instant::now();
-        let mut timing = RequestTiming { latency_us: micros(from, end), ..whole(started, end, 0) };
+        let mut timing = whole(started, end, 0);
         match opened {
             Ok((socket, opening)) => {
                 opening.charge(&mut timing);
