@@ -7,6 +7,7 @@ one would shadow tests/conftest.py for the ``from conftest import ...`` of the o
 """
 
 import collections
+import json
 import os
 import re
 import signal
@@ -138,6 +139,17 @@ def run_measured(tmp_path):
                         usage.ru_utime + usage.ru_stime)
 
     return run
+
+
+def read_summary(results):
+    """The summary.json of the one run under `results` as it is now (None before the first, or
+    while it is being replaced)."""
+    for path in results.glob("*/summary.json"):
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            return None
+    return None
 
 
 def error_kinds(summary):

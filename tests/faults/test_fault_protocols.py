@@ -6,17 +6,15 @@ the server's GOAWAY, a refused stream is sent once more, a response head has one
 HTTP/1.1 and HTTP/2; a TLS handshake that never answers times out as itself, under the
 request's timeout; a Host header set twice is sent once."""
 
-import json
 import signal
 import subprocess
 import textwrap
-import time
 
 import jsonschema
 import pytest
 
 from conftest import wait_until
-from fault_fixtures import error_kinds, misbehaving, run_measured  # noqa: F401 (fixtures)
+from fault_fixtures import error_kinds, misbehaving, read_summary, run_measured  # noqa: F401 (fixtures)
 
 INTERRUPTED = 130
 
@@ -68,15 +66,6 @@ def test_the_runs_duration_ends_a_flooded_wait(run_measured, misbehaving, tmp_pa
     assert summary["users"]["interrupted"] == 1
     assert summary["global"]["ok"] == 1
     assert result.wall_seconds < 30
-
-
-def read_summary(results):
-    for path in results.glob("*/summary.json"):
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            return None
-    return None
 
 
 @pytest.mark.parametrize("flood", FLOODS)
