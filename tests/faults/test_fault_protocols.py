@@ -168,15 +168,16 @@ def test_a_response_head_over_64_kib_is_an_invalid_response_on_both_protocols(ru
     assert "65536 bytes" in result.summary["errors"][0]["message"]
 
 
-def test_a_refused_stream_is_sent_once_more(run_measured, misbehaving):
-    result = http2_run(run_measured, misbehaving.raw["h2-refuse-first"], 3)
+@pytest.mark.parametrize("streams", [1, 2], ids=["one-stream", "concurrent-streams"])
+def test_a_refused_stream_is_sent_once_more(run_measured, misbehaving, streams):
+    result = http2_run(run_measured, misbehaving.raw["h2-refuse-first"], 4, "--streams", streams)
     assert result.code == 0, result.stderr
     summary = result.summary
     g = summary["global"]
-    assert (g["count"], g["ok"], g["ko"]) == (3, 3, 0), summary["errors"]
+    assert (g["count"], g["ok"], g["ko"]) == (4, 4, 0), summary["errors"]
     assert summary["connections"]["retried_on_fresh_connection"] == 1
-    # The server saw the three requests and the refused one once more.
-    assert misbehaving.settled(lambda: misbehaving.events()["h2 h2-refuse-first stream"], 4) == 4
+    # The server saw the four requests and the refused one once more.
+    assert misbehaving.settled(lambda: misbehaving.events()["h2 h2-refuse-first stream"], 5) == 5
 
 
 def test_a_stalled_tls_handshake_times_out_as_itself_under_the_request_timeout(run_measured, misbehaving):
