@@ -53,23 +53,25 @@ class RefusingTlsServer:
 
     def handshake(self, connection):
         connection.settimeout(5)
+        # Without do_handshake_on_connect, a failed handshake leaves the socket open.
+        tls = self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
         try:
-            with self.context.wrap_socket(connection, server_side=True):
-                pass
+            tls.do_handshake()
         except ssl.SSLError as err:
             self.refused.append(err.reason)
             # Read what the client sent (its request, under TLS 1.3) before closing, or the
             # close would reset the connection and the client might never read the alert.
+            # Once shut down, the socket reads and writes without TLS.
             try:
-                connection.shutdown(socket.SHUT_WR)
-                while connection.recv(65536):
+                tls.shutdown(socket.SHUT_WR)
+                while tls.recv(65536):
                     pass
             except OSError:
                 pass
         except OSError:
             pass
         finally:
-            connection.close()
+            tls.close()
 
     def stop(self):
         self.listener.close()

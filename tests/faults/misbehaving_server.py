@@ -59,6 +59,8 @@ Besides the HTTP/1.1 listener, one listener per raw fault, each announced on a l
                              CONTINUATION frames of 16 KiB)
     h2-refuse-first          h2c: RST_STREAM(REFUSED_STREAM) to the first stream the server sees
                              (over all connections), 200 "ok" to the others
+    h2-close                 h2c: reads a request (its HEADERS frame), then closes the connection
+                             without a GOAWAY
 
 HTTP/2 listeners log ``h2 NAME stream`` for each request (HEADERS frame) they read.
 """
@@ -338,6 +340,11 @@ async def serve_h2(name, shared, reader, writer, log):
             shared.streams += 1
             if name == "h2-ok" or (name == "h2-refuse-first" and shared.streams > 1):
                 writer.write(h2_ok(stream))
+            elif name == "h2-close":
+                # Half-closed, then read to the end: a close with unread bytes would be a reset.
+                writer.write_eof()
+                await drain_until_eof(reader)
+                return
             elif name == "h2-refuse-first":
                 writer.write(h2_frame(RST_STREAM, 0, stream, REFUSED_STREAM.to_bytes(4, "big")))
             elif name == "h2-data-oversize":
@@ -358,7 +365,8 @@ async def serve_h2(name, shared, reader, writer, log):
         await writer.drain()
 
 
-RAW_FAULTS = ("tls-stall", "h2-ok", "h2-data-oversize", "h2-continuation-flood", "h2-big-head", "h2-refuse-first")
+RAW_FAULTS = ("tls-stall", "h2-ok", "h2-data-oversize", "h2-continuation-flood", "h2-big-head", "h2-refuse-first",
+              "h2-close")
 
 
 async def main(port, log_path):

@@ -180,6 +180,14 @@ def test_a_refused_stream_is_sent_once_more(run_measured, misbehaving, streams):
     assert misbehaving.settled(lambda: misbehaving.events()["h2 h2-refuse-first stream"], 5) == 5
 
 
+def test_a_connection_closed_without_a_goaway_is_not_a_goaway(run_measured, misbehaving):
+    result = http2_run(run_measured, misbehaving.raw["h2-close"], 1, "-m", "POST", "--body", "x")
+    assert error_kinds(result.summary) == {"connection_closed": 1}, result.summary["errors"]
+    # The server may have acted on the POST: it is not sent again.
+    assert result.summary["connections"]["retried_on_fresh_connection"] == 0
+    assert misbehaving.settled(lambda: misbehaving.events()["h2 h2-close stream"], 1) == 1
+
+
 def test_a_stalled_tls_handshake_times_out_as_itself_under_the_request_timeout(run_measured, misbehaving):
     url = misbehaving.raw["tls-stall"].replace("http://", "https://") + "/"
     result = run_measured("http", url, "-c", "1", "-n", "1", "--timeout", "1s", "-q", timeout=60)

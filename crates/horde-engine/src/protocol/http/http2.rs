@@ -128,7 +128,9 @@ fn poll_driver(driver: &mut Driver, ended: &mut Option<Failure>, counts: &WireCo
     }
     if let Poll::Ready(result) = Pin::new(driver).poll(cx) {
         *ended = Some(match result {
-            Ok(()) => Failure::new("goaway", "the server ended the HTTP/2 connection (GOAWAY)"),
+            // The connection's end: after a GOAWAY, or a close without one. Streams a GOAWAY
+            // refused have their own `goaway`; what this one cut, the server may have begun.
+            Ok(()) => Failure::closed(),
             Err(err) => failure(&err, counts),
         });
     }
@@ -389,7 +391,9 @@ impl Http2Connection {
         let end = || ended.clone().expect("driven returns None only once the connection ended");
         match result {
             None => Err(end()),
-            // The connection's end says why better than the stream's error.
+            // What the server sent about the stream (a GOAWAY, a reset) says why; otherwise the
+            // connection's end says it better than the stream's error (a broken pipe).
+            Some(Err(failure)) if matches!(failure.kind, "goaway" | "stream_reset" | "stream_refused") => Err(failure),
             Some(Err(failure)) => Err(ended.clone().unwrap_or(failure)),
             Some(Ok(response)) => Ok(response),
         }
