@@ -1121,9 +1121,11 @@ impl Lowering {
                 headers.push(HeaderProgram { name, value, fixed });
             }
         }
-        // Protocol defaults apply unless the request sets the same header itself.
+        // Protocol defaults apply unless the request sets the same header itself; repeated
+        // ones all go, as a request's do (one Host among them is sent: the later).
+        let own = headers.len();
         for default in &self.default_headers {
-            if !headers.iter().any(|h| h.name == default.name) {
+            if !headers[..own].iter().any(|h| h.name == default.name) {
                 headers.push(default.clone());
             }
         }

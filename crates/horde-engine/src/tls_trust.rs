@@ -34,12 +34,27 @@ pub(crate) fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'stati
 
 /// A failed handshake with `host`, as a stable kind and words: `tls_certificate` when the
 /// server's certificate was refused (and why), `alpn_refused` when the server took none of the
-/// application protocols offered, `tls_handshake` for everything else.
+/// application protocols offered, `tls_handshake` for everything else, with words of their own
+/// when the server refused the client's certificate.
 pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> (&'static str, String) {
     match err.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
         Some(rustls::Error::InvalidCertificate(reason)) => {
             ("tls_certificate", format!("the certificate of {host} was refused: {}", refusal_reason(reason, host)))
         }
+        Some(rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired)) => (
+            "tls_handshake",
+            format!(
+                "{host} asks for a client certificate and none was given (certificate_required alert): set \
+                 protocol.tls.client_certificate"
+            ),
+        ),
+        Some(error @ rustls::Error::AlertReceived(alert)) if refused_client_certificate(error) => (
+            "tls_handshake",
+            format!(
+                "{host} refused the client certificate ({alert:?} alert): protocol.tls.client_certificate must be one \
+                 the server trusts (issued by a CA it lists, valid now, for client authentication)"
+            ),
+        ),
         Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => (
             "alpn_refused",
             format!("{host} refused every application protocol offered by ALPN (no_application_protocol alert)"),
@@ -47,6 +62,24 @@ pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> (&'static s
         Some(other) => ("tls_handshake", format!("TLS handshake with {host} failed: {other}")),
         None => ("tls_handshake", format!("TLS handshake with {host} failed: {err}")),
     }
+}
+
+/// Whether the server's alert refuses the client's certificate (or its lack of one). Under TLS
+/// 1.3 it comes after the client's side of the handshake is done, at the first read.
+pub(crate) fn refused_client_certificate(err: &rustls::Error) -> bool {
+    use rustls::AlertDescription::*;
+    matches!(
+        err,
+        rustls::Error::AlertReceived(
+            CertificateRequired
+                | BadCertificate
+                | UnsupportedCertificate
+                | CertificateRevoked
+                | CertificateExpired
+                | CertificateUnknown
+                | UnknownCA
+        )
+    )
 }
 
 /// Why a server's certificate was refused, in words.

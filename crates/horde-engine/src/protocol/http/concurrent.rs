@@ -12,7 +12,7 @@
 //! order the requests were given, so that a `save_as` of a later request wins as it would in
 //! sequence. Redirects are followed in a next round, together.
 
-use super::client::{closed_before_response, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, never_processed, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
@@ -546,10 +546,10 @@ async fn fetch_as_streams(
     }
 }
 
-/// Whether a stream that got no response may go again: one a GOAWAY refused (the server
-/// names the last stream it processed, so later ones were never acted on), or an idempotent
-/// request, as for HTTP/1.1 (`request::may_resend`).
+/// Whether a stream that got no response may go again: one the server did not process (a
+/// GOAWAY names the last stream it processed; REFUSED_STREAM), or an idempotent request, as
+/// for HTTP/1.1 (`request::may_resend`).
 fn may_resend_stream(job: &Job<'_>, failure: &Failure, wire: &WireTiming) -> bool {
-    failure.kind == "goaway" || super::request::may_resend(&job.prepared.method, wire)
+    never_processed(failure) || super::request::may_resend(&job.prepared.method, wire)
 }
 

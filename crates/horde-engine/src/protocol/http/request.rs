@@ -2,7 +2,8 @@
 //! user's connection, following redirects, running the checks, and recording the outcome.
 
 use super::check::{run_checks, ResponseView};
-use super::client::{closed_before_response, Destination, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{
+    closed_before_response, never_processed, Destination, KeepHeaders, OpenTimeouts, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
@@ -11,7 +12,7 @@ use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
 use horde_metrics::RequestTiming;
-use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, HOST, LOCATION, SET_COOKIE};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;
@@ -266,7 +267,13 @@ impl VirtualUser {
                     })?
                 }
             };
-            headers.append(header.name.clone(), value);
+            // Host is one value (RFC 9110 7.2): set twice (in two cases, say), the later one
+            // goes, which is the request's own over the protocol's. Others may repeat.
+            if header.name == HOST {
+                headers.insert(HOST, value);
+            } else {
+                headers.append(header.name.clone(), value);
+            }
         }
         Ok(headers)
     }
@@ -426,7 +433,8 @@ pub(crate) fn tls_connector<'a>(
 /// A keep-alive connection the server closed while it sat idle is not written on (its
 /// idle timeout would otherwise fail a request the server never saw), and a request that
 /// fails on a reused connection before any byte of a response arrived is sent once more
-/// on a fresh connection, as browsers and hyper do. Both are counted.
+/// on a fresh connection, as browsers and hyper do; so is one the server said it did not
+/// process (HTTP/2's GOAWAY and REFUSED_STREAM), on whatever connection. Both are counted.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_on(
     ctx: &WorkerContext,
@@ -487,7 +495,11 @@ pub(crate) async fn exchange_on(
         let end = Instant::now();
         wire_phases(&mut timing, send_started, &wire, end);
         match result {
-            Err(failure) if reused && !retried && closed_before_response(&failure, &wire) && may_resend(method, &wire) => {
+            Err(failure)
+                if !retried
+                    && closed_before_response(&failure, &wire)
+                    && (never_processed(&failure) || (reused && may_resend(method, &wire))) =>
+            {
                 retried = true;
                 slot.connection = None;
                 if measured {
@@ -539,7 +551,7 @@ pub(crate) async fn open_on(
     let protocol = &ctx.program.protocol;
     let destination =
         Destination { authority: &target.authority, host: &target.host, tls, resolver: &protocol.resolver };
-    let (connection, opening) = UserConnection::open(&destination, protocol.connect_timeout, protocol.http2).await?;
+    let (connection, opening) = UserConnection::open(&destination, OpenTimeouts::of(protocol), protocol.http2).await?;
     // Counted now: the request on it may never complete.
     if measured {
         let events = &mut ctx.metrics.borrow_mut().connections;

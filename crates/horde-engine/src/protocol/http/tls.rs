@@ -183,3 +183,12 @@ pub(crate) fn handshake_failure(host: &str, err: &std::io::Error) -> Failure {
     let (kind, message) = crate::tls_trust::handshake_failure(host, err);
     Failure::new(kind, message)
 }
+
+/// What a read or write that failed on a TLS connection after its handshake means, when TLS
+/// says more than the error's kind: under TLS 1.3 a server refuses the client's certificate
+/// with an alert that arrives at the first read, and that is the handshake's failure (as it is
+/// under TLS 1.2). None otherwise.
+pub(crate) fn failure_after_handshake(host: &str, err: &std::io::Error) -> Option<Failure> {
+    let tls_error = err.get_ref()?.downcast_ref::<rustls::Error>()?;
+    crate::tls_trust::refused_client_certificate(tls_error).then(|| handshake_failure(host, err))
+}
