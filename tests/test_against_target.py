@@ -52,6 +52,8 @@ def test_a_stale_view_state_fails_the_check_and_stops_the_iteration(horde, targe
                   .form_param("javax.faces.ViewState", "${viewState}").check(view_state))
             .exec(http("stale comment").post("/account").form_param("comment", "c")
                   .form_param("javax.faces.ViewState", "${old}").check(view_state))
+            # As in Gatling, a failed check leaves the user going on; this is where it stops.
+            .exit_here_if_failed()
             .exec(http("never").get("/")))
         setup(scn.inject(at_once_users(4)), protocol=http.base_url(param("base_url")))
     """)
