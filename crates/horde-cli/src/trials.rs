@@ -36,7 +36,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let front_end = loader.front_end();
     let mut arms = Vec::new();
     for (file, label) in args.files.iter().zip(["A", "B"]) {
-        let program = load_program(file, &args.params, &args.thresholds.thresholds, loader)?;
+        let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
         arms.push(Arm { label, file, plan: program.plan, functions: program.session_functions });
