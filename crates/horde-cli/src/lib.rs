@@ -471,8 +471,22 @@ fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<
 pub(crate) fn results_directory(output: &args::OutputArgs, plan_name: &str) -> Result<PathBuf, Failure> {
     match &output.results_dir {
         Some(dir) => exact_results_dir(dir),
-        None => Ok(create_results_dir(&output.results, plan_name)?),
+        None => Ok(create_results_dir(results_parent(output)?, plan_name)?),
     }
+}
+
+/// `--results DIR`, where runs' directories are made: a file there is the user's mistake,
+/// named as such (exit 2), not a directory that cannot be made.
+pub(crate) fn results_parent(output: &args::OutputArgs) -> Result<&Path, Failure> {
+    let parent = output.results.as_path();
+    if parent.exists() && !parent.is_dir() {
+        return Err(Failure::Invalid(format!(
+            "--results {}: this is a file, not a directory (--results names the directory in which each run gets a \
+             directory of its own; it is made when missing)",
+            parent.display()
+        )));
+    }
+    Ok(parent)
 }
 
 /// `--results-dir DIR`: used as it is, created if missing. One that holds anything but hidden
