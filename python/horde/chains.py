@@ -10,6 +10,7 @@ seed 000's ``jsfGet``/``jsfPost`` are ordinary functions returning requests or c
 import functools
 import inspect
 import itertools
+import re
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
@@ -338,9 +339,9 @@ def _pause_steps(duration, max_duration, exponential, std_dev):
         if max_duration is not None or exponential or std_dev is not None:
             raise DslError("pause(): a duration from the session takes no range, exponential or std_dev")
         if isinstance(duration, str):
-            if not duration.strip():
-                raise DslError("pause() needs a duration: seconds, a timedelta, a template (\"${t}\") or a function")
-            return [{"type": "pause_template", "duration": duration}]
+            if "${" in duration or "#{" in duration:
+                return [{"type": "pause_template", "duration": duration}]
+            return [{"type": "pause", "duration_ms": _text_duration_ms(duration)}]
         return _pause_function_steps(duration)
     if exponential:
         if max_duration is not None or std_dev is not None:
@@ -354,6 +355,18 @@ def _pause_steps(duration, max_duration, exponential, std_dev):
     if max_duration is not None:
         return [{"type": "pause_uniform", "min_ms": to_ms(duration, "pause()"), "max_ms": to_ms(max_duration, "pause()")}]
     return [{"type": "pause", "duration_ms": to_ms(duration, "pause()")}]
+
+
+_UNIT_MS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
+
+
+def _text_duration_ms(text):
+    """``"1.5"`` (seconds), ``"500ms"``, ``"2m"``: as a pause template's value is read."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", text)
+    if not match:
+        raise DslError(f"pause(): {text!r} is not a duration: seconds (a number), a timedelta, text such as '500ms' "
+                       "or '2s', a template ('${think_time}', '#{t}ms') or a function of the session")
+    return int(round(float(match.group(1)) * _UNIT_MS[match.group(2) or ""]))
 
 
 _pause_functions = itertools.count(1)
