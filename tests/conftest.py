@@ -111,6 +111,21 @@ class Target:
         stop_process(self.process)
 
 
+CHROMIUM = os.environ.get("HORDE_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright; the test is skipped when either is missing."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
 @pytest.fixture
 def target():
     server = Target()

@@ -365,3 +365,14 @@ def test_normal_pauses_have_the_mean_and_spread_asked_for(horde, target, tmp_pat
     assert 40_000 <= duration["stddev_us"] <= 75_000, duration
     assert result.summary["plan"]["scenarios"][0]["steps"][0]["steps"][0] == {
         "type": "pause_normal", "mean_ms": 300, "std_dev_ms": 50}
+
+
+def test_an_unreadable_feeder_file_is_the_one_problem_named(horde, tmp_path):
+    # Issue 23: the file's columns are unknown, and "${user} is never set" was said too.
+    body = """
+        scn = scenario("s").feed(csv("missing.csv")).exec(http("r").get("/x/${user}"))
+    """
+    result = run_simulation(horde, tmp_path, body, "http://127.0.0.1:9")
+    assert result.code == INVALID_INPUT
+    assert "(1 problem)" in result.stderr and "missing.csv" in result.stderr, result.stderr
+    assert "never set" not in result.stderr, result.stderr
