@@ -24,7 +24,9 @@ impl TransportArgs {
         for text in &self.resolve {
             match parse_host_mapping(text) {
                 Ok(mapping) => {
-                    protocol.resolve.retain(|m| !(m.host.eq_ignore_ascii_case(&mapping.host) && m.port == mapping.port));
+                    protocol
+                        .resolve
+                        .retain(|m| !(m.host.eq_ignore_ascii_case(&mapping.host) && m.port == mapping.port));
                     protocol.resolve.push(mapping);
                 }
                 Err(problem) => problems.push(format!("--resolve {text:?}: {problem}")),

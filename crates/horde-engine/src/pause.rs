@@ -13,7 +13,10 @@ pub enum PauseKind {
     /// Exponential of this mean.
     Exponential(Duration),
     /// Normal, a draw below 0 taken as 0.
-    Normal { mean: Duration, std_dev: Duration },
+    Normal {
+        mean: Duration,
+        std_dev: Duration,
+    },
     /// A template rendering to a duration (seconds, or with a unit).
     Template(Box<TemplatePause>),
 }
@@ -70,7 +73,8 @@ mod tests {
         assert!((mean - 1000.0).abs() < 2.0, "mean {mean}");
         assert!((std_dev - 200.0).abs() < 2.0, "standard deviation {std_dev}");
         // About 68.3% within one standard deviation, 95.4% within two.
-        let within = |k: f64| samples.iter().filter(|s| (**s - 1000.0).abs() <= k * 200.0).count() as f64 / samples.len() as f64;
+        let within =
+            |k: f64| samples.iter().filter(|s| (**s - 1000.0).abs() <= k * 200.0).count() as f64 / samples.len() as f64;
         assert!((within(1.0) - 0.6827).abs() < 0.005, "{}", within(1.0));
         assert!((within(2.0) - 0.9545).abs() < 0.005, "{}", within(2.0));
     }

@@ -59,7 +59,7 @@ const TRUST_IT: &str = "trust it with --cacert FILE (a plan's tls.ca_file, Postg
 /// Why a server's certificate was refused, in words that say what to do about it.
 fn refusal_reason(reason: &CertificateError, host: &str) -> String {
     match reason {
-        CertificateError::Expired => format!("it has expired: renew it, or skip verification with -k"),
+        CertificateError::Expired => "it has expired: renew it, or skip verification with -k".to_string(),
         CertificateError::ExpiredContext { time, not_after } => format!(
             "it has expired ({} ago): renew it, or skip verification with -k",
             elapsed(not_after.as_secs(), time.as_secs())
@@ -78,7 +78,11 @@ fn refusal_reason(reason: &CertificateError, host: &str) -> String {
         CertificateError::NotValidForNameContext { presented, .. } => format!(
             "it is not valid for the name {host} (it names {}): connect by a name it lists (--resolve \
              NAME:PORT:ADDRESS keeps the address), or skip verification with -k",
-            if presented.is_empty() { "none".to_string() } else { presented.iter().map(|name| bare_name(name)).collect::<Vec<_>>().join(", ") }
+            if presented.is_empty() {
+                "none".to_string()
+            } else {
+                presented.iter().map(|name| bare_name(name)).collect::<Vec<_>>().join(", ")
+            }
         ),
         CertificateError::Revoked => "it has been revoked".to_string(),
         CertificateError::BadSignature => {
@@ -92,12 +96,11 @@ fn refusal_reason(reason: &CertificateError, host: &str) -> String {
             "its extended key usage does not allow a TLS server (serverAuth)".to_string()
         }
         CertificateError::Other(other) => match other.0.downcast_ref::<webpki::Error>() {
-            Some(webpki::Error::CaUsedAsEndEntity) => format!(
-                "it is a certificate authority's certificate (basicConstraints CA:TRUE, as `openssl req -x509` makes \
-                 by default), which a server may present only to a client that trusts this very certificate: give \
-                 this certificate to --cacert FILE (a plan's tls.ca_file, PostgreSQL's sslrootcert=FILE), as curl \
-                 takes it, or skip verification with -k"
-            ),
+            Some(webpki::Error::CaUsedAsEndEntity) => "it is a certificate authority's certificate (basicConstraints \
+                 CA:TRUE, as `openssl req -x509` makes by default), which a server may present only to a client that \
+                 trusts this very certificate: give this certificate to --cacert FILE (a plan's tls.ca_file, \
+                 PostgreSQL's sslrootcert=FILE), as curl takes it, or skip verification with -k"
+                .to_string(),
             Some(webpki::Error::UnsupportedCertVersion) => "it is an X.509 version 1 certificate (made without \
                  extensions), which horde refuses as browsers do: make it again with extensions, or skip \
                  verification with -k"
@@ -314,13 +317,10 @@ mod tests {
 
     fn verify(trust: &TrustGiven, certificate: &CertificateDer<'_>, name: &str) -> Result<(), String> {
         let name = ServerName::try_from(name.to_string()).unwrap();
-        trust
-            .verify_server_cert(certificate, &[], &name, &[], UnixTime::now())
-            .map(|_| ())
-            .map_err(|err| match err {
-                rustls::Error::InvalidCertificate(reason) => refusal_reason(&reason, "the server"),
-                other => other.to_string(),
-            })
+        trust.verify_server_cert(certificate, &[], &name, &[], UnixTime::now()).map(|_| ()).map_err(|err| match err {
+            rustls::Error::InvalidCertificate(reason) => refusal_reason(&reason, "the server"),
+            other => other.to_string(),
+        })
     }
 
     fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -356,7 +356,10 @@ mod tests {
         // A server certificate signed by a CA nobody gave.
         let unknown = CertificateError::UnknownIssuer;
         let words = refusal_reason(&unknown, "127.0.0.1");
-        assert!(words.contains("unknown certificate authority") && words.contains("--cacert FILE") && words.contains("-k"), "{words}");
+        assert!(
+            words.contains("unknown certificate authority") && words.contains("--cacert FILE") && words.contains("-k"),
+            "{words}"
+        );
     }
 
     #[test]

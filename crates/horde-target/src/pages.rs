@@ -106,12 +106,15 @@ mod tests {
 
     /// The forms of a page and the ViewState input each holds.
     fn forms(page: &str) -> Vec<(String, String)> {
-        page.split("<form").skip(1).map(|form| {
-            let form = &form[..form.find("</form>").expect("a closed form")];
-            let id = form.split("id=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
-            let input = form.split("id=\"j_id1:javax.faces.ViewState:").nth(1).map(|rest| rest[..1].to_string());
-            (id.to_string(), input.unwrap_or_default())
-        }).collect()
+        page.split("<form")
+            .skip(1)
+            .map(|form| {
+                let form = &form[..form.find("</form>").expect("a closed form")];
+                let id = form.split("id=\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+                let input = form.split("id=\"j_id1:javax.faces.ViewState:").nth(1).map(|rest| rest[..1].to_string());
+                (id.to_string(), input.unwrap_or_default())
+            })
+            .collect()
     }
 
     #[test]

@@ -671,7 +671,8 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
         }
         SqlPhase::Alter => {
             // Every strategy adds the column to a table without it: an earlier one's is dropped.
-            if connection.execute(&format!("SELECT hashval FROM {table} WHERE 1 = 0")).await.is_ok() {
+            let has_column = connection.execute(&format!("SELECT hashval FROM {table} WHERE 1 = 0")).await.is_ok();
+            if has_column {
                 let drop = format!("ALTER TABLE {table} DROP COLUMN hashval");
                 connection.execute(&drop).await.map_err(|e| context("dropping an earlier strategy's column", e))?;
             }
