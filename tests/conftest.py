@@ -147,18 +147,24 @@ def nginx_conf(directory, port):
     return NGINX_TEMPLATE.read_text().replace("{dir}", str(directory)).replace("{port}", str(port))
 
 
+def start_nginx(directory, ports):
+    """nginx with `directory`/nginx.conf, once every one of `ports` accepts connections."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
+                               stderr=subprocess.PIPE)
+    wait_until(lambda: all(can_connect(p) for p in ports) or process.poll() is not None, what="nginx")
+    if process.poll() is not None:
+        raise RuntimeError(f"nginx did not start: {process.stderr.read().decode()}")
+    return process
+
+
 class Nginx:
     def __init__(self, directory):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.status_requests = 0
-        conf = directory / "nginx.conf"
-        conf.write_text(nginx_conf(directory, self.port))
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
-        wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        (directory / "nginx.conf").write_text(nginx_conf(directory, self.port))
+        self.process = start_nginx(directory, [self.port])
 
     def requests_served(self):
         """nginx's own count of requests, less the status requests the tests made."""
@@ -209,13 +215,7 @@ class TlsNginx:
         for server, port in self.ports.items():
             conf = conf.replace("{" + server + "_port}", str(port))
         (directory / "nginx.conf").write_text(conf)
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
-                                        stderr=subprocess.PIPE)
-        wait_until(lambda: all(can_connect(p) for p in self.ports.values()) or self.process.poll() is not None,
-                   what="nginx with TLS")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        self.process = start_nginx(directory, self.ports.values())
 
     def url(self, server="tls", host="127.0.0.1"):
         scheme = "http" if server in CLEARTEXT_SERVERS else "https"

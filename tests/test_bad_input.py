@@ -487,16 +487,22 @@ def test_a_bad_schema_for_couchdb_is_named_with_its_flag(refuse, quiet_target, t
 # ---------------------------------------------------------------------------------------------
 # results directories
 
+def results_command(command, quiet_target, tmp_path):
+    """A command that writes results, before its --results."""
+    sim = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(1)))\n", quiet_target.url)
+    return {
+        "http": ["http", quiet_target.url + "/", "-n", "1"],
+        "run": ["run", sim],
+        "trials": ["run", "--trials", "2", sim],
+        "sweep": ["sweep", quiet_target.url + "/", "--users", "1", "--level-duration", "100ms", "--warmup", "0s"],
+    }[command]
+
+
 @pytest.mark.parametrize("command", ["http", "run", "sweep"])
 def test_results_under_a_regular_file_exit_3_naming_the_path(refuse, quiet_target, tmp_path, command):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where a directory should be")
-    sim = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(1)))\n", quiet_target.url)
-    args = {
-        "http": ["http", quiet_target.url + "/", "-n", "1"],
-        "run": ["run", sim],
-        "sweep": ["sweep", quiet_target.url + "/", "--users", "1", "--level-duration", "100ms", "--warmup", "0s"],
-    }[command]
+    args = results_command(command, quiet_target, tmp_path)
     result = refuse(*args, "--results", blocker / "results", results=False, code=CANNOT_WORK)
     assert_names(result, str(blocker))
     assert blocker.is_file()
@@ -507,14 +513,7 @@ def test_results_that_names_a_file_is_refused_naming_the_flag(refuse, quiet_targ
     # Issue 23: this exited 3 with "cannot create results directory FILE: no free name".
     taken = tmp_path / "results.txt"
     taken.write_text("notes")
-    sim = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(1)))\n", quiet_target.url)
-    args = {
-        "http": ["http", quiet_target.url + "/", "-n", "1"],
-        "run": ["run", sim],
-        "trials": ["run", "--trials", "2", sim],
-        "sweep": ["sweep", quiet_target.url + "/", "--users", "1", "--level-duration", "100ms", "--warmup", "0s"],
-    }[command]
-    result = refuse(*args, "--results", taken, results=False)
+    result = refuse(*results_command(command, quiet_target, tmp_path), "--results", taken, results=False)
     assert_names(result, f"--results {taken}: this is a file, not a directory")
     assert taken.read_text() == "notes"
 

@@ -5,13 +5,12 @@ mutual TLS, redirects from http to https, IPv6 and host names, TLS sessions per 
 with --cacert as curl trusts it; and run's and sweep's transport flags, read on the target's
 side."""
 
-import shutil
 import subprocess
 import textwrap
 
 import pytest
 
-from conftest import can_connect, free_port, stop_process, wait_until
+from conftest import free_port, start_nginx, stop_process
 
 OK = 0
 
@@ -201,12 +200,7 @@ class OpensslNginx:
               }}
             }}
         """))
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
-                                        stderr=subprocess.PIPE)
-        wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        self.process = start_nginx(directory, [self.port])
         self.url = f"https://127.0.0.1:{self.port}"
 
     def requests_served(self):

@@ -1,9 +1,8 @@
 //! Which server certificates a TLS client trusts, for every protocol that speaks TLS (HTTPS,
-//! PostgreSQL): the system's roots, certificates read from a PEM file, a verifier that checks
-//! the chain but not the name (PostgreSQL's `verify-ca`), one that accepts any certificate
-//! (`verify: false`, `sslmode=require`), one that also trusts a file's certificates as the
-//! server's own, as curl does ([`TrustGiven`]), and a failed handshake's kind and reason in
-//! words that say what to do.
+//! PostgreSQL): the system's roots, certificates read from a PEM file and trusted as curl
+//! trusts them, the server's own too, with or without its name checked (PostgreSQL's
+//! `verify-ca`) ([`TrustGiven`]), a verifier that accepts any certificate (`verify: false`,
+//! `sslmode=require`), and a failed handshake's kind and reason in words that say what to do.
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -141,13 +140,14 @@ fn elapsed(earlier: u64, later: u64) -> String {
 /// presenting one of them as its own certificate is trusted as it is, even when that
 /// certificate says it is a certificate authority's (basicConstraints CA:TRUE, what
 /// `openssl req -x509` makes by default), which webpki alone refuses as `CaUsedAsEndEntity`.
-/// Such a certificate must still be in date and valid for the name, unless a wrapping
-/// verifier waives the name (PostgreSQL's `verify-ca`).
+/// Such a certificate must still be in date, and valid for the name unless the name is not
+/// checked ([`TrustGiven::chain_only`]).
 #[derive(Debug)]
 pub(crate) struct TrustGiven {
     webpki: Arc<WebPkiServerVerifier>,
     /// The file's certificates, as the server may present them.
     given: Vec<CertificateDer<'static>>,
+    check_name: bool,
 }
 
 impl TrustGiven {
@@ -163,7 +163,14 @@ impl TrustGiven {
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
             .map_err(|err| err.to_string())?;
-        Ok(TrustGiven { webpki, given })
+        Ok(TrustGiven { webpki, given, check_name: true })
+    }
+
+    /// The chain must lead to a trusted root and be valid now; the name it was issued for is
+    /// not checked (libpq's `sslmode=verify-ca`: a server reached by an address its
+    /// certificate does not list, such as a replica behind a load balancer).
+    pub(crate) fn chain_only(self) -> TrustGiven {
+        TrustGiven { check_name: false, ..self }
     }
 }
 
@@ -176,7 +183,7 @@ impl ServerCertVerifier for TrustGiven {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let verdict = match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(CertificateError::Other(other)))
                 if other.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity)
                     && self.given.iter().any(|given| given.as_ref() == end_entity.as_ref()) =>
@@ -184,9 +191,14 @@ impl ServerCertVerifier for TrustGiven {
                 // webpki checks the validity dates before the basic constraints, so this
                 // certificate is in date; its name is what is left to check.
                 let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
-                rustls::client::verify_server_name(&parsed, server_name)?;
-                Ok(ServerCertVerified::assertion())
+                rustls::client::verify_server_name(&parsed, server_name).map(|()| ServerCertVerified::assertion())
             }
+            verdict => verdict,
+        };
+        match verdict {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
             verdict => verdict,
         }
     }
@@ -254,52 +266,6 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
-/// The chain must lead to a trusted root and be valid now; the name it was issued for is not
-/// checked (libpq's `sslmode=verify-ca`: a server reached by an address its certificate does
-/// not list, such as a replica behind a load balancer).
-#[derive(Debug)]
-pub(crate) struct VerifyChainOnly(pub TrustGiven);
-
-impl ServerCertVerifier for VerifyChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            verdict => verdict,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,9 +302,10 @@ mod tests {
         let wrong_name = verify(&trust, &server, "shop.test").unwrap_err();
         assert!(wrong_name.contains("not valid for the name the server (it names 127.0.0.1)"), "{wrong_name}");
         // Chain-only verification waives the name alone.
-        assert!(VerifyChainOnly(trust)
-            .verify_server_cert(&server, &[], &ServerName::try_from("shop.test").unwrap(), &[], UnixTime::now())
-            .is_ok());
+        assert_eq!(verify(&trust.chain_only(), &server, "shop.test"), Ok(()));
+        let other = self_signed_ca("127.0.0.1", 2020, 2100);
+        let chain_only = TrustGiven::new(RootCertStore::empty(), vec![server], provider()).unwrap().chain_only();
+        assert!(verify(&chain_only, &other, "127.0.0.1").unwrap_err().contains("CA:TRUE"));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! A Unix-socket host never speaks TLS (libpq neither: the socket is on the same machine).
 
 use super::super::database::take_parameters;
-use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, TrustGiven, VerifyChainOnly};
+use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, TrustGiven};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
@@ -125,11 +125,8 @@ impl PgTls {
             (Some((roots, given)), SslMode::VerifyFull) if given.is_empty() => builder.with_root_certificates(roots),
             (Some((roots, given)), mode) => {
                 let trust = TrustGiven::new(roots, given, provider).map_err(|err| format!("sslrootcert: {err}"))?;
-                if mode == SslMode::VerifyFull {
-                    builder.dangerous().with_custom_certificate_verifier(Arc::new(trust))
-                } else {
-                    builder.dangerous().with_custom_certificate_verifier(Arc::new(VerifyChainOnly(trust)))
-                }
+                let trust = if mode == SslMode::VerifyFull { trust } else { trust.chain_only() };
+                builder.dangerous().with_custom_certificate_verifier(Arc::new(trust))
             }
             (None, _) => builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
         };
