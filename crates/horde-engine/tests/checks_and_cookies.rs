@@ -125,13 +125,20 @@ fn cookie_steps_add_read_and_flush_the_users_jar() {
     );
     let totals = run_plan(&plan);
     // Every request passes; the last get_cookie fails each user once, in its own row, and
-    // the user stops there.
+    // the user carries on to the next request, as a Gatling user does after a failed step.
     let (ok, ko) = totals.request_counts();
-    assert_eq!((ok, ko), (users * 5, 0), "{:?}", errors(&totals));
-    assert!(totals.requests.iter().all(|(n, _)| &**n != "never"), "the user must stop at the missing cookie");
+    assert_eq!((ok, ko), (users * 6, 0), "{:?}", errors(&totals));
+    assert_eq!(row(&totals, "never").ok.len(), users, "the user goes on after the missing cookie");
     let found = errors(&totals);
     assert_eq!(found, [format!(r#"get_cookie persistent check_failed x{users}: get_cookie("persistent"): no such cookie for 127.0.0.1"#)]);
     let stats = server.stats();
-    assert_eq!(stats.by_route.get("GET /cookies/echo"), Some(&(users * 3)), "{stats:?}");
+    assert_eq!(stats.by_route.get("GET /cookies/echo"), Some(&(users * 4)), "{stats:?}");
     assert_eq!(stats.by_route.get("GET /cookies/set"), Some(&(users * 2)), "{stats:?}");
+
+    // With on_check_failure = stop_iteration the user stops at the missing cookie instead.
+    let stopping = plan.replace(r#""options": {"workers": 2}"#, r#""options": {"workers": 2, "on_check_failure": "stop_iteration"}"#);
+    assert_ne!(stopping, plan);
+    let totals = run_plan(&stopping);
+    assert_eq!(totals.request_counts(), (users * 5, 0), "{:?}", errors(&totals));
+    assert!(totals.requests.iter().all(|(n, _)| &**n != "never"), "the user must stop at the missing cookie");
 }
