@@ -186,7 +186,8 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     // Streams beyond what -n leaves each connection would never be sent.
     let streams = streams.min(requests.map_or(u64::MAX, |n| n.div_ceil(connections.max(1)))).max(1);
     let request = Request {
-        name: format!("{} {}", args.method.to_uppercase(), args.url),
+        // The row's name is in every result (and --metrics' labels): never a password.
+        name: format!("{} {}", args.method.to_uppercase(), horde_plan::redacted_url(&args.url)),
         method: args.method.to_uppercase(),
         url: args.url.replace("${", "$${"),
         headers,

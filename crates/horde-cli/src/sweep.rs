@@ -435,7 +435,8 @@ fn is_good(level: &SweepLevel, previous: Option<&SweepLevel>) -> bool {
 /// arrival sends one request (open model).
 fn url_plan(url: &str, model: Model) -> Plan {
     let request = Step::Request(Request {
-        name: format!("GET {url}"),
+        // The row's name is in every result: never a password.
+        name: format!("GET {}", horde_plan::redacted_url(url)),
         method: "GET".into(),
         url: url.replace("${", "$${"),
         headers: vec![],

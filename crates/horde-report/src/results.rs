@@ -76,6 +76,7 @@ pub fn read_summary(path: &Path) -> Result<Summary, ResultsError> {
 /// The sink the CLI uses: keeps summary.json current and prints progress to stderr.
 pub struct ResultsSink {
     dir: PathBuf,
+    /// The plan as the results show it: credentials redacted ([`Plan::redacted`]).
     plan: Plan,
     environment: Environment,
     progress_every: Duration,
@@ -111,7 +112,8 @@ impl ResultsSink {
         };
         ResultsSink {
             dir,
-            plan,
+            // Credentials never reach the results (summary.json, then report.html).
+            plan: plan.redacted(),
             environment,
             progress_every: Duration::from_secs(5),
             last_progress: Instant::now(),
