@@ -52,7 +52,7 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     fn of(recorder: &Recorder) -> PhaseMeans {
-        let mean = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() };
+        let mean = crate::Distribution::mean;
         PhaseMeans {
             dns: mean(&recorder.dns),
             connect: mean(&recorder.connect),

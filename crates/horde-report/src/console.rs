@@ -372,7 +372,7 @@ dns lookup                          1     0.09     0.09     0.09
 connect                             1     0.15     0.15     0.15
 tls handshake                       1     0.24     0.24     0.24
 send                                5     0.02     0.02     0.02
-wait (to first byte)                5   181.11   900.10   900.10
+wait (to first byte)                5   180.96   901.12   901.12
 receive                             5     0.06     0.08     0.08
 ---- Response Time Distribution ------------------------------------------------
 > t < 800 ms                                           3 ( 60%)
