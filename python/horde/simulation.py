@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ._durations import to_ms
+from ._durations import to_ms, to_us
 from .assertions import threshold_texts
 from .chains import Population
 from .errors import DslError, ParameterError
@@ -143,6 +143,7 @@ _OPTION_NAMES = {
     "workers": ("workers", int),
     "graceful_stop": ("graceful_stop_ms", lambda v: to_ms(v, "graceful_stop")),
     "throttle": ("throttle", lambda v: _throttle_steps(v if isinstance(v, (list, tuple)) else [v])),
+    "late_start_threshold": ("late_start_threshold_us", lambda v: to_us(v, "late_start_threshold")),
 }
 
 
@@ -220,7 +221,15 @@ def setup(*populations, protocol=None, name=None, **options):
     databases', or a list of them: ``protocol=[http.base_url(...), sql.url(...)]``), and run
     options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
     ("stop_iteration" or "continue"), ``percentiles``, ``response_time_bounds_ms``,
-    ``max_requests``, ``workers``."""
+    ``max_requests``, ``workers``, ``late_start_threshold`` (seconds: an arrival or throttle
+    slot that starts later than this counts as late; 0.001 by default; ``horde sweep`` calls a
+    level whose starts are more than 1 % late "load not delivered").
+
+    >>> from horde import at_once_users, http, scenario
+    >>> sim = setup(scenario("s").exec(http("home").get("/")).inject(at_once_users(1)), late_start_threshold=0.005)
+    >>> sim.to_plan()["options"]["late_start_threshold_us"]
+    5000
+    """
     flat = []
     for population in populations:
         items = population if isinstance(population, (list, tuple)) else [population]
