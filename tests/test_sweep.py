@@ -241,9 +241,9 @@ def test_an_interrupted_level_is_measured_over_the_time_it_ran_and_never_judged(
     assert summary["run"]["status"] == "interrupted"
     measured_ms = summary["run"]["duration_ms"] - summary["run"]["warmup_ms"]
     # Two users at 20 ms a request: about 100 a second, over the seconds it ran (not 30).
-    assert level["interrupted"] and level["measured_ms"] == measured_ms
-    assert level["throughput_rps"] == pytest.approx(summary["global"]["ok"] * 1000 / measured_ms, rel=1e-9)
     assert 80 <= level["throughput_rps"] <= 105, level
+    assert level["throughput_rps"] == pytest.approx(summary["global"]["ok"] * 1000 / measured_ms, rel=1e-9)
+    assert level["interrupted"] and level["measured_ms"] == measured_ms
     assert report["knee"] is None and report["highest_meeting_slos"] is None, report
     [row] = list(csv.DictReader((directory / "sweep.csv").read_text().splitlines()))
     assert (row["interrupted"], row["slos_met"]) == ("true", "false")
