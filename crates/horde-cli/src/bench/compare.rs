@@ -113,7 +113,8 @@ fn same_machine_warnings(machines: &[MachineColumn]) -> Vec<String> {
                 format!("{} are one machine, not several", labels.join(", "))
             };
             Some(format!(
-                "warning: {both} ({}) come from the same machine (fingerprint {fingerprint}): {how}; if you meant to                  compare machines, run the benchmark on each (horde bench there, or --host) and compare those files",
+                "warning: {both} ({}) come from the same machine (fingerprint {fingerprint}): {how}; if you meant to \
+                 compare machines, run the benchmark on each (horde bench there, or --host) and compare those files",
                 files.join(", ")
             ))
         })
