@@ -256,6 +256,11 @@ impl Recorder {
         self.retried += 1;
     }
 
+    /// The phases, in the order of an exchange: DNS, connect, TLS, send, wait, receive.
+    pub fn phases(&self) -> [&Distribution; 6] {
+        [&self.dns, &self.connect, &self.tls, &self.send, &self.wait, &self.receive]
+    }
+
     /// Latency from the intended start of every exchange, OK and KO together.
     pub fn corrected(&self) -> Histogram<u64> {
         let mut all = self.ok.histogram().into_owned();

@@ -254,6 +254,7 @@ impl Recorder {
         let ok = self.ok.histogram();
         let stats = |distribution: &crate::Distribution| LatencyStats::from_histogram(&distribution.histogram(), p);
         let count = self.count();
+        let [dns, connect, tls, send, wait, receive] = self.phases().map(stats);
         RequestStats {
             name: name.to_string(),
             count,
@@ -269,14 +270,7 @@ impl Recorder {
                 ko: stats(&self.ko),
                 uncorrected: stats(&self.uncorrected),
             },
-            phases: PhaseStats {
-                dns: stats(&self.dns),
-                connect: stats(&self.connect),
-                tls: stats(&self.tls),
-                send: stats(&self.send),
-                wait: stats(&self.wait),
-                receive: stats(&self.receive),
-            },
+            phases: PhaseStats { dns, connect, tls, send, wait, receive },
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
             bodies_decoded: self.bodies_decoded,

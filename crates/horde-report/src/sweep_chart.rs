@@ -212,18 +212,22 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         WIDTH / 2.0,
         escape(&title)
     );
-    // Grid and tick labels: throughput on the left, latency on the right, each at its own
-    // round numbers.
-    for t in &rps_ticks {
-        let gy = y_rps(*t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{left:.1}" y1="{gy:.1}" x2="{right_x:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{THROUGHPUT}">{}</text>"##,
-            left - 6.0,
-            gy + 4.0,
-            tick_label(*t, rps_step)
-        );
-    }
+    // Grid and tick labels: throughput (and, under it, errors) on the left, latency on the
+    // right, each at its own round numbers.
+    let left_axis = |svg: &mut String, ticks: &[f64], step: f64, y: &dyn Fn(f64) -> f64, colour: &str| {
+        for t in ticks {
+            let gy = y(*t);
+            let _ = write!(
+                svg,
+                r##"<line x1="{left:.1}" y1="{gy:.1}" x2="{right_x:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">{}</text>"##,
+                left - 6.0,
+                gy + 4.0,
+                tick_label(*t, step)
+            );
+        }
+    };
+    left_axis(&mut svg, &rps_ticks, rps_step, &y_rps, THROUGHPUT);
+    left_axis(&mut svg, &error_ticks, error_step, &y_errors, ERRORS);
     for t in &ms_ticks {
         let gy = y_ms(*t);
         let _ = write!(
@@ -233,16 +237,6 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
             right_x + 6.0,
             gy + 4.0,
             tick_label(*t, ms_step)
-        );
-    }
-    for t in &error_ticks {
-        let gy = y_errors(*t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{left:.1}" y1="{gy:.1}" x2="{right_x:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{ERRORS}">{}</text>"##,
-            left - 6.0,
-            gy + 4.0,
-            tick_label(*t, error_step)
         );
     }
     for t in &x_axis.ticks {
