@@ -111,6 +111,21 @@ class Target:
         stop_process(self.process)
 
 
+CHROMIUM = os.environ.get("HORDE_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright; the test is skipped when either is missing."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
 @pytest.fixture
 def target():
     server = Target()
@@ -132,18 +147,28 @@ def nginx_conf(directory, port):
     return NGINX_TEMPLATE.read_text().replace("{dir}", str(directory)).replace("{port}", str(port))
 
 
+def start_nginx(directory, ports):
+    """nginx with `directory`/nginx.conf, once every one of `ports` accepts connections."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
+                               stderr=subprocess.PIPE)
+    wait_until(lambda: all(can_connect(p) for p in ports) or process.poll() is not None, what="nginx")
+    if process.poll() is not None:
+        raise RuntimeError(f"nginx did not start: {process.stderr.read().decode()}")
+    return process
+
+
 class Nginx:
-    def __init__(self, directory):
+    """nginx with scripts/nginx.conf.template; ``configure`` may rewrite the configuration's
+    text first."""
+
+    def __init__(self, directory, configure=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.status_requests = 0
-        conf = directory / "nginx.conf"
-        conf.write_text(nginx_conf(directory, self.port))
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
-        wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        text = nginx_conf(directory, self.port)
+        (directory / "nginx.conf").write_text(configure(text) if configure else text)
+        self.process = start_nginx(directory, [self.port])
 
     def requests_served(self):
         """nginx's own count of requests, less the status requests the tests made."""
@@ -160,6 +185,35 @@ class Nginx:
 @pytest.fixture(scope="session")
 def nginx(tmp_path_factory):
     server = Nginx(tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()
+
+
+def limit_req(rate, directory):
+    """A ``configure`` for Nginx: every page but the status is limited to ``rate`` requests a
+    second, with no burst (nginx's limit_req; a request over the rate gets a 503 at once)."""
+    directory.chmod(0o755)
+    (directory / "www").mkdir(exist_ok=True)
+    (directory / "www" / "index.html").write_text("hello\n")
+
+    def configure(conf):
+        conf = conf.replace(
+            "  keepalive_requests 100000000;",
+            f"  keepalive_requests 100000000;\n  limit_req_zone $binary_remote_addr zone=one:1m rate={rate}r/s;\n"
+            "  limit_req_status 503;",
+        )
+        # limit_req acts in a phase that `return` skips: the limited location serves a file.
+        return conf.replace('    location / { return 200 "hello\\n"; }',
+                            f"    location / {{ limit_req zone=one; root {directory}/www; }}")
+
+    return configure
+
+
+@pytest.fixture
+def limited_nginx(tmp_path_factory):
+    """nginx limiting its pages to 300 requests a second (``limited_nginx.url + "/index.html"``)."""
+    directory = tmp_path_factory.mktemp("nginx-limited")
+    server = Nginx(directory, configure=limit_req(300, directory))
     yield server
     server.stop()
 
@@ -194,13 +248,7 @@ class TlsNginx:
         for server, port in self.ports.items():
             conf = conf.replace("{" + server + "_port}", str(port))
         (directory / "nginx.conf").write_text(conf)
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
-                                        stderr=subprocess.PIPE)
-        wait_until(lambda: all(can_connect(p) for p in self.ports.values()) or self.process.poll() is not None,
-                   what="nginx with TLS")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        self.process = start_nginx(directory, self.ports.values())
 
     def url(self, server="tls", host="127.0.0.1"):
         scheme = "http" if server in CLEARTEXT_SERVERS else "https"

@@ -258,3 +258,54 @@ def test_assertions_without_a_condition_are_refused_when_the_simulation_loads():
         global_().successful_requests().count()
     between = simulation.assertions(global_().response_time().mean().between(5, 50))
     assert between.to_plan()["thresholds"] == ["mean>=5ms", "mean<=50ms"]
+
+
+def test_a_latency_threshold_with_no_ok_response_to_judge_fails(horde, target, tmp_path):
+    # TLS to a cleartext port: every request fails in a few milliseconds. A latency gate met by
+    # refused handshakes says nothing of the server's latency.
+    junit = tmp_path / "thresholds.xml"
+    result = horde(
+        "http", target.url.replace("http://", "https://") + "/", "-c", "1", "-n", "20", "--junit", junit,
+        "--threshold", "p95<200ms", "--threshold", "ok.p95<200ms", "--threshold", "each: uncorrected.max<1s",
+        "--threshold", "errors.count==20",
+    )  # fmt: skip
+    assert result.code == 99, result.stderr
+    assert result.summary["global"]["ko"] == 20
+    by_text = {t["text"]: t for t in result.summary["thresholds"]}
+    for text in ("p95<200ms", "ok.p95<200ms", "each: uncorrected.max<1s"):
+        assert by_text[text]["status"] == "fail", by_text[text]
+        assert by_text[text]["observed"] is None
+    assert by_text["p95<200ms"]["note"] == "no OK response to judge (20 KO)"
+    assert by_text["errors.count==20"]["status"] == "pass"
+    # Which responses each latency threshold judged, wherever a verdict is shown.
+    assert by_text["p95<200ms"]["population"] == "OK and KO responses"
+    assert by_text["ok.p95<200ms"]["population"] == "OK responses"
+    assert "population" not in by_text["errors.count==20"]
+    assert "> FAIL    p95<200ms" in result.stdout and "no OK response to judge (20 KO) (OK and KO responses)" in result.stdout
+    assert "judged on OK and KO responses" in junit.read_text()
+
+
+def test_ok_latency_thresholds_judge_ok_responses_only(horde, target, tmp_path):
+    plan = {
+        "version": 1, "name": "mixed",
+        "protocol": {"base_url": target.url},
+        "scenarios": [{
+            "name": "s", "injection": [{"type": "at_once_users", "users": 1}],
+            "steps": [{"type": "repeat", "times": 10, "steps": [
+                {"type": "request", "name": "slow", "method": "GET", "url": "/delay/30"},
+                {"type": "request", "name": "broken", "method": "GET", "url": "/status/500"},
+            ]}],
+        }],
+        "thresholds": ["min<20ms", "ok.min>=30ms", "\"broken\": ok.p50<1s"],
+    }  # fmt: skip
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    result = horde("run", path)
+    assert result.code == 99, result.stderr
+    verdicts = {t["text"]: (t["status"], t.get("note")) for t in result.summary["thresholds"]}
+    # The fast 500s are in the default population and out of the OK one; a row with no OK
+    # response fails its OK threshold.
+    assert verdicts == {
+        "min<20ms": ("pass", None), "ok.min>=30ms": ("pass", None),
+        "\"broken\": ok.p50<1s": ("fail", "no OK response to judge (10 KO)"),
+    }  # fmt: skip

@@ -16,6 +16,12 @@ failed one makes ``horde run`` exit 99. Times are in milliseconds, as in Gatling
     'p99<2000ms over 30000ms abort'
     >>> global_().requests_per_sec().gte(1000).text
     'rps>=1000'
+    >>> global_().response_time(ok_only=True).percentile(95).lt(200).text
+    'ok.p95<200ms'
+
+A response-time assertion judges OK and KO responses together, as Gatling's does; with
+``ok_only=True`` it judges OK responses only (k6's ``{expected_response:true}``). Either way, a
+scope whose requests all failed fails it: there is no server latency to judge.
 """
 
 import json
@@ -100,9 +106,10 @@ class _Metric:
 @dataclass(frozen=True)
 class _ResponseTime:
     scope: str
+    ok_only: bool = False
 
     def _metric(self, name):
-        return _Metric(self.scope, name, "ms")
+        return _Metric(self.scope, f"ok.{name}" if self.ok_only else name, "ms")
 
     def min(self):
         return self._metric("min")
@@ -158,8 +165,9 @@ class _Requests:
 class _Scope:
     scope: str
 
-    def response_time(self):
-        return _ResponseTime(self.scope)
+    def response_time(self, ok_only=False):
+        """Response times of OK and KO responses together; ``ok_only=True``: of OK ones."""
+        return _ResponseTime(self.scope, bool(ok_only))
 
     def all_requests(self):
         return _Requests(self.scope, "all")

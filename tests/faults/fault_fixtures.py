@@ -7,6 +7,7 @@ one would shadow tests/conftest.py for the ``from conftest import ...`` of the o
 """
 
 import collections
+import json
 import os
 import re
 import signal
@@ -30,9 +31,16 @@ class MisbehavingServer:
             [sys.executable, str(SERVER), "--log", str(self.log)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        # The line is printed once the socket listens: reading it is the readiness check.
-        line = self.process.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        # The raw listeners' lines come first; the last line is printed once the HTTP socket
+        # listens: reading it is the readiness check.
+        self.raw = {}
+        while True:
+            line = self.process.stdout.readline()
+            raw = re.match(r"raw (\S+) (http://127\.0\.0\.1:\d+)", line)
+            if not raw:
+                break
+            self.raw[raw.group(1)] = raw.group(2)
+        match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
         if not match:
             self.process.kill()
             raise RuntimeError(f"the misbehaving server did not start: {line!r} {self.process.stderr.read()}")
@@ -86,13 +94,15 @@ def misbehaving(tmp_path):
 
 
 class Measured(Result):
-    """A finished horde run with its peak resident memory (ru_maxrss of the process)."""
+    """A finished horde run with its peak resident memory (ru_maxrss of the process) and the
+    CPU time it used (user and system)."""
 
-    def __init__(self, returncode, stdout, stderr, results_dir, max_rss_kib, wall_seconds):
+    def __init__(self, returncode, stdout, stderr, results_dir, max_rss_kib, wall_seconds, cpu_seconds):
         completed = subprocess.CompletedProcess([], returncode, stdout, stderr)
         super().__init__(completed, results_dir)
         self.max_rss_kib = max_rss_kib
         self.wall_seconds = wall_seconds
+        self.cpu_seconds = cpu_seconds
 
 
 @pytest.fixture
@@ -125,9 +135,21 @@ def run_measured(tmp_path):
             time.sleep(0.01)
         wall = time.monotonic() - started
         process.returncode = os.waitstatus_to_exitcode(status)
-        return Measured(process.returncode, out.read_text(), err.read_text(), results_dir, usage.ru_maxrss, wall)
+        return Measured(process.returncode, out.read_text(), err.read_text(), results_dir, usage.ru_maxrss, wall,
+                        usage.ru_utime + usage.ru_stime)
 
     return run
+
+
+def read_summary(results):
+    """The summary.json of the one run under `results` as it is now (None before the first, or
+    while it is being replaced)."""
+    for path in results.glob("*/summary.json"):
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            return None
+    return None
 
 
 def error_kinds(summary):

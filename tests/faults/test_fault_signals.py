@@ -2,7 +2,6 @@
 SIGINT and SIGTERM end it as interrupted (exit 130) with a valid summary whose count nginx
 confirms, even when every request is stalled; after SIGKILL the summary last written is valid and agrees with its own duration."""
 
-import json
 import signal
 import subprocess
 import time
@@ -11,7 +10,7 @@ import jsonschema
 import pytest
 
 from conftest import wait_until
-from fault_fixtures import misbehaving  # noqa: F401 (fixture)
+from fault_fixtures import misbehaving, read_summary  # noqa: F401 (fixture)
 
 INTERRUPTED = 130
 RATE = 200
@@ -25,15 +24,6 @@ LAYOUTS = {
 
 def connections(layout):
     return int(LAYOUTS[layout][LAYOUTS[layout].index("-c") + 1])
-
-
-def read_summary(results):
-    for path in results.glob("*/summary.json"):
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            return None
-    return None
 
 
 def start_run(nginx, results, layout, *extra):

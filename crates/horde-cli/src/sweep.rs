@@ -149,12 +149,13 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let model = settings.model;
     // A simulation's session functions run at every level.
     let (mut plan, functions, name) = if args.target.contains("://") {
-        let plan = url_plan(&args.target, model);
+        let mut plan = url_plan(&args.target, model);
+        args.transport.apply(&mut plan.protocol, Some(&args.target)).map_err(invalid_flags)?;
         let name = plan.name.clone();
         (plan, None, name)
     } else {
         let file = Path::new(&args.target);
-        let program = load_program(file, &args.params, &[], loader)?;
+        let program = load_program(file, &args.params, &[], &args.transport, loader)?;
         (program.plan, program.session_functions, crate::results_name(file))
     };
     if args.workers.is_some() {
@@ -465,7 +466,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
         // The row's name is in every result: never a password.
         name: format!("GET {}", horde_plan::redacted_url(url)),
         method: "GET".into(),
-        url: url.replace("${", "$${"),
+        url: horde_plan::escape_template(url),
         headers: vec![],
         query: vec![],
         body: None,

@@ -174,6 +174,7 @@ impl VirtualUser {
     /// one outcome in its group row, its duration from the first attempt's start to the end
     /// of the passing one (for `eventually`, the time to consistency).
     pub(crate) async fn retry(&mut self, retry: &RetryProgram) -> Flow {
+        let entered = self.enter_group();
         let started = Instant::now();
         let deadline = retry.timeout.map(|timeout| started + timeout);
         let outer_retrying = self.retrying;
@@ -197,15 +198,14 @@ impl VirtualUser {
                 _ if last => break (Flow::StopIteration, false),
                 _ => {}
             }
-            let resume = Instant::now() + retry.pause;
-            tokio::time::sleep_until(resume).await;
-            self.next_intended = Some(resume);
+            tokio::time::sleep_until(Instant::now() + retry.pause).await;
         };
+        let origin = self.leave_group(entered);
         self.retrying = outer_retrying;
         self.exiting_on_failure -= 1;
         let (flow, ok) = outcome;
         if self.ctx.measures(started) {
-            let duration_us = started.elapsed().as_micros() as u64;
+            let duration_us = origin.elapsed().as_micros() as u64;
             self.ctx.metrics.borrow_mut().group(retry.group).record_attempts(duration_us, ok, u64::from(attempts));
         }
         if ok || flow != Flow::StopIteration {

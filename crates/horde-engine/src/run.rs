@@ -5,6 +5,7 @@ use crate::lower::Program;
 use crate::request_log::ActiveUsers;
 use crate::run_limits::RunLedger;
 use crate::session::functions::FunctionCost;
+use crate::start_line::{Arrival, RunStart, StartLine};
 use crate::worker::{run_worker, ScenarioGate, StopSignal, WorkerSetup};
 use horde_metrics::{Recorder, RequestLogOutput, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,14 +76,12 @@ pub fn run_with_request_log(
     let seed = options.seed.unwrap_or_else(|| {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     });
-    let started_at = SystemTime::now();
-    let start = Instant::now();
     let (snapshots, received) = mpsc::channel();
-    let run_token = run_token(started_at);
+    let run_token = run_token(SystemTime::now());
+    let start_line = StartLine::new(workers);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
     crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program.plan));
-    let started_epoch_us = started_at.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
     let active_users = Arc::new(ActiveUsers::new(workers, program.scenarios.len()));
     let mut give_back = Vec::with_capacity(workers);
     let threads: Vec<_> = (0..workers)
@@ -93,7 +92,6 @@ pub fn run_with_request_log(
                 program: program.clone(),
                 worker,
                 workers,
-                start,
                 seed,
                 snapshots: snapshots.clone(),
                 emptied,
@@ -101,8 +99,9 @@ pub fn run_with_request_log(
                 gates: gates.clone(),
                 ledger: ledger.clone(),
                 run_token: run_token.clone(),
-                request_log: request_log.clone().map(|output| (output, started_epoch_us, active_users.clone())),
+                request_log: request_log.clone().map(|output| (output, active_users.clone())),
             };
+            let arrival = Arrival::new(start_line.clone());
             let functions = program.session_functions.clone();
             std::thread::Builder::new()
                 .name(format!("horde-worker-{worker}"))
@@ -110,14 +109,14 @@ pub fn run_with_request_log(
                     // The front end may prepare the thread for its calls (Python registers it
                     // once, rather than at every call).
                     Some(functions) => {
-                        let mut setup = Some(setup);
+                        let mut setup = Some((setup, arrival));
                         functions.on_worker_thread(&mut || {
-                            if let Some(setup) = setup.take() {
-                                run_worker(setup);
+                            if let Some((setup, arrival)) = setup.take() {
+                                run_worker(setup, arrival);
                             }
                         })
                     }
-                    None => run_worker(setup),
+                    None => run_worker(setup, arrival),
                 })
                 .expect("spawning a worker thread")
         })
@@ -125,6 +124,8 @@ pub fn run_with_request_log(
     drop(snapshots);
     // The workers hold the only senders now: the log's writer sees its end when they do.
     drop(request_log);
+    // The run's clock starts once every worker is ready (see `StartLine`).
+    let RunStart { instant: start, wall: started_at } = start_line.wait();
 
     // The collector runs on a thread of its own, below the workers' priority: its work once
     // an interval (merging snapshots, every row's percentiles, summary.json) takes tens of

@@ -12,7 +12,7 @@ use crate::worker::{WorkerContext, WorkerMetrics};
 use horde_metrics::RequestTiming;
 use horde_plan::OnCheckFailure;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -23,17 +23,18 @@ use tokio::time::Instant;
 /// The timer's resolution: a wake-up this late is the clock's granularity, not a stall.
 const TIMER_RESOLUTION: Duration = Duration::from_millis(1);
 
-/// Where a request's corrected latency is measured from: its intended start, plus the timer's
-/// resolution, which is the clock's granularity rather than a stall. Any lateness beyond it
-/// counts, so a stalled worker or an overloaded schedule shows in the latency (coordinated
-/// omission).
+/// Where the latency of a request the server held back is measured from: the throttle slot it
+/// was due at, plus the timer's resolution, which is the clock's granularity rather than a
+/// stall (coordinated omission: the time the user could not send because it was still
+/// waiting for earlier answers counts, as wrk2 counts it).
 pub(crate) fn corrected_start(intended: Instant, started: Instant) -> Instant {
     (intended + TIMER_RESOLUTION).min(started)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UserOutcome {
-    Finished,
+    /// The user ran to its end; `failed` when any of its requests or steps was a KO.
+    Finished { failed: bool },
     /// The run's request limit was reached; no new user should start.
     Exhausted,
 }
@@ -65,9 +66,10 @@ pub(crate) struct VirtualUser {
     /// Connections to the plan's databases, by their index; empty until the user's first SQL
     /// step.
     pub(crate) sql: Vec<crate::protocol::sql::SqlLink>,
-    /// When the next request was meant to start (arrival time, end of a pause). Latency is
-    /// measured from it, so a late timer or a busy worker shows up in the figures.
-    pub(crate) next_intended: Option<Instant>,
+    /// Inside a group (or `try_max`, `eventually`): when its duration is measured from. Its
+    /// entry, or the earlier throttle slot a request inside was held back from, so a group
+    /// is never shorter than its requests (one clock for both).
+    group_origin: Option<Instant>,
     /// KO requests so far: a group is OK when this did not change inside it.
     pub(crate) failures: u64,
     /// Failed requests so far, retried ones included: an attempt of `try_max` or
@@ -96,13 +98,7 @@ pub(crate) struct VirtualUser {
 }
 
 impl VirtualUser {
-    pub fn new(
-        ctx: Rc<WorkerContext>,
-        scenario: usize,
-        seed: u64,
-        number: u64,
-        intended_start: Option<Instant>,
-    ) -> VirtualUser {
+    pub fn new(ctx: Rc<WorkerContext>, scenario: usize, seed: u64, number: u64) -> VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
             http: HttpSession::new(ctx.program.reads_response_headers),
@@ -122,7 +118,7 @@ impl VirtualUser {
                 extra: None,
             },
             ctx,
-            next_intended: intended_start,
+            group_origin: None,
             failures: 0,
             attempt_failures: 0,
             retrying: false,
@@ -139,7 +135,7 @@ impl VirtualUser {
         }
         match flow {
             Flow::Exhausted => UserOutcome::Exhausted,
-            Flow::Next | Flow::StopIteration | Flow::ExitUser => UserOutcome::Finished,
+            Flow::Next | Flow::StopIteration | Flow::ExitUser => UserOutcome::Finished { failed: self.failures > 0 },
         }
     }
 
@@ -159,10 +155,13 @@ impl VirtualUser {
                     }
                     flow
                 }
-                StepProgram::Pause(kind) => {
-                    self.pause(*kind).await;
-                    Flow::Next
-                }
+                StepProgram::Pause(kind) => match self.pause_duration(kind) {
+                    Ok(duration) => {
+                        self.pause(duration).await;
+                        Flow::Next
+                    }
+                    Err(flow) => flow,
+                },
                 StepProgram::Pace { id, duration } => {
                     self.pace(*id, *duration).await;
                     Flow::Next
@@ -188,6 +187,9 @@ impl VirtualUser {
                         if flow != Flow::Next {
                             return flow;
                         }
+                        // A body that never waits (only `set` steps, say) must still let the
+                        // worker's snapshots, `max_duration` and Ctrl-C through.
+                        tokio::task::consume_budget().await;
                     }
                     Flow::Next
                 }
@@ -201,16 +203,19 @@ impl VirtualUser {
                             return flow;
                         }
                         i += 1;
+                        tokio::task::consume_budget().await;
                     }
                     Flow::Next
                 }
                 StepProgram::Group { group, body } => {
-                    let started = Instant::now();
+                    let entered = self.enter_group();
+                    let measured = self.ctx.measures(entered.at);
                     let failures = self.failures;
                     let flow = self.chain(body).await;
-                    let duration_us = started.elapsed().as_micros() as u64;
+                    let origin = self.leave_group(entered);
+                    let duration_us = origin.elapsed().as_micros() as u64;
                     let ok = self.failures == failures;
-                    if self.ctx.measures(started) {
+                    if measured {
                         self.ctx.metrics.borrow_mut().group(*group).record(duration_us, ok);
                     }
                     flow
@@ -265,26 +270,67 @@ impl VirtualUser {
         }
     }
 
-    /// Waits for the run's next throttle slot, when there is a throttle; the slot is then when
-    /// the request was meant to start.
+    /// Waits for the run's next throttle slot, when there is a throttle. Returns the slot when
+    /// it was already due as the user asked for it: the user was held back by the answers it
+    /// waited for, and the request's latency counts from the slot (coordinated omission, as
+    /// wrk2 measures it). A slot the user waited for returns None: the request is measured
+    /// from when it went out, and a late wake-up, the generator's own lag, goes to the start
+    /// lag instead, never into the server's figures.
     pub(crate) async fn throttle_slot(&mut self) -> Option<Instant> {
         let slot = self.ctx.limits.next_throttle_slot()?;
+        let asked = Instant::now();
         // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
         // start most of them late.
         self.slot_timer.get_or_insert_with(PreciseTimer::new).sleep_until(slot).await;
         self.ctx.record_start_lag(slot, Instant::now());
-        Some(slot)
+        (slot < asked).then_some(slot)
     }
 
-    async fn pause(&mut self, kind: PauseKind) {
-        let duration = match kind {
-            PauseKind::Fixed(d) => d,
-            PauseKind::Uniform(min, max) => min + (max - min).mul_f64(self.session.rng.random::<f64>()),
-            PauseKind::Exponential(mean) => mean.mul_f64(-(1.0 - self.session.rng.random::<f64>()).ln()),
-        };
-        let target = self.next_intended.unwrap_or_else(Instant::now) + duration;
-        tokio::time::sleep_until(target).await;
-        self.next_intended = Some(target);
+    /// Where a request that went out at `started` is measured from: the slot it was held back
+    /// from (see [`Self::throttle_slot`]), or `started`. A group around it then counts from
+    /// the same instant.
+    pub(crate) fn latency_origin(&mut self, held_since: Option<Instant>, started: Instant) -> Instant {
+        let Some(slot) = held_since else { return started };
+        let origin = corrected_start(slot, started);
+        if let Some(group_origin) = &mut self.group_origin {
+            *group_origin = (*group_origin).min(origin);
+        }
+        origin
+    }
+
+    /// Enters a group (or a retry block): its duration counts from now, or from an earlier
+    /// slot a request inside was held back from.
+    pub(crate) fn enter_group(&mut self) -> GroupEntry {
+        let at = Instant::now();
+        GroupEntry { at, outer: self.group_origin.replace(at) }
+    }
+
+    /// Leaves the group entered at `entry`: the instant its duration counts from. An
+    /// enclosing group counts from it too when it is earlier.
+    pub(crate) fn leave_group(&mut self, entry: GroupEntry) -> Instant {
+        let origin = self.group_origin.take().unwrap_or(entry.at).min(entry.at);
+        self.group_origin = entry.outer.map(|outer| outer.min(origin));
+        origin
+    }
+
+    /// How long this pause lasts: drawn, or rendered from the session. A template that
+    /// renders to no duration fails the user, counted in the pause's row.
+    fn pause_duration(&mut self, kind: &PauseKind) -> Result<Duration, Flow> {
+        if let Some(duration) = kind.draw(&mut self.session.rng) {
+            return Ok(duration);
+        }
+        let PauseKind::Template(pause) = kind else { unreachable!("only a template needs the session") };
+        let text = pause.duration.render(&mut self.session).map_err(|error| self.step_failed(pause.row_id, error))?;
+        horde_plan::parse_duration(&text).map_err(|problem| {
+            let failure = Failure::unsent("invalid_pause", problem);
+            self.step_error(pause.row_id, &failure, 0)
+        })
+    }
+
+    async fn pause(&mut self, duration: Duration) {
+        // From now: the pause follows the answer, as Gatling's does. A late wake-up is the
+        // generator's and is not charged to the next request.
+        tokio::time::sleep_until(Instant::now() + duration).await;
     }
 
     /// Waits until `duration` after this user last passed this pace step, so the loop around
@@ -298,7 +344,6 @@ impl VirtualUser {
         };
         tokio::time::sleep_until(target).await;
         self.paces[id] = Some(target);
-        self.next_intended = Some(target);
     }
 
     /// An expression that has no value, as the failure of what needed it.
@@ -468,6 +513,13 @@ impl VirtualUser {
         }
         self.after_failure()
     }
+}
+
+/// Where a group was entered, and the origin of the group around it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GroupEntry {
+    at: Instant,
+    outer: Option<Instant>,
 }
 
 /// What happened to a request, for the request log.

@@ -7,6 +7,7 @@ use crate::lower::Program;
 use crate::precise_timer::PreciseTimer;
 use crate::request_log::{ActiveUsers, WorkerRequestLog};
 use crate::run_limits::{RunLedger, WorkerLimits};
+use crate::start_line::{Arrival, RunStart};
 use crate::user::{UserOutcome, VirtualUser};
 use horde_metrics::{
     new_histogram, record_value, ErrorKey, ErrorRecord, GroupRecorder, Histogram, Recorder, RequestLogOutput, Snapshot,
@@ -180,6 +181,9 @@ pub(crate) struct WorkerMetrics {
     users_interrupted: u64,
     start_lag_us: Histogram<u64>,
     late_starts: u64,
+    /// Closed-model users whose start was held back because the users before them in their
+    /// slot kept failing fast.
+    replacements_held_back: u64,
     pub connections: horde_metrics::ConnectionEvents,
     /// Users that finished a CouchDB step this interval.
     pub couchdb_connections: Vec<horde_metrics::ConnectionPhases>,
@@ -201,6 +205,7 @@ impl WorkerMetrics {
             users_interrupted: 0,
             start_lag_us: new_histogram(),
             late_starts: 0,
+            replacements_held_back: 0,
             connections: Default::default(),
             couchdb_connections: Vec::new(),
             sql_phases: Vec::new(),
@@ -285,6 +290,7 @@ impl WorkerMetrics {
             users_active,
             start_lag_us: (!lag.is_empty()).then_some(lag),
             late_starts: std::mem::take(&mut self.late_starts),
+            replacements_held_back: std::mem::take(&mut self.replacements_held_back),
             connections: std::mem::take(&mut self.connections),
             couchdb_connections: std::mem::take(&mut self.couchdb_connections),
             sql_phases: std::mem::take(&mut self.sql_phases),
@@ -298,7 +304,6 @@ pub(crate) struct WorkerSetup {
     pub program: Arc<Program>,
     pub worker: usize,
     pub workers: usize,
-    pub start: std::time::Instant,
     pub seed: u64,
     pub snapshots: Sender<Snapshot>,
     /// Recorders the collector emptied after merging them, to be recorded into again.
@@ -307,28 +312,29 @@ pub(crate) struct WorkerSetup {
     pub gates: Arc<[ScenarioGate]>,
     pub ledger: Arc<RunLedger>,
     pub run_token: Arc<str>,
-    /// The per-request log's output, the run's start (Unix time, µs) and the users running.
-    pub request_log: Option<(RequestLogOutput, u64, Arc<ActiveUsers>)>,
+    /// The per-request log's output and the users running.
+    pub request_log: Option<(RequestLogOutput, Arc<ActiveUsers>)>,
 }
 
-/// Runs one worker to the end of its share of the plan, or until told to stop.
-pub(crate) fn run_worker(setup: WorkerSetup) {
+/// Runs one worker to the end of its share of the plan, or until told to stop. It tells
+/// `arrival` when it is ready, and its schedule starts with the run's start that comes back.
+pub(crate) fn run_worker(setup: WorkerSetup, arrival: Arrival) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a current-thread runtime can always be built");
     let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, worker_main(setup));
+    let start = arrival.ready();
+    local.block_on(&runtime, worker_main(setup, start));
     // Dropping the LocalSet here cancels every user still running; they were counted as
     // interrupted in the final snapshot.
 }
 
-async fn worker_main(setup: WorkerSetup) {
+async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
     let WorkerSetup {
         program,
         worker,
         workers,
-        start,
         seed,
         snapshots,
         emptied,
@@ -338,7 +344,9 @@ async fn worker_main(setup: WorkerSetup) {
         run_token,
         request_log,
     } = setup;
-    let start = Instant::from_std(start);
+    let start = Instant::from_std(run_start.instant);
+    let started_epoch_us =
+        run_start.wall.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
     let options = &program.plan.options;
     let ctx = Rc::new(WorkerContext {
         program: program.clone(),
@@ -358,7 +366,7 @@ async fn worker_main(setup: WorkerSetup) {
         scenario_idle: program.scenarios.iter().map(|_| Notify::new()).collect(),
         gates,
         request_log: request_log
-            .map(|(output, started_epoch_us, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
+            .map(|(output, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
         sql_pools: Default::default(),
     });
 
@@ -451,14 +459,21 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                 let ctx = ctx.clone();
                 let users_made = users_made.clone();
                 tokio::task::spawn_local(async move {
+                    let mut hold_back = ReplacementHoldBack::default();
                     for period in periods {
                         tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
                         while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested() {
                             let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
                             users_made.set(users_made.get() + 1);
-                            if run_user(&ctx, scenario, number, None).await == UserOutcome::Exhausted {
-                                return;
+                            let began = Instant::now();
+                            let failed = match run_user(&ctx, scenario, number).await {
+                                UserOutcome::Exhausted => return,
+                                UserOutcome::Finished { failed } => failed,
+                            };
+                            if let Some(wait) = hold_back.after_user(failed, began.elapsed()) {
+                                ctx.metrics.borrow_mut().replacements_held_back += 1;
+                                tokio::time::sleep_until((Instant::now() + wait).min(until)).await;
                             }
                         }
                     }
@@ -496,6 +511,9 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             let intended = begin + offset;
             timer.sleep_until(intended).await;
             made_since_yield += 1;
+            // How late the arrival came is the generator's own lag, shown apart as the start
+            // lag; the user's requests are measured from when they go out. An arrival does not
+            // wait for the server, so none of its lateness is the server's.
             ctx.record_start_lag(intended, Instant::now());
             // Counted before the task first runs, so the wait below cannot see zero users
             // while this one is still to start.
@@ -504,7 +522,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             // The arrival's index is the user's number, the same whatever the number of workers.
             let number = k as u64;
             tokio::task::spawn_local(async move {
-                run_started_user(&user_ctx, scenario, number, Some(intended)).await;
+                run_started_user(&user_ctx, scenario, number).await;
             });
         }
     }
@@ -516,23 +534,48 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     ctx.wake_if_idle();
 }
 
-async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64, intended: Option<Instant>) -> UserOutcome {
+async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64) -> UserOutcome {
     ctx.user_started(scenario);
-    run_started_user(ctx, scenario, number, intended).await
+    run_started_user(ctx, scenario, number).await
 }
 
 /// Runs a user already counted by [`WorkerContext::user_started`]. `number` is unique within
 /// the scenario: CouchDB steps derive document ids from it.
-async fn run_started_user(
-    ctx: &Rc<WorkerContext>,
-    scenario: usize,
-    number: u64,
-    intended: Option<Instant>,
-) -> UserOutcome {
-    let mut user = VirtualUser::new(ctx.clone(), scenario, ctx.user_seed(scenario, number), number, intended);
+async fn run_started_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64) -> UserOutcome {
+    let mut user = VirtualUser::new(ctx.clone(), scenario, ctx.user_seed(scenario, number), number);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
     ctx.user_finished(scenario);
     outcome
+}
+
+/// How long a closed-model slot waits before it starts the next user when the users before it
+/// failed fast. Without it, a user that ends at its first failure (`stop_iteration`, a refused
+/// connection in every step) is replaced at once, and a failing server gets a storm of new
+/// users that no real user would send (issue 23: 12,800 requests/s of 503s from 40 users).
+#[derive(Debug, Default)]
+struct ReplacementHoldBack {
+    /// Users in a row, in this slot, that ended with a KO.
+    failed_in_a_row: u32,
+}
+
+/// The hold-back after the first failed user; it doubles with each one after it.
+const FIRST_HOLD_BACK: Duration = Duration::from_millis(10);
+const MAX_HOLD_BACK: Duration = Duration::from_secs(1);
+
+impl ReplacementHoldBack {
+    /// After a user of the slot that ran for `ran`: how long to wait before the next one, if
+    /// at all. A user without a KO resets the count; one that failed after running at least
+    /// as long as the hold-back is replaced at once (it did not fail fast).
+    fn after_user(&mut self, failed: bool, ran: Duration) -> Option<Duration> {
+        if !failed {
+            self.failed_in_a_row = 0;
+            return None;
+        }
+        self.failed_in_a_row = self.failed_in_a_row.saturating_add(1);
+        let doublings = (self.failed_in_a_row - 1).min(16);
+        let hold_back = (FIRST_HOLD_BACK * 2u32.pow(doublings)).min(MAX_HOLD_BACK);
+        hold_back.checked_sub(ran).filter(|wait| !wait.is_zero())
+    }
 }
 
 /// A good 64-bit mixer, so that neighbouring user numbers get unrelated random streams.
@@ -541,4 +584,28 @@ fn splitmix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_holds_back_users_that_keep_failing_fast() {
+        let mut slot = ReplacementHoldBack::default();
+        let ms = Duration::from_millis;
+        assert_eq!(slot.after_user(false, ms(0)), None);
+        assert_eq!(slot.after_user(true, ms(1)), Some(ms(9)));
+        assert_eq!(slot.after_user(true, ms(0)), Some(ms(20)));
+        assert_eq!(slot.after_user(true, ms(0)), Some(ms(40)));
+        // A user that failed after running longer than the hold-back did not fail fast.
+        assert_eq!(slot.after_user(true, ms(500)), None);
+        for _ in 0..40 {
+            slot.after_user(true, ms(0));
+        }
+        assert_eq!(slot.after_user(true, ms(0)), Some(MAX_HOLD_BACK));
+        // A user without a KO starts the count again.
+        assert_eq!(slot.after_user(false, ms(0)), None);
+        assert_eq!(slot.after_user(true, ms(0)), Some(FIRST_HOLD_BACK));
+    }
 }

@@ -78,9 +78,10 @@ fn the_jsf_journey_carries_the_view_state_and_counts_match_the_server() {
 #[test]
 fn a_stale_view_state_is_rejected_and_counted_as_a_failed_check() {
     let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
-    // Post with a made-up ViewState: the server refuses it; the user stops its iteration.
+    // Post with a made-up ViewState: the server refuses it; the user stops its iteration
+    // (`stop_iteration`: by default, as in Gatling, it would go on).
     let plan = format!(
-        r#"{{"version": 1, "protocol": {{"base_url": "{}"}},
+        r#"{{"version": 1, "protocol": {{"base_url": "{}"}}, "options": {{"on_check_failure": "stop_iteration"}},
             "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 3}}],
               "steps": [
                 {{"type": "request", "name": "login page", "method": "GET", "url": "/login"}},

@@ -448,6 +448,9 @@ pub struct Snapshot {
     pub start_lag_us: Option<Histogram<u64>>,
     /// Starts later than the plan's threshold.
     pub late_starts: u64,
+    /// Closed-model users whose start was held back because those before them in their slot
+    /// kept failing fast.
+    pub replacements_held_back: u64,
     pub connections: ConnectionEvents,
     /// Virtual users that finished a CouchDB step in this interval, with where their time went.
     pub couchdb_connections: Vec<crate::ConnectionPhases>,

@@ -167,7 +167,9 @@ pub struct ErrorSummary {
     /// The message of the first occurrence.
     pub message: String,
     pub count: u64,
-    /// Share of all KO requests.
+    /// Share of all errors counted (the counts of every entry add up to 100 %). Not a share of
+    /// KO requests: a step that is no request (`eventually` giving up: `not_consistent`) has
+    /// errors of its own, on top of its requests' KOs.
     pub percent: f64,
 }
 
@@ -178,6 +180,10 @@ pub struct UserStats {
     /// Cut off mid-iteration by the end of the run.
     pub interrupted: u64,
     pub active: u64,
+    /// Closed-model users whose start waited because the users before them in their slot
+    /// kept failing fast (docs/scenario-language.md, "After a failed request or check").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replacements_held_back: u64,
 }
 
 /// Connections: how many were opened, and what the client did about servers closing them.

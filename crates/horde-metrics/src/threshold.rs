@@ -4,6 +4,8 @@
 //!
 //! A scope that saw no request has no data, and a threshold with no data fails (`no_data`): a
 //! gate that passes because its request was never sent is a gate that lets anything through.
+//! Likewise a latency threshold whose scope had requests but not one OK response fails: a
+//! `p95<200ms` met by TLS handshakes refused in 3 ms says nothing of the server's latency.
 
 use crate::recorder::{GroupRecorder, Recorder};
 use crate::totals::Totals;
@@ -65,6 +67,14 @@ pub struct ThresholdResult {
     pub status: ThresholdStatus,
     /// `abort`: a failure stops the run.
     pub abort: bool,
+    /// Why a failed threshold had nothing to judge though its scope had requests: `no OK
+    /// response to judge (12 KO)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Which responses a latency threshold judged: `OK and KO responses` (the default),
+    /// `OK responses` (`ok.p95`), `every exchange with the phase` (`connect.p99`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<String>,
     /// `over W`: judged on the last W after every interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<u64>,
@@ -105,6 +115,8 @@ pub struct RowVerdict {
 struct Measure {
     count: u64,
     failed: u64,
+    /// OK responses: a latency threshold needs one to judge.
+    ok: u64,
     latency: Option<Histogram<u64>>,
 }
 
@@ -116,24 +128,30 @@ impl Measure {
             ThresholdMetric::Latency(LatencySource::Phase(phase), _) => {
                 Some(phase_distribution(recorder, phase).histogram().into_owned())
             }
+            ThresholdMetric::Latency(LatencySource::Ok, _) => Some(recorder.ok.histogram().into_owned()),
             _ => None,
         };
-        Measure { count: recorder.count(), failed: recorder.ko.len() + recorder.unsent, latency }
+        Measure { count: recorder.count(), failed: recorder.ko.len() + recorder.unsent, ok: recorder.ok.len(), latency }
     }
 
     /// A group's passes: their duration is its latency (lowering refuses phases on groups).
     fn of_group(group: &GroupRecorder, metric: ThresholdMetric) -> Measure {
-        let latency = matches!(metric, ThresholdMetric::Latency(..)).then(|| {
-            let mut all = group.ok.clone();
-            all.add(&group.ko).expect("auto-resizing histograms always merge");
-            all
-        });
-        Measure { count: group.ok.len() + group.ko.len(), failed: group.ko.len(), latency }
+        let latency = match metric {
+            ThresholdMetric::Latency(LatencySource::Ok, _) => Some(group.ok.clone()),
+            ThresholdMetric::Latency(..) => {
+                let mut all = group.ok.clone();
+                all.add(&group.ko).expect("auto-resizing histograms always merge");
+                Some(all)
+            }
+            _ => None,
+        };
+        Measure { count: group.ok.len() + group.ko.len(), failed: group.ko.len(), ok: group.ok.len(), latency }
     }
 
     fn add(&mut self, other: &Measure) {
         self.count += other.count;
         self.failed += other.failed;
+        self.ok += other.ok;
         match (&mut self.latency, &other.latency) {
             (Some(mine), Some(theirs)) => mine.add(theirs).expect("auto-resizing histograms always merge"),
             (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
@@ -145,6 +163,7 @@ impl Measure {
     fn subtract(&mut self, other: &Measure) {
         self.count -= other.count;
         self.failed -= other.failed;
+        self.ok -= other.ok;
         if let (Some(mine), Some(theirs)) = (&mut self.latency, &other.latency) {
             mine.subtract(theirs).expect("an interval added to a window is in it");
         }
@@ -157,6 +176,7 @@ impl Measure {
 struct StoredMeasure {
     count: u64,
     failed: u64,
+    ok: u64,
     latency: Option<Vec<u8>>,
 }
 
@@ -167,14 +187,14 @@ impl StoredMeasure {
             V2Serializer::new().serialize(h, &mut bytes).expect("serializing a histogram into memory");
             bytes
         });
-        StoredMeasure { count: measure.count, failed: measure.failed, latency }
+        StoredMeasure { count: measure.count, failed: measure.failed, ok: measure.ok, latency }
     }
 
     fn load(&self) -> Measure {
         let latency = self.latency.as_ref().map(|bytes| {
             Deserializer::new().deserialize(&mut bytes.as_slice()).expect("a histogram this window serialized")
         });
-        Measure { count: self.count, failed: self.failed, latency }
+        Measure { count: self.count, failed: self.failed, ok: self.ok, latency }
     }
 }
 
@@ -234,10 +254,33 @@ fn latency_stat(histogram: &Histogram<u64>, stat: LatencyStat) -> Option<f64> {
 struct Judgement {
     observed: Option<f64>,
     status: ThresholdStatus,
+    /// Why there was nothing to judge, when the scope had requests (none of them OK).
+    note: Option<String>,
     rows: Vec<RowVerdict>,
 }
 
-fn judge_one(spec: &ThresholdSpec, measure: Option<&Measure>, span: Span) -> (Option<f64>, ThresholdStatus) {
+/// The verdict on one measure: what was observed (or why nothing could be) and the status.
+struct Verdict {
+    observed: Option<f64>,
+    status: ThresholdStatus,
+    note: Option<String>,
+}
+
+impl Verdict {
+    /// What a report shows as observed: the value, or why there was none.
+    fn observed_text(&self, spec: &ThresholdSpec) -> Option<String> {
+        self.note.clone().or_else(|| self.observed.map(|v| spec.metric.format_value(v)))
+    }
+}
+
+fn judge_one(spec: &ThresholdSpec, measure: Option<&Measure>, span: Span) -> Verdict {
+    if let Some(measure) = measure.filter(|m| spec.metric.needs_an_ok_response() && m.count > 0 && m.ok == 0) {
+        return Verdict {
+            observed: None,
+            status: ThresholdStatus::Fail,
+            note: Some(format!("no OK response to judge ({} KO)", measure.failed)),
+        };
+    }
     let observed = match measure {
         Some(measure) => observe(spec.metric, measure, span),
         // `late_starts` is the run's; it reads no measure.
@@ -249,30 +292,33 @@ fn judge_one(spec: &ThresholdSpec, measure: Option<&Measure>, span: Span) -> (Op
         Some(value) if spec.comparison.holds(value, spec.bound) => ThresholdStatus::Pass,
         Some(_) => ThresholdStatus::Fail,
     };
-    (observed, status)
+    Verdict { observed, status, note: None }
 }
 
 /// Judges `spec` on the measures of its scope: one (global, a name) or one per row (each).
 fn judge(spec: &ThresholdSpec, measures: &[(Arc<str>, Measure)], span: Span) -> Judgement {
     if spec.scope != ThresholdScope::Each {
-        let (observed, status) = judge_one(spec, measures.first().map(|(_, m)| m), span);
-        return Judgement { observed, status, rows: Vec::new() };
+        let verdict = judge_one(spec, measures.first().map(|(_, m)| m), span);
+        return Judgement { observed: verdict.observed, status: verdict.status, note: verdict.note, rows: Vec::new() };
     }
-    let mut judgement = Judgement { observed: None, status: ThresholdStatus::NoData, rows: Vec::new() };
+    let mut judgement = Judgement { observed: None, status: ThresholdStatus::NoData, note: None, rows: Vec::new() };
     for (name, measure) in measures {
-        let (observed, status) = judge_one(spec, Some(measure), span);
+        let verdict = judge_one(spec, Some(measure), span);
         // A row that saw nothing in this span has nothing to say (it may belong to a later
         // part of the scenario); no row at all is no data.
-        if status == ThresholdStatus::NoData {
+        if verdict.status == ThresholdStatus::NoData {
             continue;
         }
-        judgement.status = judgement.status.combine(status);
-        judgement.observed = worse(spec, judgement.observed, observed);
+        judgement.status = judgement.status.combine(verdict.status);
+        judgement.observed = worse(spec, judgement.observed, verdict.observed);
+        if judgement.note.is_none() && verdict.note.is_some() {
+            judgement.note = Some(format!("{}: {}", name, verdict.note.clone().unwrap_or_default()));
+        }
         judgement.rows.push(RowVerdict {
             name: name.to_string(),
-            observed,
-            observed_text: observed.map(|v| spec.metric.format_value(v)),
-            status,
+            observed: verdict.observed,
+            observed_text: verdict.observed_text(spec),
+            status: verdict.status,
         });
     }
     judgement
@@ -324,6 +370,8 @@ struct Window {
     counts: WindowCounts,
     status: ThresholdStatus,
     observed: Option<f64>,
+    /// Why a failing window had nothing to judge, when none of its requests was OK.
+    note: Option<String>,
     rows: Vec<RowVerdict>,
 }
 
@@ -337,6 +385,7 @@ impl Window {
             counts: WindowCounts::default(),
             status: ThresholdStatus::NoData,
             observed: None,
+            note: None,
             rows: Vec::new(),
         }
     }
@@ -429,9 +478,9 @@ impl ThresholdMonitor {
         let span = whole_run_span(totals);
         let mut results = Vec::with_capacity(self.specs.len());
         for (spec, window) in self.specs.iter().zip(&self.windows) {
-            let (observed, status, rows, windows) = match window {
+            let (observed, status, note, rows, windows) = match window {
                 Some(window) if window.counts.judged > 0 => {
-                    (window.observed, window.status, window.rows.clone(), Some(window.counts))
+                    (window.observed, window.status, window.note.clone(), window.rows.clone(), Some(window.counts))
                 }
                 // A run shorter than the window: judged once, on all of it.
                 _ => {
@@ -441,7 +490,7 @@ impl ThresholdMonitor {
                         failed: u64::from(judgement.status == ThresholdStatus::Fail),
                         first_failure_ms: None,
                     });
-                    (judgement.observed, judgement.status, judgement.rows, windows)
+                    (judgement.observed, judgement.status, judgement.note, judgement.rows, windows)
                 }
             };
             results.push(ThresholdResult {
@@ -453,8 +502,10 @@ impl ThresholdMonitor {
                 bound_text: spec.bound_text(),
                 observed,
                 observed_text: observed.map(|v| spec.metric.format_value(v)),
+                note,
                 status,
                 abort: spec.abort_after_ms.is_some(),
+                population: spec.metric.population().map(str::to_string),
                 window_ms: spec.window_ms,
                 windows,
                 rows,
@@ -491,6 +542,9 @@ impl ThresholdMonitor {
                 if judgement.status == ThresholdStatus::Fail {
                     window.counts.failed += 1;
                     window.counts.first_failure_ms.get_or_insert(end_ms);
+                    if window.note.is_none() {
+                        window.note = judgement.note;
+                    }
                 }
                 // The worst window is the one shown.
                 window.status = window.status.combine(judgement.status);

@@ -78,6 +78,7 @@ pub struct Totals {
     active_by_worker: Vec<u64>,
     pub start_lag_us: Histogram<u64>,
     pub late_starts: u64,
+    pub replacements_held_back: u64,
     pub connections: ConnectionEvents,
     /// CPU time the load generator (this process) used since the run began, when known.
     pub generator_cpu: Option<Duration>,
@@ -117,6 +118,7 @@ impl Totals {
             active_by_worker: vec![0; workers],
             start_lag_us: new_histogram(),
             late_starts: 0,
+            replacements_held_back: 0,
             connections: ConnectionEvents::default(),
             generator_cpu: None,
             intervals: PendingIntervals::starting_at(started_at),
@@ -182,6 +184,7 @@ impl Totals {
             self.start_lag_us.add(lag).expect("auto-resizing histograms always merge");
         }
         self.late_starts += snapshot.late_starts;
+        self.replacements_held_back += snapshot.replacements_held_back;
         self.connections.add(&snapshot.connections);
         // Workers hand phases in at their own intervals: kept in the order they ran.
         for phase in snapshot.sql_phases {

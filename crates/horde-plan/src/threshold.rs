@@ -32,11 +32,14 @@ pub enum ThresholdScope {
     Named(String),
 }
 
-/// Which latency a latency metric reads.
+/// Which latency a latency metric reads, of which responses.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LatencySource {
     /// From each request's intended start: what a user waited, coordinated omission included.
+    /// Every exchange, OK and KO; with no OK response at all there is nothing to judge.
     Corrected,
+    /// As `Corrected`, of the OK responses only (`ok.p95`, k6's `{expected_response:true}`).
+    Ok,
     /// From the moment the request was actually sent.
     Uncorrected,
     /// One phase of the exchange.
@@ -114,6 +117,26 @@ impl ThresholdMetric {
         }
     }
 
+    /// Which responses a latency metric judges, as reports say it; None for counts and rates,
+    /// which count every request.
+    pub fn population(self) -> Option<&'static str> {
+        match self {
+            ThresholdMetric::Latency(LatencySource::Ok, _) => Some("OK responses"),
+            ThresholdMetric::Latency(LatencySource::Corrected | LatencySource::Uncorrected, _) => {
+                Some("OK and KO responses")
+            }
+            ThresholdMetric::Latency(LatencySource::Phase(_), _) => Some("every exchange with the phase"),
+            _ => None,
+        }
+    }
+
+    /// Whether the metric needs at least one OK response to say anything: a latency of OK and
+    /// KO responses together judged on failures alone (a refused TLS handshake in 3 ms) would
+    /// pass a gate the server never met.
+    pub fn needs_an_ok_response(self) -> bool {
+        matches!(self, ThresholdMetric::Latency(LatencySource::Corrected | LatencySource::Uncorrected | LatencySource::Ok, _))
+    }
+
     /// The metric as the grammar spells it: `p99`, `connect.p99`, `uncorrected.mean`, `errors`.
     pub fn name(self) -> String {
         match self {
@@ -127,6 +150,7 @@ impl ThresholdMetric {
                 };
                 match source {
                     LatencySource::Corrected => stat,
+                    LatencySource::Ok => format!("ok.{stat}"),
                     LatencySource::Uncorrected => format!("uncorrected.{stat}"),
                     LatencySource::Phase(phase) => format!("{}.{stat}", phase.name()),
                 }
@@ -237,8 +261,8 @@ const GRAMMAR: &str = "[scope:] metric op value unit [over WINDOW] [abort [after
                        \"login\": p95<=300ms, each: errors<1%, rps>=1000, p99<2s over 30s abort";
 
 const METRICS: &str = "pNN (p50, p99, p99.9), mean, min, max, stddev, errors (%), errors.count, rps, count, \
-                       late_starts (%); latencies also as uncorrected.pNN and per phase: dns, connect, tls, send, \
-                       wait, receive (connect.p99)";
+                       late_starts (%); latencies also of OK responses only as ok.pNN, as uncorrected.pNN and per \
+                       phase: dns, connect, tls, send, wait, receive (connect.p99)";
 
 impl FromStr for ThresholdSpec {
     type Err = String;
@@ -371,6 +395,7 @@ fn parse_metric(text: &str) -> Result<ThresholdMetric, String> {
             // `p99.9` has a dot too: only a source's name before it makes a prefix.
             let (source, stat) = match name.split_once('.') {
                 Some(("uncorrected", stat)) => (LatencySource::Uncorrected, stat),
+                Some(("ok", stat)) => (LatencySource::Ok, stat),
                 Some((prefix, stat)) => match Phase::ALL.into_iter().find(|p| p.name() == prefix) {
                     Some(phase) => (LatencySource::Phase(phase), stat),
                     None => (LatencySource::Corrected, name.as_str()),

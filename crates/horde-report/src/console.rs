@@ -11,6 +11,9 @@ const WIDTH: usize = 80;
 /// these (two columns of space included); a longer name loses its middle to an ellipsis.
 const NAME_COLUMN_MIN: usize = 28;
 const NAME_COLUMN_MAX: usize = 50;
+/// Where every time on the page counts from, said once (requests, groups and `eventually`
+/// share it).
+const CLOCK: &str = "times from each request's start (throttled: its slot, if held back)";
 
 fn rule(out: &mut String, title: &str) {
     let head = format!("---- {title} ");
@@ -105,6 +108,17 @@ pub fn render(summary: &Summary) -> String {
     }
     rule(&mut out, "Global Information");
     line(&mut out, "request count", g.count.to_string(), Some(g.ok.to_string()), Some(g.ko.to_string()));
+    if g.retried > 0 {
+        // Attempts of `try_max` and `eventually` that were tried again are no outcome of their
+        // own, but the server answered every one of them.
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10} (retried attempts {}, not in the count above)",
+            "requests sent",
+            g.count + g.retried,
+            g.retried
+        );
+    }
     latency_lines(&mut out, g);
     let measured_ms = duration_ms.saturating_sub(summary.run.warmup_ms);
     line(
@@ -114,6 +128,9 @@ pub fn render(summary: &Summary) -> String {
         Some(rate(g.ok, measured_ms)),
         (g.ko > 0).then(|| rate(g.ko, measured_ms)),
     );
+    if g.retried > 0 {
+        let _ = writeln!(out, "> {:<44}{:>10}", "mean requests/sec sent", rate(g.count + g.retried, measured_ms));
+    }
     if let Some(p) = g.latency.uncorrected.percentiles.last() {
         let _ = writeln!(
             out,
@@ -122,6 +139,7 @@ pub fn render(summary: &Summary) -> String {
             ms(p.value_us)
         );
     }
+    let _ = writeln!(out, "> {CLOCK}");
     let s = &summary.scheduling;
     if s.scheduled_starts > 0 {
         let p99 = s.start_lag.percentile(99.0).map(ms).unwrap_or_else(|| "-".into());
@@ -133,6 +151,17 @@ pub fn render(summary: &Summary) -> String {
             s.scheduled_starts,
             p99,
             ms(s.start_lag.max_us)
+        );
+        if s.late_starts > 0 {
+            let _ = writeln!(out, ">   the generator's own lag: the load was not delivered on schedule; not in the times");
+        }
+    }
+    if summary.users.replacements_held_back > 0 {
+        let _ = writeln!(
+            out,
+            "> {:<44}{:>10} (users failing fast: their slot waited)",
+            "replacement users held back",
+            summary.users.replacements_held_back
         );
     }
     if g.unsent > 0 {
@@ -199,7 +228,7 @@ pub fn render(summary: &Summary) -> String {
                 printable(&e.request),
                 printable(&e.message)
             );
-            let _ = writeln!(out, "  {:.2}% of KO", e.percent);
+            let _ = writeln!(out, "  {:.2}% of errors", e.percent);
         }
     }
     threshold_lines(&mut out, summary);
@@ -222,12 +251,16 @@ fn threshold_lines(out: &mut String, summary: &Summary) {
             ThresholdStatus::Fail => "FAIL",
             ThresholdStatus::NoData => "NO DATA",
         };
-        let observed = match (&t.observed_text, t.status) {
-            (_, ThresholdStatus::NoData) => "no request in its scope".to_string(),
-            (Some(value), _) => value.clone(),
-            (None, _) => "-".to_string(),
+        let observed = match (&t.observed_text, &t.note, t.status) {
+            (_, _, ThresholdStatus::NoData) => "no request in its scope".to_string(),
+            (Some(value), _, _) => value.clone(),
+            (None, Some(note), _) => printable(note).into_owned(),
+            (None, None, _) => "-".to_string(),
         };
         let mut detail = String::new();
+        if let Some(population) = &t.population {
+            detail = format!(" ({population})");
+        }
         if let Some(worst) = t.rows.iter().find(|r| r.status == ThresholdStatus::Fail) {
             let failing = t.rows.iter().filter(|r| r.status == ThresholdStatus::Fail).count();
             detail = format!(" ({failing} of {} rows failed, such as {})", t.rows.len(), printable(&worst.name));
@@ -393,6 +426,7 @@ shop | completed | 2.0 s | 2 users (0 interrupted)
 > response time 99th percentile (ms)              900.10 (OK=900.10    KO=5.00    )
 > mean requests/sec                                  2.5 (OK=2.0       KO=0.5     )
 > uncorrected 99th percentile (ms)                900.10
+> times from each request's start (throttled: its slot, if held back)
 ---- Phases (ms) ---------------------------------------------------------------
 phase                           count     mean      p99      max
 dns lookup                          1     0.09     0.09     0.09
@@ -411,7 +445,7 @@ name                            count      OK      KO     mean      p50      p99
 home                                5       4       1   182.17     3.00   900.10   900.10
 ---- Errors --------------------------------------------------------------------
 > 1 [check_failed] home: status: expected 2xx or 304, found 500
-  100.00% of KO
+  100.00% of errors
 ================================================================================
 ";
         let rendered = super::render(&summary());

@@ -33,8 +33,8 @@ pub fn render_job_summary(summary: &Summary) -> String {
         let _ = writeln!(out, "Stopped: {}\n", cell(reason));
     }
     if !summary.thresholds.is_empty() {
-        let _ = writeln!(out, "| | threshold | scope | observed | limit |");
-        let _ = writeln!(out, "|---|---|---|---:|---|");
+        let _ = writeln!(out, "| | threshold | scope | judged on | observed | limit |");
+        let _ = writeln!(out, "|---|---|---|---|---:|---|");
         for t in &summary.thresholds {
             let mark = match t.status {
                 ThresholdStatus::Pass => "✅",
@@ -43,10 +43,11 @@ pub fn render_job_summary(summary: &Summary) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {mark} | `{}` | {} | {} | {} {} |",
+                "| {mark} | `{}` | {} | {} | {} | {} {} |",
                 t.text.replace('`', "'").replace('|', "\\|"),
                 cell(&t.scope),
-                t.observed_text.as_deref().unwrap_or("-"),
+                t.population.as_deref().unwrap_or("every request"),
+                t.observed_text.as_deref().or(t.note.as_deref()).unwrap_or("-"),
                 cell(&t.comparison),
                 t.bound_text
             );

@@ -126,7 +126,7 @@ impl Summary {
             totals.requests.iter().map(|(name, r)| r.stats(name, seconds, &options)).collect(),
         );
         let groups = totals.groups.iter().map(|(name, g)| g.stats(name, &options)).collect();
-        let all_ko = global.ko.max(1) as f64;
+        let all_errors = totals.errors.values().map(|record| record.count).sum::<u64>().max(1) as f64;
         let mut errors: Vec<ErrorSummary> = totals
             .errors
             .iter()
@@ -135,7 +135,7 @@ impl Summary {
                 request: key.request.to_string(),
                 message: record.message.clone(),
                 count: record.count,
-                percent: 100.0 * record.count as f64 / all_ko,
+                percent: 100.0 * record.count as f64 / all_errors,
             })
             .collect();
         errors.sort_by(|a, b| {
@@ -164,6 +164,7 @@ impl Summary {
                 finished: totals.users_finished,
                 interrupted: totals.users_interrupted,
                 active: totals.users_active,
+                replacements_held_back: totals.replacements_held_back,
             },
             scheduling: SchedulingStats {
                 scheduled_starts: totals.start_lag_us.len(),

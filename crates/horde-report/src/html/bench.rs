@@ -66,6 +66,7 @@ pub fn render_bench(page: &BenchPage) -> String {
         nav: vec![("comparison", "Comparison")],
         pages: String::new(),
         charts: serde_json::Map::new(),
+        note: None,
     };
     let mut out = String::from("<h2>Comparison</h2>");
     let verdict = if page.slower.is_empty() {

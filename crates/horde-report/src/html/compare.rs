@@ -38,6 +38,7 @@ pub fn render_compare(report: &CompareReport, page_dir: Option<&Path>) -> String
         nav: vec![("comparison", "Comparison"), ("runs", "Runs and method")],
         pages: String::new(),
         charts: serde_json::Map::new(),
+        note: None,
     };
     let mut out = String::from("<h2>Comparison</h2>");
     out.push_str(&warnings(report));

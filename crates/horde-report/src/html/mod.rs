@@ -77,7 +77,14 @@ struct Document {
     nav: Vec<(&'static str, &'static str)>,
     pages: String,
     charts: serde_json::Map<String, serde_json::Value>,
+    /// A line under every page (HTML): a run's report says there which clock its times use.
+    note: Option<&'static str>,
 }
+
+/// Where a run report's times count from, under every page (the console says it too).
+const CLOCK_NOTE: &str = "Times count from each request's start, or, in a throttled run, from the slot the server held it \
+back from (coordinated omission); groups and <code>eventually</code> on the same clock. The generator's own lag is \
+kept out of them: it is the start lag (Environment and plan).";
 
 impl Document {
     fn page(&mut self, id: &str, body: &str) {
@@ -120,6 +127,9 @@ impl Document {
         }
         out.push_str("</nav>\n<main>");
         out.push_str(&self.pages);
+        if let Some(note) = self.note {
+            let _ = write!(out, r#"<p class="clock-note" id="clock-note">{note}</p>"#);
+        }
         out.push_str("</main>\n<footer>Made by horde from saved results alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
         let _ = writeln!(
             out,
@@ -166,6 +176,7 @@ fn render_run(dir: &Path) -> Result<String, ResultsError> {
         ],
         pages: String::new(),
         charts: serde_json::Map::new(),
+        note: Some(CLOCK_NOTE),
     };
     doc.charts(vec![("overview".into(), charts::overview(&results))]);
     doc.page("overview", &pages::overview(&results));
@@ -207,6 +218,7 @@ pub fn render_sweep(report: &SweepReport) -> String {
         nav: vec![("capacity", "Capacity")],
         pages: String::new(),
         charts: serde_json::Map::new(),
+        note: None,
     };
     doc.page("capacity", &capacity::page(report));
     doc.render()

@@ -157,7 +157,7 @@ fn warnings(results: &RunResults) -> Vec<String> {
     let scheduling = &s.scheduling;
     if scheduling.late_starts > 0 {
         warnings.push(format!(
-            "{} of {} scheduled starts ({} %) were more than {:.1} ms late: the load generator did not keep the schedule, and latency measured from the intended start includes that lateness.",
+            "{} of {} scheduled starts ({} %) were more than {:.1} ms late: the load generator did not keep the schedule, so the load was not delivered as planned. That lateness is the generator's own and is not in the latency figures.",
             scheduling.late_starts,
             scheduling.scheduled_starts,
             percent(scheduling.late_starts, scheduling.scheduled_starts),
@@ -184,17 +184,18 @@ fn warnings(results: &RunResults) -> Vec<String> {
 
 fn thresholds_table(thresholds: &[ThresholdResult]) -> String {
     let mut out = String::from(
-        r#"<h3>Thresholds</h3><table class="thresholds" id="thresholds"><thead><tr><th>threshold</th><th>scope</th><th>observed</th><th>limit</th><th>verdict</th></tr></thead><tbody>"#,
+        r#"<h3>Thresholds</h3><table class="thresholds" id="thresholds"><thead><tr><th>threshold</th><th>scope</th><th>judged on</th><th>observed</th><th>limit</th><th>verdict</th></tr></thead><tbody>"#,
     );
     const ROWS_SHOWN: usize = 50;
     for t in thresholds {
         let _ = write!(
             out,
-            "<tr><td><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             html(&t.text),
             if t.abort { " <small>(abort)</small>" } else { "" },
             html(&t.scope),
-            html(t.observed_text.as_deref().unwrap_or("-")),
+            html(t.population.as_deref().unwrap_or("every request")),
+            html(t.observed_text.as_deref().or(t.note.as_deref()).unwrap_or("-")),
             html(&format!("{} {}", t.comparison, t.bound_text)),
             status_badge(t.status.as_str())
         );
@@ -204,7 +205,7 @@ fn thresholds_table(thresholds: &[ThresholdResult]) -> String {
         for row in rows.iter().take(ROWS_SHOWN) {
             let _ = write!(
                 out,
-                r#"<tr class="sub"><td></td><td>{}</td><td>{}</td><td></td><td>{}</td></tr>"#,
+                r#"<tr class="sub"><td></td><td>{}</td><td></td><td>{}</td><td></td><td>{}</td></tr>"#,
                 html(&row.name),
                 html(row.observed_text.as_deref().unwrap_or("-")),
                 status_badge(row.status.as_str())
@@ -213,7 +214,7 @@ fn thresholds_table(thresholds: &[ThresholdResult]) -> String {
         if rows.len() > ROWS_SHOWN {
             let _ = write!(
                 out,
-                r#"<tr class="sub"><td></td><td colspan="4">and {} more rows</td></tr>"#,
+                r#"<tr class="sub"><td></td><td colspan="5">and {} more rows</td></tr>"#,
                 rows.len() - ROWS_SHOWN
             );
         }
@@ -480,7 +481,7 @@ pub fn errors(summary: &Summary) -> String {
         }
     }
     kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    out.push_str(r#"<h3>By kind</h3><table class="stats" id="error-kinds"><thead><tr><th>kind</th><th>count</th><th>% of KO</th></tr></thead><tbody>"#);
+    out.push_str(r#"<h3>By kind</h3><table class="stats" id="error-kinds"><thead><tr><th>kind</th><th>count</th><th>% of errors</th></tr></thead><tbody>"#);
     for (kind, count) in &kinds {
         let _ = write!(
             out,
@@ -489,7 +490,7 @@ pub fn errors(summary: &Summary) -> String {
             percent(*count, total)
         );
     }
-    out.push_str(r#"</tbody></table><h3>By request and message</h3><table class="stats" id="errors-table"><thead><tr><th>kind</th><th>request</th><th>message (its first occurrence)</th><th>count</th><th>% of KO</th></tr></thead><tbody>"#);
+    out.push_str(r#"</tbody></table><h3>By request and message</h3><table class="stats" id="errors-table"><thead><tr><th>kind</th><th>request</th><th>message (its first occurrence)</th><th>count</th><th>% of errors</th></tr></thead><tbody>"#);
     for e in &summary.errors {
         let _ = write!(
             out,
@@ -522,7 +523,13 @@ pub fn environment(summary: &Summary) -> String {
         ("connections opened", format!("{} ({} HTTP/2)", c.opened, c.http2)),
         (
             "scheduled starts",
-            format!("{} ({} late)", summary.scheduling.scheduled_starts, summary.scheduling.late_starts),
+            format!(
+                "{} ({} late; start lag p99 {} ms, max {} ms: the generator's, not in the times)",
+                summary.scheduling.scheduled_starts,
+                summary.scheduling.late_starts,
+                summary.scheduling.start_lag.percentile(99.0).map(ms).unwrap_or_else(|| "-".into()),
+                ms(summary.scheduling.start_lag.max_us)
+            ),
         ),
     ]));
     // Redacted again: a summary.json written by a horde that kept credentials loses them here.

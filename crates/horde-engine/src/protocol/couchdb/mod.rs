@@ -213,8 +213,9 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
             tls: None,
             resolver: &resolver,
         };
+        let timeouts = crate::protocol::http::client::OpenTimeouts::both(timeout);
         let (mut connection, _) =
-            crate::protocol::http::client::Connection::open(&destination, timeout).await.map_err(|f| f.message)?;
+            crate::protocol::http::client::Connection::open(&destination, timeouts).await.map_err(|f| f.message)?;
         let headers = http::HeaderMap::new();
         let head = crate::protocol::http::client::RequestHead {
             method: &method,

@@ -35,10 +35,17 @@ fn invalid(message: impl Into<String>) -> Failure {
 
 /// Whether a fresh connection may be tried: the request failed on a reused connection that
 /// the server had closed (or reset) before any byte of a response arrived, the shape of a
-/// keep-alive connection closed while idle.
+/// keep-alive connection closed while idle; or the server said it did not process it.
 pub fn closed_before_response(failure: &Failure, wire: &WireTiming) -> bool {
-    // On HTTP/2, a GOAWAY names the last stream the server will process: later ones were not.
-    matches!(failure.kind, "connection_closed" | "connection_reset" | "goaway") && wire.first_byte_at.is_none()
+    (matches!(failure.kind, "connection_closed" | "connection_reset") || never_processed(failure))
+        && wire.first_byte_at.is_none()
+}
+
+/// Whether the server said it did not process the request, which may then go again whatever
+/// its method and on whatever connection it failed (RFC 9113 8.7): a GOAWAY names the last
+/// stream the server will process, so later ones were not; REFUSED_STREAM says so of one.
+pub fn never_processed(failure: &Failure) -> bool {
+    matches!(failure.kind, "goaway" | "stream_refused")
 }
 
 /// Which response headers a caller wants kept. Framing headers are always read; the others
@@ -79,7 +86,9 @@ pub struct WireTiming {
 
 /// Response headers parsed at most (httparse needs a fixed array; 64 covers real sites).
 const MAX_HEADERS: usize = 64;
-const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The largest response head read, on HTTP/1.1 and on HTTP/2 (its `max_header_list_size`): a
+/// larger one is an `invalid_response`.
+pub(super) const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// A connection's read buffer starts this small (a typical response fits) and doubles when a
 /// read would have less than MIN_READ_SPACE: ten thousand idle users cost little memory.
 const INITIAL_READ_BUFFER: usize = 2048;
@@ -183,8 +192,33 @@ impl OpenedTransport {
     }
 }
 
+/// How long opening a connection may take: the TCP connection (the name's lookup included),
+/// then the TLS handshake, each on its own.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenTimeouts {
+    pub connect: Duration,
+    pub tls_handshake: Duration,
+}
+
+impl OpenTimeouts {
+    /// The protocol's: a TLS handshake may take as long as the connect timeout or the request
+    /// timeout allow, whichever is shorter, so that a server which takes the connection and
+    /// never answers the ClientHello holds a request no longer than its timeout says.
+    pub fn of(protocol: &crate::lower::ProtocolProgram) -> OpenTimeouts {
+        OpenTimeouts {
+            connect: protocol.connect_timeout,
+            tls_handshake: protocol.connect_timeout.min(protocol.request_timeout),
+        }
+    }
+
+    /// The same bound for both.
+    pub fn both(timeout: Duration) -> OpenTimeouts {
+        OpenTimeouts { connect: timeout, tls_handshake: timeout }
+    }
+}
+
 /// Opens a TCP connection to `destination`, and TLS over it when it says so.
-pub async fn open_transport(destination: &Destination<'_>, timeout: Duration) -> Result<OpenedTransport, Failure> {
+pub async fn open_transport(destination: &Destination<'_>, timeouts: OpenTimeouts) -> Result<OpenedTransport, Failure> {
     let authority = destination.authority;
     let descriptor = DescriptorPermit::connection().ok_or_else(|| {
         Failure::unsent(
@@ -205,29 +239,40 @@ pub async fn open_transport(destination: &Destination<'_>, timeout: Duration) ->
         timing.connect = connect_started.elapsed();
         // Requests are written whole; Nagle would only delay them.
         stream.set_nodelay(true).map_err(|err| connect_failure(authority, &err))?;
-        let stream = match destination.tls {
-            None => Transport::Plain(stream),
-            Some(connector) => {
-                let handshake_started = Instant::now();
-                let name = super::tls::server_name(destination.host)?;
-                // Boxed: the handshake's state (a whole TLS connection) is large, and would
-                // otherwise be part of every opening, cleartext ones included.
-                let tls = Box::pin(connector.connect(name, stream))
-                    .await
-                    .map_err(|err| super::tls::handshake_failure(destination.host, &err))?;
-                timing.tls = Some(handshake_started.elapsed());
-                Transport::Tls(Box::new(tls))
-            }
-        };
         Ok::<_, Failure>(stream)
     };
-    let stream = match tokio::time::timeout(timeout, connecting).await {
+    let stream = match tokio::time::timeout(timeouts.connect, connecting).await {
         Ok(stream) => stream?,
         Err(_) => {
             return Err(Failure::new(
                 "connect_timeout",
-                format!("connecting to {authority} took more than {} ms", timeout.as_millis()),
+                format!("connecting to {authority} took more than {} ms", timeouts.connect.as_millis()),
             ))
+        }
+    };
+    let stream = match destination.tls {
+        None => Transport::Plain(stream),
+        Some(connector) => {
+            let handshake_started = Instant::now();
+            let name = super::tls::server_name(destination.host)?;
+            // Boxed: the handshake's state (a whole TLS connection) is large, and would
+            // otherwise be part of every opening, cleartext ones included.
+            let handshake = Box::pin(connector.connect(name, stream));
+            let tls = match tokio::time::timeout(timeouts.tls_handshake, handshake).await {
+                Ok(tls) => tls.map_err(|err| super::tls::handshake_failure(destination.host, &err))?,
+                Err(_) => {
+                    return Err(Failure::new(
+                        "tls_handshake_timeout",
+                        format!(
+                            "no TLS handshake with {authority} within {} ms: the server took the connection but did \
+                             not finish the handshake",
+                            timeouts.tls_handshake.as_millis()
+                        ),
+                    ))
+                }
+            };
+            timing.tls = Some(handshake_started.elapsed());
+            Transport::Tls(Box::new(tls))
         }
     };
     Ok(OpenedTransport { stream, tls: destination.tls.is_some(), descriptor, timing })
@@ -281,8 +326,8 @@ impl Connection {
     }
 
     /// Opens an HTTP/1.1 connection to `destination`.
-    pub async fn open(destination: &Destination<'_>, timeout: Duration) -> Result<(Connection, OpenTiming), Failure> {
-        let opened = open_transport(destination, timeout).await?;
+    pub async fn open(destination: &Destination<'_>, timeouts: OpenTimeouts) -> Result<(Connection, OpenTiming), Failure> {
+        let opened = open_transport(destination, timeouts).await?;
         let timing = opened.timing;
         Ok((Connection::new(opened, destination.authority.clone()), timing))
     }
@@ -313,7 +358,9 @@ impl Connection {
         // Whatever happens next, only a complete exchange leaves the connection reusable.
         self.reusable = false;
         self.write_request(&request);
-        self.stream.write_all(&self.write_buffer).await.map_err(|e| Failure::io(&e))?;
+        if let Err(err) = self.stream.write_all(&self.write_buffer).await {
+            return Err(self.io_failure(&err));
+        }
         wire.sent_at = Some(Instant::now());
         wire.bytes_sent = self.write_buffer.len() as u64;
         self.read_buffer.clear();
@@ -355,6 +402,21 @@ impl Connection {
         Ok(Response { status, headers, body: Bytes::from(body.into_bytes()?) })
     }
 
+    /// A read or write that failed, as a KO: what TLS says of it over TLS (the server refused
+    /// the client's certificate, under TLS 1.3), otherwise its kind. A TLS server that closes
+    /// without a close_notify has closed the connection, in the usual words.
+    fn io_failure(&self, err: &io::Error) -> Failure {
+        if self.tls {
+            if let Some(failure) = super::tls::failure_after_handshake(&self.authority, err) {
+                return failure;
+            }
+            if err.kind() == io::ErrorKind::UnexpectedEof {
+                return Failure::closed();
+            }
+        }
+        Failure::io(err)
+    }
+
     fn write_request(&mut self, request: &RequestHead<'_>) {
         let out = &mut self.write_buffer;
         out.clear();
@@ -391,7 +453,10 @@ impl Connection {
         if self.read_buffer.capacity() - filled < MIN_READ_SPACE {
             self.read_buffer.reserve(self.read_buffer.capacity().max(INITIAL_READ_BUFFER));
         }
-        let read = self.stream.read_buf(&mut self.read_buffer).await.map_err(|e| Failure::io(&e))?;
+        let read = match self.stream.read_buf(&mut self.read_buffer).await {
+            Ok(read) => read,
+            Err(err) => return Err(self.io_failure(&err)),
+        };
         if read == 0 {
             return Err(Failure::closed());
         }
@@ -728,7 +793,7 @@ mod tests {
     async fn open(authority: &Arc<str>, timeout: Duration) -> Result<Connection, Failure> {
         let resolver = Resolver::default();
         let destination = Destination { authority, host: "127.0.0.1", tls: None, resolver: &resolver };
-        Connection::open(&destination, timeout).await.map(|(connection, _)| connection)
+        Connection::open(&destination, OpenTimeouts::both(timeout)).await.map(|(connection, _)| connection)
     }
 
     async fn get(connection: &mut Connection, keep: KeepHeaders) -> Result<Response, Failure> {

@@ -12,7 +12,7 @@
 //! order the requests were given, so that a `save_as` of a later request wins as it would in
 //! sequence. Redirects are followed in a next round, together.
 
-use super::client::{closed_before_response, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{closed_before_response, never_processed, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
@@ -92,7 +92,7 @@ struct HostGroup<'a> {
 impl VirtualUser {
     /// A batch step: every request rendered, sent at once, and recorded.
     pub(crate) async fn batch(&mut self, requests: &[RequestProgram]) -> Flow {
-        let mut intended = self.next_intended.take();
+        let mut held_since = None;
         let mut fetches = Vec::with_capacity(requests.len());
         let mut exhausted = false;
         let mut failed = false;
@@ -101,8 +101,10 @@ impl VirtualUser {
                 exhausted = true;
                 break;
             }
+            // The batch goes out at once: measured from the earliest slot any of its requests
+            // was held back from.
             if let Some(slot) = self.throttle_slot().await {
-                intended = Some(slot);
+                held_since = held_since.or(Some(slot));
             }
             match self.prepare(request) {
                 Ok(prepared) => fetches.push((request, prepared)),
@@ -112,8 +114,7 @@ impl VirtualUser {
                 }
             }
         }
-        let now = Instant::now();
-        let intended = intended.map_or(now, |i| crate::user::corrected_start(i, now));
+        let intended = self.latency_origin(held_since, Instant::now());
         let fetches =
             fetches.into_iter().map(|(request, prepared)| Fetch::new(Some(request), request.row_id, prepared, intended)).collect();
         let flow = self.fetch_all(fetches).await;
@@ -545,10 +546,10 @@ async fn fetch_as_streams(
     }
 }
 
-/// Whether a stream that got no response may go again: one a GOAWAY refused (the server
-/// names the last stream it processed, so later ones were never acted on), or an idempotent
-/// request, as for HTTP/1.1 (`request::may_resend`).
+/// Whether a stream that got no response may go again: one the server did not process (a
+/// GOAWAY names the last stream it processed; REFUSED_STREAM), or an idempotent request, as
+/// for HTTP/1.1 (`request::may_resend`).
 fn may_resend_stream(job: &Job<'_>, failure: &Failure, wire: &WireTiming) -> bool {
-    failure.kind == "goaway" || super::request::may_resend(&job.prepared.method, wire)
+    never_processed(failure) || super::request::may_resend(&job.prepared.method, wire)
 }
 

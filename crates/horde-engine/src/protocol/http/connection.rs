@@ -1,11 +1,12 @@
 //! The connection a virtual user keeps: HTTP/1.1 (`client`) or HTTP/2 (`http2`), chosen when it
 //! is opened, by ALPN on https or by the plan's prior knowledge on http://.
 
-use super::client::{open_transport, Connection, Destination, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{
+    open_transport, Connection, Destination, KeepHeaders, OpenTimeouts, OpenTiming, RequestHead, Response, WireTiming,
+};
 use super::http2::Http2Connection;
 use crate::failure::Failure;
 use horde_plan::Http2Mode;
-use std::time::Duration;
 
 /// Prior knowledge over TLS offered h2 alone, and the server would not have it.
 fn not_over_tls(authority: &str) -> Failure {
@@ -28,11 +29,11 @@ impl UserConnection {
     /// Opens a connection to `destination` speaking what `http2` and the server agree on.
     pub async fn open(
         destination: &Destination<'_>,
-        timeout: Duration,
+        timeouts: OpenTimeouts,
         http2: Http2Mode,
     ) -> Result<(UserConnection, OpenTiming), Failure> {
         let authority = destination.authority.clone();
-        let opened = open_transport(destination, timeout).await.map_err(|failure| match failure.kind {
+        let opened = open_transport(destination, timeouts).await.map_err(|failure| match failure.kind {
             "alpn_refused" if http2 == Http2Mode::PriorKnowledge => not_over_tls(&authority),
             _ => failure,
         })?;

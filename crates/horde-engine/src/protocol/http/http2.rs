@@ -12,12 +12,12 @@
 //! Bytes are counted on the transport (frames, headers and control frames included), so a
 //! request's bytes are what crossed the connection while it was in flight.
 
-use super::client::{KeepHeaders, KeptBody, OpenedTransport, RequestHead, Response, Transport, WireTiming};
+use super::client::{KeepHeaders, KeptBody, OpenedTransport, RequestHead, Response, Transport, WireTiming, MAX_HEAD_BYTES};
 use crate::descriptors::DescriptorPermit;
 use crate::failure::Failure;
 use bytes::Bytes;
 use http::header::{HeaderMap, CONNECTION, HOST, TE, TRANSFER_ENCODING, UPGRADE};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
@@ -39,12 +39,30 @@ struct WireCounts {
     sent: Cell<u64>,
     received: Cell<u64>,
     first_received: Cell<[u8; 5]>,
+    /// `received` when the exchange under way began: what came since tells a header block too
+    /// large from other errors h2 detects.
+    exchange_start: Cell<u64>,
+    /// A read or write that failed for a reason TLS knows (the server refused the client
+    /// certificate, say): h2 keeps only the error's text.
+    transport_failure: RefCell<Option<Failure>>,
 }
 
 /// The connection's transport, counting what crosses it.
 struct CountedTransport {
     inner: Transport,
     counts: Rc<WireCounts>,
+    authority: Arc<str>,
+}
+
+impl CountedTransport {
+    /// Keeps what a failed read or write means, when TLS says more than h2 will keep.
+    fn note_failure<T>(&self, result: &Poll<io::Result<T>>) {
+        if let Poll::Ready(Err(err)) = result {
+            if let Some(failure) = super::tls::failure_after_handshake(&self.authority, err) {
+                *self.counts.transport_failure.borrow_mut() = Some(failure);
+            }
+        }
+    }
 }
 
 impl AsyncRead for CountedTransport {
@@ -64,6 +82,7 @@ impl AsyncRead for CountedTransport {
             }
             this.counts.received.set(received + read.len() as u64);
         }
+        this.note_failure(&result);
         result
     }
 }
@@ -75,6 +94,7 @@ impl AsyncWrite for CountedTransport {
         if let Poll::Ready(Ok(written)) = result {
             this.counts.sent.set(this.counts.sent.get() + written as u64);
         }
+        this.note_failure(&result);
         result
     }
 
@@ -108,7 +128,9 @@ fn poll_driver(driver: &mut Driver, ended: &mut Option<Failure>, counts: &WireCo
     }
     if let Poll::Ready(result) = Pin::new(driver).poll(cx) {
         *ended = Some(match result {
-            Ok(()) => Failure::new("goaway", "the server ended the HTTP/2 connection (GOAWAY)"),
+            // The connection's end: after a GOAWAY, or a close without one. Streams a GOAWAY
+            // refused have their own `goaway`; what this one cut, the server may have begun.
+            Ok(()) => Failure::closed(),
             Err(err) => failure(&err, counts),
         });
     }
@@ -212,9 +234,13 @@ pub struct StreamOutcome {
     pub wire: WireTiming,
 }
 
-/// An h2 error as a KO of a stable kind: the server's GOAWAY or stream reset, a read or write
-/// that failed, an HTTP/1 server that does not speak HTTP/2, or a protocol violation.
+/// An h2 error as a KO of a stable kind: the server's GOAWAY or stream reset (a refused stream
+/// apart: the server did not process it), a read or write that failed, an HTTP/1 server that
+/// does not speak HTTP/2, a response head over the limit HTTP/1.1 has too, or a protocol
+/// violation h2 found in what the server sent (it then resets the stream or ends the
+/// connection with a GOAWAY of its own, which is not the server's).
 fn failure(err: &h2::Error, counts: &WireCounts) -> Failure {
+    use h2::Reason;
     let first = counts.first_received.get();
     if counts.received.get() >= 5 && &first == b"HTTP/" {
         return Failure::new(
@@ -224,16 +250,46 @@ fn failure(err: &h2::Error, counts: &WireCounts) -> Failure {
         );
     }
     if let Some(io) = err.get_io() {
+        if let Some(failure) = counts.transport_failure.borrow().as_ref() {
+            return failure.clone();
+        }
         return Failure::io(io);
     }
-    let reason = err.reason().map(|r| format!("{r:?}")).unwrap_or_default();
-    if err.is_go_away() {
-        Failure::new("goaway", format!("the server ended the HTTP/2 connection (GOAWAY {reason}) before the response"))
-    } else if err.is_reset() && err.is_remote() {
-        Failure::new("stream_reset", format!("the server reset the stream (RST_STREAM {reason})"))
-    } else {
-        Failure::new("http2_protocol", format!("HTTP/2: {err}"))
+    let reason = err.reason().unwrap_or(Reason::PROTOCOL_ERROR);
+    if err.is_remote() {
+        return if err.is_go_away() {
+            Failure::new("goaway", format!("the server ended the HTTP/2 connection (GOAWAY {reason:?}) before the response"))
+        } else if reason == Reason::REFUSED_STREAM {
+            Failure::new("stream_refused", "the server refused the stream (RST_STREAM REFUSED_STREAM): it did not process it")
+        } else {
+            Failure::new("stream_reset", format!("the server reset the stream (RST_STREAM {reason:?})"))
+        };
     }
+    let since_exchange = counts.received.get().saturating_sub(counts.exchange_start.get());
+    let header_block_reasons = matches!(reason, Reason::ENHANCE_YOUR_CALM | Reason::COMPRESSION_ERROR | Reason::PROTOCOL_ERROR);
+    if err.is_library() && header_block_reasons && since_exchange >= MAX_HEAD_BYTES as u64 {
+        // h2 stops a header block at `max_header_list_size`, with a reset, or a GOAWAY when it
+        // runs over more CONTINUATION frames than that size needs.
+        return Failure::new(
+            "invalid_response",
+            format!("response head larger than {MAX_HEAD_BYTES} bytes (HTTP/2 {reason:?})"),
+        );
+    }
+    if err.is_library() {
+        let what = match reason {
+            Reason::FRAME_SIZE_ERROR => "a frame larger than the client allows".to_string(),
+            Reason::ENHANCE_YOUR_CALM => {
+                "too many frames of a kind (CONTINUATION frames without end, empty DATA frames, resets)".to_string()
+            }
+            _ => err.to_string(),
+        };
+        let ended = if err.is_go_away() { "ended the connection" } else { "reset the stream" };
+        return Failure::new(
+            "http2_protocol",
+            format!("the server broke the HTTP/2 protocol ({reason:?}: {what}); horde's client {ended}"),
+        );
+    }
+    Failure::new("http2_protocol", format!("HTTP/2: {err}"))
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2): the connection's business, not the request's.
@@ -253,8 +309,9 @@ impl Http2Connection {
     /// Starts HTTP/2 on a transport just opened (the preface and settings are written).
     pub async fn handshake(opened: OpenedTransport, authority: Arc<str>) -> Result<Http2Connection, Failure> {
         let counts = Rc::new(WireCounts::default());
-        let io = CountedTransport { inner: opened.stream, counts: counts.clone() };
+        let io = CountedTransport { inner: opened.stream, counts: counts.clone(), authority: authority.clone() };
         let (send, driver) = h2::client::Builder::new()
+            .max_header_list_size(MAX_HEAD_BYTES as u32)
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
             .enable_push(false)
@@ -312,6 +369,7 @@ impl Http2Connection {
         let stream_request = self.stream_request(&request)?;
         let Http2Connection { send, driver, ended, counts, .. } = self;
         let baseline = (counts.sent.get(), counts.received.get());
+        counts.exchange_start.set(baseline.1);
         let mut progress = StreamProgress::default();
         let result = {
             let exchange = std::pin::pin!(exchange_on_stream(
@@ -333,7 +391,9 @@ impl Http2Connection {
         let end = || ended.clone().expect("driven returns None only once the connection ended");
         match result {
             None => Err(end()),
-            // The connection's end says why better than the stream's error.
+            // What the server sent about the stream (a GOAWAY, a reset) says why; otherwise the
+            // connection's end says it better than the stream's error (a broken pipe).
+            Some(Err(failure)) if matches!(failure.kind, "goaway" | "stream_reset" | "stream_refused") => Err(failure),
             Some(Err(failure)) => Err(ended.clone().unwrap_or(failure)),
             Some(Ok(response)) => Ok(response),
         }
@@ -356,6 +416,7 @@ impl Http2Connection {
             requests.iter().map(|(request, _)| self.stream_request(request)).collect();
         let Http2Connection { send, driver, ended, counts, .. } = self;
         let baseline = (counts.sent.get(), counts.received.get());
+        counts.exchange_start.set(baseline.1);
         let mut wire = WireTiming::default();
         {
             let streams = prepared.into_iter().zip(&requests).zip(outcomes.iter_mut()).map(

@@ -2,16 +2,17 @@
 //! user's connection, following redirects, running the checks, and recording the outcome.
 
 use super::check::{run_checks, ResponseView};
-use super::client::{closed_before_response, Destination, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{
+    closed_before_response, never_processed, Destination, KeepHeaders, OpenTimeouts, OpenTiming, RequestHead, Response, WireTiming};
 use super::connection::UserConnection;
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
 use crate::lower::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
-use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
 use horde_metrics::RequestTiming;
-use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use http::header::{HeaderMap, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, COOKIE, HOST, LOCATION, SET_COOKIE};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,10 +94,7 @@ impl VirtualUser {
         if !self.ctx.limits.take_request() {
             return Flow::Exhausted;
         }
-        let mut intended = self.next_intended.take();
-        if let Some(slot) = self.throttle_slot().await {
-            intended = Some(slot);
-        }
+        let held_since = self.throttle_slot().await;
         let mut prepared = match self.prepare(request) {
             Ok(prepared) => prepared,
             Err((failure, detail)) => {
@@ -108,10 +106,7 @@ impl VirtualUser {
         let mut row_id = request.row_id;
         loop {
             let started = Instant::now();
-            let from = match (hop, intended) {
-                (0, Some(intended)) => corrected_start(intended, started),
-                _ => started,
-            };
+            let from = if hop == 0 { self.latency_origin(held_since, started) } else { started };
             let (result, mut timing) = self.exchange(row_id, &mut prepared, from, started, request.needs_body).await;
             let response = match result {
                 Ok(response) => response,
@@ -272,7 +267,13 @@ impl VirtualUser {
                     })?
                 }
             };
-            headers.append(header.name.clone(), value);
+            // Host is one value (RFC 9110 7.2): set twice (in two cases, say), the later one
+            // goes, which is the request's own over the protocol's. Others may repeat.
+            if header.name == HOST {
+                headers.insert(HOST, value);
+            } else {
+                headers.append(header.name.clone(), value);
+            }
         }
         Ok(headers)
     }
@@ -432,7 +433,8 @@ pub(crate) fn tls_connector<'a>(
 /// A keep-alive connection the server closed while it sat idle is not written on (its
 /// idle timeout would otherwise fail a request the server never saw), and a request that
 /// fails on a reused connection before any byte of a response arrived is sent once more
-/// on a fresh connection, as browsers and hyper do. Both are counted.
+/// on a fresh connection, as browsers and hyper do; so is one the server said it did not
+/// process (HTTP/2's GOAWAY and REFUSED_STREAM), on whatever connection. Both are counted.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_on(
     ctx: &WorkerContext,
@@ -493,7 +495,11 @@ pub(crate) async fn exchange_on(
         let end = Instant::now();
         wire_phases(&mut timing, send_started, &wire, end);
         match result {
-            Err(failure) if reused && !retried && closed_before_response(&failure, &wire) && may_resend(method, &wire) => {
+            Err(failure)
+                if !retried
+                    && closed_before_response(&failure, &wire)
+                    && (never_processed(&failure) || (reused && may_resend(method, &wire))) =>
+            {
                 retried = true;
                 slot.connection = None;
                 if measured {
@@ -545,7 +551,7 @@ pub(crate) async fn open_on(
     let protocol = &ctx.program.protocol;
     let destination =
         Destination { authority: &target.authority, host: &target.host, tls, resolver: &protocol.resolver };
-    let (connection, opening) = UserConnection::open(&destination, protocol.connect_timeout, protocol.http2).await?;
+    let (connection, opening) = UserConnection::open(&destination, OpenTimeouts::of(protocol), protocol.http2).await?;
     // Counted now: the request on it may never complete.
     if measured {
         let events = &mut ctx.metrics.borrow_mut().connections;

@@ -1,23 +1,20 @@
 //! The server-sent events client: a GET with `Accept: text/event-stream` over HTTP/1.1 (hyper's
 //! client connection, on the same transport as HTTP), its body read as it arrives and parsed
-//! into events by eventsource-stream. The connection's driver is polled in the user's own
-//! task, alongside the body it feeds, as for HTTP/2.
+//! into events (`event_parser`). The connection's driver is polled in the user's own task,
+//! alongside the body it feeds, as for HTTP/2.
 
+use super::event_parser::{EventParser, EventTooLarge};
 use crate::failure::Failure;
-use crate::protocol::http::client::{open_transport, Destination, OpenTiming, Transport};
+use crate::protocol::http::client::{open_transport, Destination, OpenTimeouts, OpenTiming, Transport};
 use bytes::Bytes;
-use eventsource_stream::{EventStream as EventParser, Eventsource};
-use futures_util::{Stream, StreamExt};
-use std::cell::Cell;
-use std::rc::Rc;
 use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
 use http::{HeaderMap, HeaderValue, Method};
-use http_body_util::{BodyExt, Empty};
+use http_body_util::Empty;
+use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::Duration;
 
 type Driver = hyper::client::conn::http1::Connection<TokioIo<Transport>, Empty<Bytes>>;
 
@@ -26,33 +23,13 @@ type Driver = hyper::client::conn::http1::Connection<TokioIo<Transport>, Empty<B
 /// fill the memory. As large as WebSocket messages may be.
 const MAX_EVENT_BYTES: u64 = 16 << 20;
 
-/// What the parser reads: the body's bytes, failing once more than [`MAX_EVENT_BYTES`] came
-/// without an event.
-type BodyBytes = Pin<Box<dyn Stream<Item = Result<Bytes, BodyError>>>>;
-
-#[derive(Debug)]
-enum BodyError {
-    Transport(hyper::Error),
-    EventTooLarge,
-}
-
-impl std::fmt::Display for BodyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BodyError::Transport(err) => err.fmt(f),
-            BodyError::EventTooLarge => write!(f, "an event longer than {MAX_EVENT_BYTES} bytes"),
-        }
-    }
-}
-
 pub struct EventStream {
     /// Kept, and polled, until it ends: it reads the body off the wire.
     driver: Option<Pin<Box<Driver>>>,
     /// Why the connection failed, when it did: the body then only says "connection error".
     driver_error: Option<hyper::Error>,
-    events: EventParser<BodyBytes>,
-    /// Body bytes read since the last event.
-    pending: Rc<Cell<u64>>,
+    body: Incoming,
+    parser: EventParser,
     _descriptor: crate::descriptors::DescriptorPermit,
 }
 
@@ -89,13 +66,14 @@ impl EventStream {
     /// Content-Type text/event-stream, or a KO saying what came instead.
     pub async fn connect(
         destination: &Destination<'_>,
-        timeout: Duration,
+        timeouts: OpenTimeouts,
         url: &url::Url,
         target: &crate::lower::Target,
         headers: HeaderMap,
     ) -> Result<(EventStream, OpenTiming), Failure> {
-        let opened = open_transport(destination, timeout).await?;
+        let opened = open_transport(destination, timeouts).await?;
         let timing = opened.timing;
+        let timeout = timeouts.connect;
         let (mut sender, connection) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(opened.stream))
             .await
             .map_err(hyper_failure)?;
@@ -140,41 +118,49 @@ impl EventStream {
                 format!("the server answered with Content-Type {content_type:?}, not text/event-stream"),
             ));
         }
-        let pending = Rc::new(Cell::new(0u64));
-        let counted = pending.clone();
-        let body: BodyBytes = Box::pin(response.into_body().into_data_stream().map(move |chunk| {
-            let chunk = chunk.map_err(BodyError::Transport)?;
-            counted.set(counted.get() + chunk.len() as u64);
-            if counted.get() > MAX_EVENT_BYTES {
-                return Err(BodyError::EventTooLarge);
-            }
-            Ok(chunk)
-        }));
-        let events = body.eventsource();
-        Ok((EventStream { driver, driver_error, events, pending, _descriptor: opened.descriptor }, timing))
+        Ok((
+            EventStream {
+                driver,
+                driver_error,
+                body: response.into_body(),
+                parser: EventParser::new(MAX_EVENT_BYTES),
+                _descriptor: opened.descriptor,
+            },
+            timing,
+        ))
     }
 
     /// The next event, as checks read it: JSON `{"event", "id", "data"}` (Gatling's shape).
     pub async fn next(&mut self) -> Result<Bytes, Failure> {
-        let EventStream { driver, driver_error, events, pending, .. } = self;
-        let mut events = Pin::new(events);
-        let event = driven(driver, driver_error, |cx| events.as_mut().poll_next(cx)).await;
-        match event {
-            None => Err(Failure::new("socket_closed", "the server ended the event stream")),
-            Some(Err(eventsource_stream::EventStreamError::Transport(BodyError::EventTooLarge))) => Err(Failure::new(
-                "sse_event_too_large",
-                format!("more than {MAX_EVENT_BYTES} bytes of the stream without the end of an event"),
-            )),
-            Some(Err(eventsource_stream::EventStreamError::Transport(BodyError::Transport(err)))) => {
-                // The connection's own error names the cause; the body's is generic.
-                Err(hyper_failure(driver_error.take().unwrap_or(err)))
+        let EventStream { driver, driver_error, body, parser, .. } = self;
+        loop {
+            match parser.next_event() {
+                Err(EventTooLarge) => {
+                    return Err(Failure::new(
+                        "sse_event_too_large",
+                        format!("more than {MAX_EVENT_BYTES} bytes of the stream without the end of an event"),
+                    ))
+                }
+                Ok(Some(event)) => {
+                    let json = serde_json::json!({ "event": event.event, "id": event.id, "data": event.data });
+                    return Ok(Bytes::from(json.to_string()));
+                }
+                Ok(None) => {}
             }
-            Some(Err(err)) => Err(Failure::new("invalid_response", format!("event stream: {err}"))),
-            Some(Ok(event)) => {
-                // Roughly: what is buffered belongs to later events, bounded by the next chunk.
-                pending.set(0);
-                let json = serde_json::json!({ "event": event.event, "id": event.id, "data": event.data });
-                Ok(Bytes::from(json.to_string()))
+            // A server may send without end lines that make no event (comments, empty
+            // events), and the body is read from a channel that is always ready then: the
+            // worker's other tasks and the wait's timeout get their turn now and then.
+            tokio::task::consume_budget().await;
+            let frame = driven(driver, driver_error, |cx| Pin::new(&mut *body).poll_frame(cx)).await;
+            match frame {
+                None => return Err(Failure::new("socket_closed", "the server ended the event stream")),
+                // The connection's own error names the cause; the body's is generic.
+                Some(Err(err)) => return Err(hyper_failure(driver_error.take().unwrap_or(err))),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        parser.feed(data);
+                    }
+                }
             }
         }
     }

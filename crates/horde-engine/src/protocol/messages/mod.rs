@@ -8,14 +8,15 @@
 //! wait (the end of the send or the opening it follows) to the message's arrival. A message that
 //! does not come in time is a KO `message_timeout` on its row, and so are those expected after it.
 
+mod event_parser;
 mod event_stream;
 mod websocket;
 
 use crate::failure::Failure;
 use crate::lower::{AwaitProgram, SocketAction, SocketKind, SocketStepProgram, Target};
 use crate::protocol::http::check::{run_checks, ResponseView};
-use crate::protocol::http::client::Destination;
-use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::protocol::http::client::{Destination, OpenTimeouts};
+use crate::user::{Flow, VirtualUser};
 use bytes::Bytes;
 use event_stream::EventStream;
 use horde_metrics::RequestTiming;
@@ -163,7 +164,6 @@ impl VirtualUser {
         };
         self.sockets[step.socket] = None;
         let started = Instant::now();
-        let from = self.next_intended.take().map_or(started, |intended| corrected_start(intended, started));
         let measured = self.ctx.measures(started);
         if measured {
             self.ctx.metrics.borrow_mut().row(step.row_id).started += 1;
@@ -177,15 +177,15 @@ impl VirtualUser {
             resolver: &protocol.resolver,
         };
         let opened = match step.kind {
-            SocketKind::WebSocket => WebSocket::connect(&destination, protocol.connect_timeout, url.as_str(), headers)
+            SocketKind::WebSocket => WebSocket::connect(&destination, OpenTimeouts::of(protocol), url.as_str(), headers)
                 .await
                 .map(|(socket, timing)| (OpenSocket::WebSocket(Box::new(socket)), timing)),
-            SocketKind::EventStream => EventStream::connect(&destination, protocol.connect_timeout, &url, &target, headers)
+            SocketKind::EventStream => EventStream::connect(&destination, OpenTimeouts::of(protocol), &url, &target, headers)
                 .await
                 .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
         };
         let end = Instant::now();
-        let mut timing = RequestTiming { latency_us: micros(from, end), ..whole(started, end, 0) };
+        let mut timing = whole(started, end, 0);
         match opened {
             Ok((socket, opening)) => {
                 opening.charge(&mut timing);
@@ -226,25 +226,34 @@ impl VirtualUser {
         let no_headers = HeaderMap::new();
         for (index, message) in expected.messages.iter().enumerate() {
             let socket = self.sockets[step.socket].as_mut().expect("checked open above");
+            let timed_out = || {
+                Failure::new("message_timeout", format!("no such message within {} ms", expected.timeout.as_millis()))
+            };
             let received = loop {
                 let next = match tokio::time::timeout_at(deadline, socket.next()).await {
-                    Err(_) => Err(Failure::new(
-                        "message_timeout",
-                        format!("no such message within {} ms", expected.timeout.as_millis()),
-                    )),
+                    Err(_) => Err(timed_out()),
                     Ok(next) => next,
                 };
                 let text = match next {
                     Ok(text) => text,
                     Err(failure) => break Err(failure),
                 };
-                if self.ctx.measures(Instant::now()) {
+                let now = Instant::now();
+                if self.ctx.measures(now) {
                     self.ctx.metrics.borrow_mut().connections.messages_received += 1;
                 }
                 let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
                 if run_checks(&message.matching, &mut view, &mut self.session).is_ok() {
                     break Ok(text);
                 }
+                // A socket whose messages come faster than they are read is always ready, and
+                // the timeout above is only looked at when it is not: the deadline is checked
+                // here too, and the worker's other tasks (its stop signal, its snapshots) get
+                // their turn now and then.
+                if now >= deadline {
+                    break Err(timed_out());
+                }
+                tokio::task::consume_budget().await;
             };
             let end = Instant::now();
             let text = match received {

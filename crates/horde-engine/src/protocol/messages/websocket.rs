@@ -4,7 +4,7 @@
 
 use super::Message;
 use crate::failure::Failure;
-use crate::protocol::http::client::{open_transport, Destination, OpenTiming, Transport};
+use crate::protocol::http::client::{open_transport, Destination, OpenTimeouts, OpenTiming, Transport};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http::HeaderMap;
@@ -37,6 +37,12 @@ fn failure(err: tungstenite::Error) -> Failure {
         Error::ConnectionClosed | Error::AlreadyClosed => {
             Failure::new("socket_closed", "the WebSocket was closed")
         }
+        // The connection ended without a Close frame, between frames or in the middle of one.
+        Error::Protocol(tungstenite::error::ProtocolError::ResetWithoutClosingHandshake) => Failure::new(
+            "socket_closed",
+            "the server closed the connection without closing the WebSocket (no Close frame, maybe in the middle of a \
+             message)",
+        ),
         Error::Capacity(err) => Failure::new("ws_protocol", format!("WebSocket message too large: {err}")),
         Error::Url(err) => Failure::unsent("invalid_url", err.to_string()),
         other => Failure::new("ws_protocol", format!("WebSocket: {other}")),
@@ -47,13 +53,14 @@ impl WebSocket {
     /// Opens the connection and makes the opening handshake for `url` (ws:// or wss://).
     pub async fn connect(
         destination: &Destination<'_>,
-        timeout: Duration,
+        timeouts: OpenTimeouts,
         url: &str,
         headers: HeaderMap,
     ) -> Result<(WebSocket, OpenTiming), Failure> {
         let mut request = url.into_client_request().map_err(failure)?;
         request.headers_mut().extend(headers);
-        let opened = open_transport(destination, timeout).await?;
+        let opened = open_transport(destination, timeouts).await?;
+        let timeout = timeouts.connect;
         let config = WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES));
         let handshake = tokio_tungstenite::client_async_with_config(request, opened.stream, Some(config));
         let (stream, _response) = match tokio::time::timeout(timeout, handshake).await {
@@ -90,7 +97,9 @@ impl WebSocket {
                         .unwrap_or_default();
                     return Err(Failure::new("socket_closed", format!("the server closed the WebSocket{reason}")));
                 }
-                Some(Ok(_)) => {} // ping, pong, raw frame
+                // Ping, pong, raw frame. A flood of them, read from a buffer, is always ready:
+                // the worker's other tasks get their turn now and then.
+                Some(Ok(_)) => tokio::task::consume_budget().await,
             }
         }
     }

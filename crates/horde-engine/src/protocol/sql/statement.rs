@@ -16,7 +16,7 @@ use crate::failure::Failure;
 use crate::lower::{CheckProgram, Extractor};
 use crate::session::expression::Template;
 use crate::session::Value;
-use crate::user::{corrected_start, Flow, VirtualUser};
+use crate::user::{Flow, VirtualUser};
 use horde_metrics::RequestTiming;
 use horde_plan::{SqlStatementKind, SqlTransactionAction};
 use std::cell::RefCell;
@@ -257,21 +257,18 @@ impl VirtualUser {
         }
     }
 
-    /// Takes the statement's share of the run's budget and throttle; when it was meant to start.
+    /// Takes the statement's share of the run's budget and throttle; the slot it was held back
+    /// from, if it was (see [`VirtualUser::throttle_slot`]).
     async fn sql_turn(&mut self) -> Result<Option<Instant>, Flow> {
         if !self.ctx.limits.take_request() {
             return Err(Flow::Exhausted);
         }
-        let mut intended = self.next_intended.take();
-        if let Some(slot) = self.throttle_slot().await {
-            intended = Some(slot);
-        }
-        Ok(intended)
+        Ok(self.throttle_slot().await)
     }
 
-    fn sql_timing(intended: Option<Instant>, started: Instant) -> RequestTiming {
+    fn sql_timing(&mut self, held_since: Option<Instant>, started: Instant) -> RequestTiming {
         let end = Instant::now();
-        let from = intended.map_or(started, |intended| corrected_start(intended, started));
+        let from = self.latency_origin(held_since, started);
         RequestTiming {
             latency_us: end.saturating_duration_since(from).as_micros() as u64,
             uncorrected_us: end.saturating_duration_since(started).as_micros() as u64,
@@ -287,8 +284,8 @@ impl VirtualUser {
     }
 
     pub(crate) async fn scenario_statement(&mut self, step: &SqlStatementProgram) -> Flow {
-        let intended = match self.sql_turn().await {
-            Ok(intended) => intended,
+        let held_since = match self.sql_turn().await {
+            Ok(held_since) => held_since,
             Err(flow) => return flow,
         };
         let mut rendered = Vec::with_capacity(step.params.len());
@@ -312,7 +309,7 @@ impl VirtualUser {
                 connection.run_statement(&step.sql, &params, step.kind, &step.columns).await
             })
             .await;
-        let timing = Self::sql_timing(intended, started);
+        let timing = self.sql_timing(held_since, started);
         let result = match result {
             Ok(result) => result,
             Err(error) => return self.record_sql_error(step.row_id, started, &timing, &error),
@@ -340,8 +337,8 @@ impl VirtualUser {
     }
 
     pub(crate) async fn sql_transaction(&mut self, step: &SqlTransactionProgram) -> Flow {
-        let intended = match self.sql_turn().await {
-            Ok(intended) => intended,
+        let held_since = match self.sql_turn().await {
+            Ok(held_since) => held_since,
             Err(flow) => return flow,
         };
         let started = Instant::now();
@@ -353,7 +350,7 @@ impl VirtualUser {
         self.sql_link(step.database).in_transaction = step.action == SqlTransactionAction::Begin;
         let statement = step.action.statement();
         let result = self.on_connection(step.database, async |connection| connection.execute(statement).await).await;
-        let timing = Self::sql_timing(intended, started);
+        let timing = self.sql_timing(held_since, started);
         match result {
             Ok(_) => {
                 self.record_ok(step.row_id, started, &timing, None);
