@@ -223,6 +223,10 @@ def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_
     files = [runs[name][0] for name in ("a", "a2", "b", "b2")]
     pooled = bench("compare", *files)
     assert pooled.returncode == 0, pooled.stderr
+    # a and b ran on this one machine: the comparison says so.
+    fingerprint = json.loads(files[0].read_text())["machine"]["fingerprint"]
+    assert f"# warning: 4 files ({', '.join(map(str, files))}) come from the same machine (fingerprint {fingerprint}): " \
+           "a, b are one machine, not several; if you meant to compare machines" in pooled.stdout, pooled.stdout
     # Score ± Error of each cell on a and on b, pooled over both files of each, as compare reads them.
     figures = {}
     for n, a_score, a_error, b_score, b_error in re.findall(
@@ -293,6 +297,12 @@ def test_compare_refuses_to_pool_different_machines_under_one_label(busy_results
     # The same machine twice is pooled: six trials a cell.
     pooled = bench("compare", runs["a"][0], runs["a"][0])
     assert pooled.returncode == 0 and "a (2 files" in pooled.stdout
+    assert "both files" in pooled.stdout and 'pooled as one machine, "a"' in pooled.stdout
+    # Files of different machines say nothing of it.
+    data["machine"]["label"] = "c"
+    other.write_text(json.dumps(data))
+    apart = bench("compare", runs["a"][0], other)
+    assert apart.returncode == 0 and "same machine" not in apart.stdout, apart.stdout
 
 
 @pytest.mark.parametrize(

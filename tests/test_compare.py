@@ -5,6 +5,8 @@ Runs are short (about a second, a few users): the statistics work on one value p
 what matters is the number of runs, not their length."""
 
 import json
+import re
+import shutil
 import subprocess
 
 import jsonschema
@@ -57,7 +59,7 @@ def one_run_a_side(horde, tmp_path, target, name_a, delay_a, name_b, delay_b):
     group: the within-run fallback compares 10 batches a side."""
     a = write_plan(tmp_path, name_a, target.url, delay_a, duration_ms=1500, snapshot_interval_ms=100, group="journey")
     b = write_plan(tmp_path, name_b, target.url, delay_b, duration_ms=1500, snapshot_interval_ms=100, group="journey")
-    result = horde("run", "--trials", "1", a, b, "-q")
+    result = horde("run", "--trials", "1", a, b)
     return result, json.loads((trials_dir(result) / "compare.json").read_text())
 
 
@@ -70,7 +72,7 @@ def test_the_same_plan_twice_shows_no_change(horde, target, tmp_path, compare_sc
     # Two copies of one plan, interleaved A B B A A B B A by --trials.
     a = write_plan(tmp_path, "same_a", target.url, 10)
     b = write_plan(tmp_path, "same_b", target.url, 10)
-    result = horde("run", "--trials", "4", a, b, "-q")
+    result = horde("run", "--trials", "4", a, b)
     assert result.code == 0, result.stdout + result.stderr
     assert "no regression beyond the tolerance" in result.stdout
     parent = trials_dir(result)
@@ -104,21 +106,29 @@ def test_the_same_plan_twice_shows_no_change(horde, target, tmp_path, compare_sc
 def test_a_slower_server_is_slower_and_exits_99(horde, target, tmp_path, compare_schema):
     a = write_plan(tmp_path, "delay20", target.url, 20)
     b = write_plan(tmp_path, "delay24", target.url, 24)
-    result = horde("run", "--trials", "5", a, b, "-q")
+    result = horde("run", "--trials", "5", a, b)
     assert result.code == 99, result.stdout + result.stderr
     assert "REGRESSION" in result.stdout
     parent = trials_dir(result)
+    assert json.loads((parent / "trials.json").read_text())["order"] == ["A", "B", "B", "A"] * 2 + ["A", "B"]
 
-    # The plans differ (the path): horde compare refuses, naming the difference...
-    refused = compare(parent / "A", parent / "B")
+    # The plans differ (the path): runs that are not the two sides of one --trials directory
+    # are refused, the difference named...
+    shutil.copytree(parent / "A", tmp_path / "copy-a")
+    shutil.copytree(parent / "B", tmp_path / "copy-b")
+    refused = compare(tmp_path / "copy-a", tmp_path / "copy-b")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert 'scenarios[0].steps[0].url: "/delay/20" -> "/delay/24"' in refused.stderr
     assert "--force" in refused.stderr
 
-    # ... unless forced.
+    # ... unless forced; the two sides --trials made differ by design, and are compared again
+    # as they are (another tolerance, say), their differences listed, their names given.
     json_path = tmp_path / "compare.json"
-    forced = compare(parent / "A", parent / "B", "--force", "--json", json_path)
+    forced = compare(tmp_path / "copy-a", tmp_path / "copy-b", "--force")
     assert forced.returncode == 99, forced.stdout + forced.stderr
+    page = tmp_path / "compare.html"
+    again = compare(parent / "A", parent / "B", "--json", json_path, "--names", "before,after", "--html", page)
+    assert again.returncode == 99, again.stdout + again.stderr
     report = json.loads(json_path.read_text())
     jsonschema.validate(report, compare_schema)
     assert report["regression"] is True
@@ -136,18 +146,26 @@ def test_a_slower_server_is_slower_and_exits_99(horde, target, tmp_path, compare
     assert comparison(report, "rps")["verdict"] == "worse"
     assert comparison(report, "errors")["verdict"] == "~"
     # The console line for the global p50: the change, its interval, p and n.
-    line = next(l for l in forced.stdout.splitlines() if l.startswith("all requests") and "slower" in l)
+    line = next(l for l in again.stdout.splitlines() if l.startswith("all requests") and "slower" in l)
     assert "n=5+5" in line and "p=0.008" in line, line
+    # The sides by their names, in the console, the JSON and the page.
+    assert again.stdout.startswith("before (base): 5 runs in "), again.stdout
+    assert "after:         5 runs in " in again.stdout
+    assert re.search(r"^p50 latency +before +after +vs base$", again.stdout, re.MULTILINE), again.stdout
+    assert 'scenarios[0].steps[0].url: "/delay/20" -> "/delay/24"' in again.stdout
+    assert (report["a"]["label"], report["b"]["label"]) == ("before", "after")
+    html = page.read_text()
+    assert "<th>before</th><th>after</th>" in html and "after against the base before" in html
 
     # A wider tolerance than the change: no regression.
-    tolerant = compare(parent / "A", parent / "B", "--force", "--tolerance", "latency=30%,throughput=30%")
+    tolerant = compare(parent / "A", parent / "B", "--tolerance", "latency=30%,throughput=30%")
     assert tolerant.returncode == 0, tolerant.stdout
 
 
 def test_one_run_a_side_is_a_labelled_within_run_comparison(horde, target, tmp_path, compare_schema):
     a = write_plan(tmp_path, "one_a", target.url, 10, duration_ms=1500, snapshot_interval_ms=100)
     b = write_plan(tmp_path, "one_b", target.url, 10, duration_ms=1500, snapshot_interval_ms=100)
-    result = horde("run", "--trials", "1", a, b, "-q")
+    result = horde("run", "--trials", "1", a, b)
     assert result.code in (0, 99), result.stdout + result.stderr
     assert "WITHIN-RUN FALLBACK (one run a side)" in result.stdout
     report = json.loads((trials_dir(result) / "compare.json").read_text())
@@ -213,3 +231,11 @@ def test_bad_input_is_named(tmp_path):
     assert "not a tolerance" in flags.stderr and "--alpha" in flags.stderr
     two = subprocess.run(["horde", "run", "a.json", "b.json"], capture_output=True, text=True, timeout=30)
     assert two.returncode == 2 and "--trials" in two.stderr
+
+
+@pytest.mark.parametrize("plans", [1, 2])
+def test_quiet_trials_print_only_their_directory(horde, target, tmp_path, plans):
+    files = [write_plan(tmp_path, f"quiet{i}", target.url, 5, duration_ms=500) for i in range(plans)]
+    result = horde("run", "--trials", "2", *files, "-q")
+    assert result.code in (0, 99), result.stdout + result.stderr
+    assert result.stdout == f"{trials_dir(result)}\n"

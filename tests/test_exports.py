@@ -230,6 +230,29 @@ def test_results_dir_is_exact_and_refuses_a_used_one(target, tmp_path):
     assert target.stats()["total"] == 5
 
 
+def test_results_directories_are_named_after_the_file_that_ran(target, tmp_path):
+    """The file's stem, which the user chose, not the first scenario's name; quick mode keeps its own."""
+    sim = tmp_path / "checkout_flow.py"
+    sim.write_text(
+        "from horde import *\n"
+        "setup(scenario('Browse the shop').exec(http('home').get('/')).inject(at_once_users(1)),\n"
+        "      protocol=http.base_url(param('base_url')))\n"
+    )
+    plan = tmp_path / "nightly.json"
+    plan.write_text(horde("plan", sim, "-D", f"base_url={target.url}", cwd=tmp_path).stdout)
+    made = {}
+    for what, argv in [("sim", ["run", sim, "-D", f"base_url={target.url}"]), ("plan", ["run", plan]),
+                       ("quick", ["http", target.url + "/", "-n", "1", "-c", "1"]),
+                       ("sweep", ["sweep", sim, "-D", f"base_url={target.url}", "--users", "1",
+                                  "--level-duration", "200ms", "--warmup", "0s"]),
+                       ("trials", ["run", "--trials", "1", sim, "-D", f"base_url={target.url}"])]:
+        results = tmp_path / f"results-{what}"
+        dir_line = horde(*argv, "--results", results, "-q", cwd=tmp_path).stdout.splitlines()[-1]
+        made[what] = dir_line.split("/")[-1].rsplit("-", 2)[0]
+    assert made == {"sim": "checkout_flow", "plan": "nightly", "quick": "http", "sweep": "sweep-checkout_flow",
+                    "trials": "checkout_flow-trials"}, made
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--request-log", "requests.csv"], "must end in .jsonl"),
     (["--export", "gatling:out"], "FORMAT is one of: locust"),

@@ -2,13 +2,18 @@
 /work/20 serves 4 requests at a time for 20 ms each, so throughput cannot pass 4 / 20 ms =
 200 requests per second, reached at 4 concurrent users."""
 
+import csv
 import json
 import re
+import signal
 import subprocess
 
 import pytest
 
-from conftest import EXAMPLES, stop_process
+from conftest import EXAMPLES, stop_process, wait_until
+
+NOTHING_MEASURED = 5
+INTERRUPTED = 130
 
 KNEE_USERS = 4
 
@@ -39,7 +44,7 @@ def sweep_dir(result):
 def test_a_closed_sweep_finds_the_knee_and_writes_table_and_chart(horde, work_target):
     result = horde(
         "sweep", EXAMPLES / "capacity_sweep.py", "-D", f"base_url={work_target.url}",
-        "--users", "1,2,4,8,16", "--level-duration", "1s", "--warmup", "500ms", "--slo", "p99<60ms", "-q",
+        "--users", "1,2,4,8,16", "--level-duration", "1s", "--warmup", "500ms", "--slo", "p99<60ms",
         timeout=180,
     )
     assert result.code == 0, result.stderr
@@ -59,7 +64,8 @@ def test_a_closed_sweep_finds_the_knee_and_writes_table_and_chart(horde, work_ta
     # The table, the chart, and each level's own results.
     assert (directory / "sweep.csv").read_text().count("\n") == 6
     svg = (directory / "sweep.svg").read_text()
-    assert svg.startswith("<svg") and svg.count("<polyline") == 3
+    # Throughput, p50, p99, and the error rate the SLOs judge.
+    assert svg.startswith("<svg") and svg.count("<polyline") == 4 and "errors %" in svg
     for level in report["levels"]:
         summary = json.loads((directory / level["results"] / "summary.json").read_text())
         assert summary["global"]["count"] == level["requests"]
@@ -68,7 +74,7 @@ def test_a_closed_sweep_finds_the_knee_and_writes_table_and_chart(horde, work_ta
 
 def test_auto_search_steps_up_then_bisects(horde, work_target):
     result = horde(
-        "sweep", f"{work_target.url}/work/20", "--auto", "--level-duration", "1s", "--warmup", "500ms", "-q",
+        "sweep", f"{work_target.url}/work/20", "--auto", "--level-duration", "1s", "--warmup", "500ms",
         timeout=180,
     )
     assert result.code == 0, result.stderr
@@ -100,11 +106,13 @@ def test_an_open_level_past_capacity_counts_what_completes_in_its_window(horde, 
         "sweep", sim, "-D", f"base_url={work_target.url}", "--rate", "300", "--level-duration", "2s",
         "--warmup", "1s", "-q", timeout=180,
     )
-    assert result.code == 0, result.stderr
     levels = json.loads((sweep_dir(result) / "sweep.json").read_text())["levels"]
     # A busy machine can start a few arrivals late; the sweep then runs the level a second time
-    # (as designed). Either run is bound by the server, so each reads its capacity.
+    # (as designed), and when that one is late too, it says no level was measured (exit 5).
+    # Either run is bound by the server, so each reads its capacity.
     assert [level["run"] for level in levels] in ([1], [1, 2]), levels
+    delivered = any(level["not_delivered"] is None for level in levels)
+    assert result.code == (0 if delivered else NOTHING_MEASURED), result.stderr
     for level in levels:
         assert 180 <= level["throughput_rps"] <= 205, level
 
@@ -114,15 +122,16 @@ def test_a_level_the_generator_cannot_deliver_runs_again_then_stops_the_sweep(ho
     # start on time. That is not the server's failure; the sweep says so and stops.
     result = horde(
         "sweep", f"{work_target.url}/", "--rate", "20,100000,200000", "--level-duration", "1s", "--warmup", "0s",
-        "--workers", "1", "-q", timeout=180,
+        "--workers", "1", timeout=180,
     )
     assert result.code == 0, result.stderr
     report = json.loads((sweep_dir(result) / "sweep.json").read_text())
     runs = [(level["level"], level["run"], level["not_delivered"] is None) for level in report["levels"]]
     assert runs == [(20, 1, True), (100000, 1, False), (100000, 2, False)], runs
     assert "could not deliver 100000 users/s" in report["stopped"]
-    # Only the level whose load was delivered is judged.
-    assert report["knee"] == 20 and report["errors_begin"] is None
+    # Only the level whose load was delivered is judged; one level shows no knee.
+    assert report["knee"] is None and report["errors_begin"] is None
+    assert "no knee found up to 20 users/s" in (sweep_dir(result) / "report.html").read_text()
     assert "load not delivered" in result.stdout and "load not delivered" in (sweep_dir(result) / "sweep.svg").read_text()
 
 
@@ -137,8 +146,8 @@ def test_an_open_sweep_finds_where_errors_begin(horde, work_target, tmp_path):
     )
     result = horde(
         "sweep", sim, "-D", f"base_url={work_target.url}",
-        "--rate", "50,100,400", "--level-duration", "1s", "--warmup", "500ms", "--slo", "errors<1%", "-q",
-        timeout=180,
+        "--rate", "50,100,400", "--level-duration", "1s", "--warmup", "500ms", "--slo", "errors<1%",
+        "--late-start-threshold", "20ms", "-q", timeout=180,
     )
     assert result.code == 0, result.stderr
     report = json.loads((sweep_dir(result) / "sweep.json").read_text())
@@ -155,3 +164,96 @@ def test_bad_sweep_input_is_refused(horde, work_target):
     result = horde("sweep", EXAMPLES / "capacity_sweep.py", results=False)
     assert result.code == 2
     assert "--users" in result.stderr
+
+
+def test_a_sweep_that_measures_no_level_says_so_and_exits_5(horde, work_target):
+    # No level's load can be delivered: the sweep knows nothing of the server, and says so
+    # rather than name a knee of 0 req/s and exit 0.
+    result = horde(
+        "sweep", f"{work_target.url}/", "--rate", "100000,200000", "--level-duration", "1s", "--warmup", "0s",
+        "--workers", "1", timeout=180,
+    )
+    assert result.code == NOTHING_MEASURED, result.stderr
+    report = json.loads((sweep_dir(result) / "sweep.json").read_text())
+    assert [level["not_delivered"] is not None for level in report["levels"]] == [True, True], report["levels"]
+    assert report["knee"] is None and report["highest_meeting_slos"] is None
+    assert "> knee (throughput stops growing): unknown: no level was measured" in result.stdout
+    assert "no level was measured" in result.stderr
+
+
+def test_throughput_still_growing_is_no_knee_and_the_error_rate_is_drawn(horde, work_target, tmp_path):
+    # 1 and 2 users each make about 50 requests a second: throughput doubles with the load, far
+    # below the target's 200.
+    result = horde(
+        "sweep", f"{work_target.url}/work/20", "--users", "1,2", "--level-duration", "1s", "--warmup", "0s",
+        "--slo", "errors<5%", "--late-start-threshold", "5ms", timeout=180,
+    )
+    assert result.code == 0, result.stderr
+    directory = sweep_dir(result)
+    report = json.loads((directory / "sweep.json").read_text())
+    assert report["knee"] is None, report["levels"]
+    assert "> knee (throughput stops growing): no knee found up to 2 users" in result.stdout
+    svg = (directory / "sweep.svg").read_text()
+    assert "errors %" in svg and "SLO errors&lt;5%" in svg and svg.count("<polyline") == 4
+    assert svg in (directory / "report.html").read_text()
+    # The late-start threshold reached every level's run.
+    for level in report["levels"]:
+        summary = json.loads((directory / level["results"] / "summary.json").read_text())
+        assert summary["scheduling"]["late_start_threshold_us"] == 5000
+
+
+def test_the_late_start_threshold_is_a_setup_option(tmp_path):
+    sim = tmp_path / "late.py"
+    sim.write_text(
+        "from horde import *\n"
+        "setup(scenario('s').exec(http('a').get('/')).inject(at_once_users(1)),\n"
+        "      protocol=http.base_url('http://127.0.0.1:1'), late_start_threshold=0.0005)\n"
+    )
+    printed = subprocess.run(["horde", "plan", sim], capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["options"]["late_start_threshold_us"] == 500
+
+
+def test_an_interrupted_level_is_measured_over_the_time_it_ran_and_never_judged(work_target, tmp_path):
+    results = tmp_path / "results"
+    process = subprocess.Popen(
+        ["horde", "sweep", f"{work_target.url}/work/20", "--users", "2,4", "--level-duration", "30s", "--warmup",
+         "0s", "--slo", "p99<1s", "--results", str(results)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+    def level_measured():
+        for path in results.glob("sweep-*/users-2/summary.json"):
+            try:
+                return json.loads(path.read_text())["global"]["count"] >= 100
+            except (ValueError, KeyError):
+                return False
+        return False
+
+    wait_until(level_measured, timeout=60, what="the first level to measure 100 requests")
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == INTERRUPTED, err
+    [directory] = results.glob("sweep-*")
+    report = json.loads((directory / "sweep.json").read_text())
+    [level] = report["levels"]
+    summary = json.loads((directory / level["results"] / "summary.json").read_text())
+    assert summary["run"]["status"] == "interrupted"
+    measured_ms = summary["run"]["duration_ms"] - summary["run"]["warmup_ms"]
+    # Two users at 20 ms a request: about 100 a second, over the seconds it ran (not 30).
+    assert 80 <= level["throughput_rps"] <= 105, level
+    assert level["throughput_rps"] == pytest.approx(summary["global"]["ok"] * 1000 / measured_ms, rel=1e-9)
+    assert level["interrupted"] and level["measured_ms"] == measured_ms
+    assert report["knee"] is None and report["highest_meeting_slos"] is None, report
+    [row] = list(csv.DictReader((directory / "sweep.csv").read_text().splitlines()))
+    assert (row["interrupted"], row["slos_met"]) == ("true", "false")
+    assert "interrupted after" in out and "not judged" in out
+
+
+@pytest.mark.parametrize("shape", ["list", "auto"])
+def test_quiet_prints_only_the_sweep_directory(horde, work_target, shape):
+    levels = ["--users", "1"] if shape == "list" else ["--auto", "--max-level", "1"]
+    result = horde("sweep", f"{work_target.url}/work/20", *levels, "--level-duration", "500ms", "--warmup", "0s",
+                   "-q", timeout=180)
+    assert result.code == 0, result.stderr
+    assert result.stdout == f"{sweep_dir(result)}\n"

@@ -257,6 +257,7 @@ class HttpProtocol:
     accept_encoding: Optional[str] = None
     infer_resources: bool = False
     connections_per_host: Optional[int] = None
+    secret_header_names: tuple = ()
 
     def base_url(self, url):
         return replace(self, base=str(url))
@@ -269,6 +270,15 @@ class HttpProtocol:
         for name, value in dict(mapping).items():
             protocol = protocol.header(name, value)
         return protocol
+
+    def secret_headers(self, *names):
+        """Headers whose values the results never show (summary.json, report.html), wherever
+        they are set; Authorization, Proxy-Authorization and Cookie never are, unasked.
+
+        >>> http.header("X-Api-Key", "k3y").secret_headers("X-Api-Key").to_plan()["secret_headers"]
+        ['X-Api-Key']
+        """
+        return replace(self, secret_header_names=self.secret_header_names + tuple(_name(n, "secret_headers") for n in names))
 
     def request_timeout(self, seconds):
         """From sending a request to the end of its response (default 60 s)."""
@@ -407,6 +417,8 @@ class HttpProtocol:
             plan["base_url"] = self.base
         if self.header_pairs:
             plan["headers"] = [{"name": n, "value": v} for n, v in self.header_pairs]
+        if self.secret_header_names:
+            plan["secret_headers"] = list(self.secret_header_names)
         if self.connect_timeout_ms is not None:
             plan["connect_timeout_ms"] = self.connect_timeout_ms
         if self.request_timeout_ms is not None:
@@ -432,6 +444,9 @@ class _Http:
 
     def headers(self, mapping):
         return HttpProtocol().headers(mapping)
+
+    def secret_headers(self, *names):
+        return HttpProtocol().secret_headers(*names)
 
     def request_timeout(self, seconds):
         return HttpProtocol().request_timeout(seconds)

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ._durations import to_ms
+from ._durations import to_ms, to_us
 from .assertions import threshold_texts
 from .chains import Population
 from .errors import DslError, ParameterError
@@ -151,6 +151,7 @@ _OPTION_NAMES = {
     "workers": ("workers", int),
     "graceful_stop": ("graceful_stop_ms", lambda v: to_ms(v, "graceful_stop")),
     "throttle": ("throttle", lambda v: _throttle_steps(v if isinstance(v, (list, tuple)) else [v])),
+    "late_start_threshold": ("late_start_threshold_us", lambda v: to_us(v, "late_start_threshold")),
 }
 
 
@@ -228,8 +229,17 @@ def setup(*populations, protocol=None, name=None, **options):
     databases', or a list of them: ``protocol=[http.base_url(...), sql.url(...)]``), and run
     options: ``max_duration`` (seconds), ``seed``, ``on_check_failure``
     ("continue", the default: a failed check makes its request KO and the user goes on, as in
-    Gatling; or "stop_iteration": the user ends its scenario at its first failure), ``percentiles``, ``response_time_bounds_ms``,
-    ``max_requests``, ``workers``."""
+    Gatling; or "stop_iteration": the user ends its scenario at its first failure),
+    ``percentiles``, ``response_time_bounds_ms``, ``max_requests``, ``workers``,
+    ``late_start_threshold`` (seconds: an arrival or throttle slot that starts later than this
+    counts as late; 0.001 by default; ``horde sweep`` calls a level whose starts are more than
+    1 % late "load not delivered").
+
+    >>> from horde import at_once_users, http, scenario
+    >>> sim = setup(scenario("s").exec(http("home").get("/")).inject(at_once_users(1)), late_start_threshold=0.005)
+    >>> sim.to_plan()["options"]["late_start_threshold_us"]
+    5000
+    """
     flat = []
     for population in populations:
         items = population if isinstance(population, (list, tuple)) else [population]

@@ -22,8 +22,9 @@ pub(crate) fn workers(text: &str) -> Result<u32, String> {
     name = "horde",
     version,
     about = "Load testing and benchmarking for web applications and databases",
-    after_help = "Exit codes: 0 finished, 2 invalid input, 3 run failed (an internal error too), 99 thresholds \
-                  failed (or a sweep where no level met its SLOs, or a regression found by compare), 130 interrupted."
+    after_help = "Exit codes: 0 finished, 2 invalid input, 3 run failed (an internal error too), 4 the workload \
+                  failed (horde sql), 5 a sweep measured no level (load not delivered), 99 thresholds failed (or a \
+                  sweep where no level met its SLOs, or a regression found by compare), 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -86,7 +87,7 @@ pub struct RunArgs {
     #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Run the plan this many times, each into its own results directory (under a parent
-    /// named after the plan); with two plans, N runs of each in the order A B B A A B ...,
+    /// named after the file); with two plans, N runs of each in the order A B B A A B ...,
     /// then `horde compare` of the two sets (compare.json beside them).
     #[arg(long, value_name = "N", value_parser = at_least_one, allow_negative_numbers = true)]
     pub trials: Option<u64>,
@@ -145,9 +146,13 @@ pub struct CompareArgs {
     /// the tables, a chart of each metric's changes and of every run's values).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Compare even when the runs' plans differ (beyond base URLs and names).
+    /// Compare even when the runs' plans differ (beyond base URLs and names). Not needed for
+    /// the two sides `horde run --trials N A B` made, whose plans differ by design.
     #[arg(long)]
     pub force: bool,
+    /// Names for the two sides, in the console, the JSON and the page (default A and B).
+    #[arg(long, value_name = "A_NAME,B_NAME")]
+    pub names: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -176,8 +181,8 @@ pub struct TargetArgs {
 
 #[derive(Args, Debug)]
 pub struct OutputArgs {
-    /// Where results directories are created (each run gets a new one, named after the plan
-    /// and the time).
+    /// Where results directories are created (each run gets a new one, named after the
+    /// simulation or plan file and the time).
     #[arg(long, default_value = "results", value_name = "DIR")]
     pub results: PathBuf,
     /// Write the results into exactly this directory, for CI: created if missing; refused if
@@ -330,6 +335,10 @@ pub struct SweepArgs {
     /// Worker threads of every level (default: the plan's, else one per core).
     #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
+    /// A start later than this after its intended time counts as late: 2ms, 500us (default:
+    /// the plan's, else 1ms). More than 1 % of starts late marks a level "load not delivered".
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub late_start_threshold: Option<String>,
     /// Serve live metrics in the OpenMetrics text format at http://ADDRESS/metrics for the
     /// whole sweep, each sample labelled with its level (level="25", level_run="1").
     #[arg(long, value_name = "ADDRESS")]

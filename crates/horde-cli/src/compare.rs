@@ -6,22 +6,27 @@ use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, Failure};
 use anyhow::Context;
 use horde_report::compare::{self, CompareOptions, CompareReport, LoadedSide, Tolerance};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The word between the two sides when each has several paths.
 const SEPARATOR: &str = "vs";
 
 pub(crate) fn compare(args: &CompareArgs) -> Result<i32, Failure> {
-    let options = options(args)?;
+    let Settings { options, names: [name_a, name_b] } = Settings::from_args(args)?;
     let (a_specs, b_specs) = split_sides(&args.paths)?;
-    let a = compare::load_side("A", &a_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
-    let b = compare::load_side("B", &b_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
+    let a = compare::load_side(&name_a, &a_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
+    let b = compare::load_side(&name_b, &b_specs).map_err(|e| Failure::Invalid(e.to_string()))?;
     let mut differences_within = Vec::new();
     for side in [&a, &b] {
         differences_within.extend(plans_within(side));
     }
     let mut report = compare::compare_sides(&a, &b, &options).map_err(|e| Failure::Invalid(e.to_string()))?;
-    if !args.force && (!report.plan_differences.is_empty() || !differences_within.is_empty()) {
+    // The two plans of `horde run --trials N A B` differ by design: listed, as the trials
+    // listed them, not refused.
+    let trials_of_two_plans = trials_parent(&a, &b).is_some();
+    if !args.force
+        && (!report.plan_differences.is_empty() && !trials_of_two_plans || !differences_within.is_empty())
+    {
         let mut message = String::from("the runs did not run the same plan (base URLs and names aside):");
         for difference in differences_within.iter().chain(&report.plan_differences) {
             message.push_str("\n  ");
@@ -31,12 +36,12 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32, Failure> {
         return Err(Failure::Invalid(message));
     }
     report.warnings.extend(differences_within);
+    print_text(&compare::render(&report));
     finish(&report, args.json.as_deref(), args.html.as_deref())
 }
 
-/// Prints the report, writes its JSON and HTML page when asked, and gives the exit code.
+/// Writes the report's JSON and HTML page when asked, and gives the exit code.
 pub(crate) fn finish(report: &CompareReport, json: Option<&Path>, html: Option<&Path>) -> Result<i32, Failure> {
-    print_text(&compare::render(report));
     if let Some(path) = json {
         write_json(report, path)?;
     }
@@ -58,20 +63,61 @@ pub(crate) fn write_json(report: &CompareReport, path: &Path) -> Result<(), Fail
     Ok(())
 }
 
-fn options(args: &CompareArgs) -> Result<CompareOptions, Failure> {
-    let mut problems = Vec::new();
-    let tolerance = Tolerance::parse(&args.tolerance).unwrap_or_else(|problem| {
-        problems.push(format!("--tolerance: {problem}"));
-        Tolerance::default()
-    });
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        problems.push(format!("--alpha: {} is not a probability between 0 and 1 (e.g. 0.05)", args.alpha));
+/// The flags of a comparison once every one is valid.
+struct Settings {
+    options: CompareOptions,
+    /// The sides' names: A and B, or `--names`.
+    names: [String; 2],
+}
+
+impl Settings {
+    /// Every problem with the flags, at once.
+    fn from_args(args: &CompareArgs) -> Result<Settings, Failure> {
+        let mut problems = Vec::new();
+        let tolerance = Tolerance::parse(&args.tolerance).unwrap_or_else(|problem| {
+            problems.push(format!("--tolerance: {problem}"));
+            Tolerance::default()
+        });
+        if !(args.alpha > 0.0 && args.alpha < 1.0) {
+            problems.push(format!("--alpha: {} is not a probability between 0 and 1 (e.g. 0.05)", args.alpha));
+        }
+        let names = match args.names.as_deref().map(side_names) {
+            None => ["A".to_string(), "B".to_string()],
+            Some(Ok(names)) => names,
+            Some(Err(problem)) => {
+                problems.push(format!("--names {problem}"));
+                Default::default()
+            }
+        };
+        if problems.is_empty() {
+            Ok(Settings { options: CompareOptions { alpha: args.alpha, tolerance }, names })
+        } else {
+            Err(invalid_flags(problems))
+        }
     }
-    if problems.is_empty() {
-        Ok(CompareOptions { alpha: args.alpha, tolerance })
-    } else {
-        Err(invalid_flags(problems))
+}
+
+/// `--names before,after`: two names, different and not empty.
+fn side_names(text: &str) -> Result<[String; 2], String> {
+    match text.split(',').map(str::trim).collect::<Vec<_>>().as_slice() {
+        [a, b] if !a.is_empty() && !b.is_empty() && a != b => Ok([a.to_string(), b.to_string()]),
+        _ => Err(format!("{text:?}: give two different names separated by a comma, the base first (before,after)")),
     }
+}
+
+/// The directory `horde run --trials N A B` made, when the two sides are its `A` and `B`
+/// (every run of A in its A/, every run of B in its B/, and its trials.json beside them).
+fn trials_parent(a: &LoadedSide, b: &LoadedSide) -> Option<PathBuf> {
+    let parent_of = |side: &LoadedSide, arm: &str| -> Option<PathBuf> {
+        let mut parents = side.runs.iter().map(|run| {
+            let arm_dir = std::fs::canonicalize(&run.dir).ok()?.parent()?.to_path_buf();
+            (arm_dir.file_name()? == arm).then(|| arm_dir.parent().map(Path::to_path_buf)).flatten()
+        });
+        let first = parents.next()??;
+        parents.all(|parent| parent.as_ref() == Some(&first)).then_some(first)
+    };
+    let parent = parent_of(a, "A")?;
+    (parent_of(b, "B")? == parent && parent.join(crate::trials::TRIALS_FILE).is_file()).then_some(parent)
 }
 
 /// `A B`, or `A1 A2 ... vs B1 B2 ...`.

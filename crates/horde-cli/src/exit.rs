@@ -13,6 +13,10 @@ pub const RUN_FAILED: i32 = 3;
 /// lost connection) or the database's count after it was not what the phase should have left.
 /// The results measured until then are on disk.
 pub const WORKLOAD_FAILED: i32 = 4;
+/// `horde sweep` measured no level: horde could not deliver the load of any of them on this
+/// machine (late starts, a saturated CPU), so nothing is known of the server. Not 0 (nothing
+/// was found), not 99 (no SLO was judged).
+pub const NOTHING_MEASURED: i32 = 5;
 /// Thresholds failed (or had no data), a run was aborted by one, or no level of a sweep met
 /// its SLOs: 99, as k6, so CI scripts can tell "the system is too slow" from "horde failed".
 pub const THRESHOLDS_FAILED: i32 = 99;

@@ -119,7 +119,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             (Some(count), _) => trials::trials(&args, count, loader),
             (None, [file]) => {
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
-                execute(program, &args.output, Some(&args.exports), &args.thresholds, &loader.front_end())
+                let run = RunOutputs { name: &results_name(file), output: &args.output, exports: Some(&args.exports) };
+                execute(program, &run, &args.thresholds, &loader.front_end())
             }
             (None, _) => Err(Failure::Invalid(
                 "two plans are run with --trials N (interleaved, then compared): horde run --trials 5 A.py B.py".into(),
@@ -134,7 +135,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            execute(program, &args.output, Some(&args.exports), &args.thresholds, "cli")
+            let run = RunOutputs { name: &program.plan.name.clone(), output: &args.output, exports: Some(&args.exports) };
+            execute(program, &run, &args.thresholds, "cli")
         }
         Command::Demo { users, output } => {
             // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
@@ -153,7 +155,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, &[], &args::TransportArgs::default(), loader)?;
-            let code = execute(program, &output, None, &args::GateArgs::default(), &loader.front_end())?;
+            let run = RunOutputs { name: &results_name(&simulation), output: &output, exports: None };
+            let code = execute(program, &run, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
                 "horde demo: the target served {} requests and refused {} stale ViewStates",
@@ -243,6 +246,12 @@ fn input_kind(file: &Path) -> Result<InputKind, Failure> {
             file.display()
         )))
     }
+}
+
+/// What a run's results directory is named after: the simulation's or the plan file's stem
+/// (`checkout` for checkout.py), which the user chose, rather than its first scenario.
+pub(crate) fn results_name(file: &Path) -> String {
+    file.file_stem().map(|stem| stem.to_string_lossy().into_owned()).filter(|stem| !stem.is_empty()).unwrap_or_else(|| "run".into())
 }
 
 fn load_failure(error: LoadError) -> Failure {
@@ -376,16 +385,18 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Where a run's results go: its directory, named after `name`, and the exports asked for.
+struct RunOutputs<'a> {
+    name: &'a str,
+    output: &'a args::OutputArgs,
+    exports: Option<&'a args::ExportArgs>,
+}
+
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout (with
 /// `-q`, only the results directory's path, as the last line); the thresholds' verdicts decide
 /// the exit code and go where CI reads them.
-fn execute(
-    program: Program,
-    output: &args::OutputArgs,
-    exports: Option<&args::ExportArgs>,
-    gate: &args::GateArgs,
-    front_end: &str,
-) -> Result<i32, Failure> {
+fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
+    let RunOutputs { name, output, exports } = *run;
     check_capacity(&program)?;
     check_databases(&program)?;
     // Every flag is checked before anything is created.
@@ -399,7 +410,7 @@ fn execute(
         Some((address, live)) => Some(metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
-    let dir = results_directory(output, &program.plan.name)?;
+    let dir = results_directory(output, name)?;
     let extras = requested.open(&program)?;
     let hooks = program.session_functions.clone();
     if let Some(endpoint) = &endpoint {
@@ -467,11 +478,12 @@ fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<
     Ok(())
 }
 
-/// The run's results directory: exactly `--results-dir`, or a new one under `--results`.
-pub(crate) fn results_directory(output: &args::OutputArgs, plan_name: &str) -> Result<PathBuf, Failure> {
+/// The run's results directory: exactly `--results-dir`, or a new one under `--results` named
+/// after `name` and the time.
+pub(crate) fn results_directory(output: &args::OutputArgs, name: &str) -> Result<PathBuf, Failure> {
     match &output.results_dir {
         Some(dir) => exact_results_dir(dir),
-        None => Ok(create_results_dir(results_parent(output)?, plan_name)?),
+        None => Ok(create_results_dir(results_parent(output)?, name)?),
     }
 }
 

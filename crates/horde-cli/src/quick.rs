@@ -175,7 +175,8 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         problems.extend(flag_problems);
     }
     let request = Request {
-        name: format!("{} {}", args.method.to_uppercase(), args.url),
+        // The row's name is in every result (and --metrics' labels): never a password.
+        name: format!("{} {}", args.method.to_uppercase(), horde_plan::redacted_url(&args.url)),
         method: args.method.to_uppercase(),
         url: horde_plan::escape_template(&args.url),
         headers,

@@ -53,6 +53,8 @@ struct Settings {
     warmup_ms: u64,
     /// The levels to run, or None for an automatic search.
     levels: Option<Vec<f64>>,
+    /// `--late-start-threshold`: when a start counts as late (the plan's otherwise).
+    late_start_threshold_us: Option<u64>,
 }
 
 impl Settings {
@@ -77,6 +79,9 @@ impl Settings {
                 0
             }),
         };
+        let late_start_threshold_us = args.late_start_threshold.as_deref().and_then(|text| {
+            parse_threshold_us(text).map_err(|problem| problems.push(format!("--late-start-threshold: {problem}"))).ok()
+        });
         if level_ms.saturating_add(warmup_ms) > MAX_DURATION_MS {
             problems.push("--level-duration and --warmup: a level longer than 365 days".into());
         }
@@ -113,7 +118,7 @@ impl Settings {
             (_, Some(rates)) => Some(rates.clone()),
             _ => None,
         };
-        Ok(Settings { model, slos, level_ms, warmup_ms, levels })
+        Ok(Settings { model, slos, level_ms, warmup_ms, levels, late_start_threshold_us })
     }
 }
 
@@ -143,16 +148,21 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let settings = Settings::from_args(args).map_err(invalid_flags)?;
     let model = settings.model;
     // A simulation's session functions run at every level.
-    let (mut plan, functions) = if args.target.contains("://") {
+    let (mut plan, functions, name) = if args.target.contains("://") {
         let mut plan = url_plan(&args.target, model);
         args.transport.apply(&mut plan.protocol, Some(&args.target)).map_err(invalid_flags)?;
-        (plan, None)
+        let name = plan.name.clone();
+        (plan, None, name)
     } else {
-        let program = load_program(Path::new(&args.target), &args.params, &[], &args.transport, loader)?;
-        (program.plan, program.session_functions)
+        let file = Path::new(&args.target);
+        let program = load_program(file, &args.params, &[], &args.transport, loader)?;
+        (program.plan, program.session_functions, crate::results_name(file))
     };
     if args.workers.is_some() {
         plan.options.workers = args.workers;
+    }
+    if let Some(threshold_us) = settings.late_start_threshold_us {
+        plan.options.late_start_threshold_us = threshold_us;
     }
     // Each level's run judges the SLOs as thresholds (any percentile, any metric).
     for slo in &settings.slos {
@@ -197,7 +207,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         None => sweep.first_auto_level(args),
     };
     prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
-    sweep.dir = crate::results_directory(&args.output, &format!("sweep-{}", sweep.plan.name))?;
+    sweep.dir = crate::results_directory(&args.output, &format!("sweep-{name}"))?;
     status!("horde sweep: results in {}", sweep.dir.display());
     if let Some(endpoint) = &endpoint {
         status!("horde sweep: live metrics at http://{}/metrics, labelled by level", endpoint.address);
@@ -214,10 +224,15 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     }
     drop(endpoint);
     let report = sweep.report();
-    print_text(&report.render());
+    if !args.output.quiet {
+        print_text(&report.render());
+    }
     status!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
-    Ok(if sweep.interrupted {
+    let code = if sweep.interrupted {
         exit::INTERRUPTED
+    } else if report.levels_judged() == 0 {
+        status!("horde sweep: no level was measured: horde could not deliver the load of any on this machine");
+        exit::NOTHING_MEASURED
     } else if !report.slos.is_empty()
         && report.highest_meeting_slos.is_none()
         // Levels horde could not deliver say nothing of the server: only a judged level fails.
@@ -227,7 +242,12 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         exit::THRESHOLDS_FAILED
     } else {
         exit::OK
-    })
+    };
+    if args.output.quiet {
+        // Scripts read the last line of stdout to find the results.
+        print_text(&format!("{}\n", sweep.dir.display()));
+    }
+    Ok(code)
 }
 
 impl Sweep<'_> {
@@ -424,20 +444,27 @@ impl Sweep<'_> {
 /// A level is good when it meets the SLOs and its throughput still grows at least half as fast
 /// as the load did since `previous`.
 fn is_good(level: &SweepLevel, previous: Option<&SweepLevel>) -> bool {
-    if !level.meets_slos() {
-        return false;
+    level.meets_slos() && previous.is_none_or(|previous| level.still_scaling_from(previous))
+}
+
+/// `--late-start-threshold`: a duration (`2ms`, `1s`), or microseconds (`500us`) below a
+/// millisecond.
+fn parse_threshold_us(text: &str) -> Result<u64, String> {
+    match text.trim().strip_suffix("us") {
+        Some(micros) => match micros.trim().parse::<u64>() {
+            Ok(us) if us >= 1 => Ok(us),
+            _ => Err(format!("{text:?} is not a whole number of microseconds of at least 1 (try 500us, 2ms)")),
+        },
+        None => parse_duration_ms(text).map(|ms| ms * 1000),
     }
-    let Some(previous) = previous else { return true };
-    let load_growth = level.level / previous.level - 1.0;
-    let throughput_growth = level.throughput_rps / previous.throughput_rps.max(1e-9) - 1.0;
-    throughput_growth >= 0.5 * load_growth
 }
 
 /// A plan that GETs one URL: users loop on keep-alive connections (closed model), or each
 /// arrival sends one request (open model).
 fn url_plan(url: &str, model: Model) -> Plan {
     let request = Step::Request(Request {
-        name: format!("GET {url}"),
+        // The row's name is in every result: never a password.
+        name: format!("GET {}", horde_plan::redacted_url(url)),
         method: "GET".into(),
         url: horde_plan::escape_template(url),
         headers: vec![],

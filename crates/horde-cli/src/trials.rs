@@ -14,15 +14,22 @@ use crate::{compare, exit, load_program, prepare, run_into, Failure, FinishedRun
 use horde_engine::SessionFunctions;
 use horde_metrics::RunStatus;
 use horde_plan::Plan;
-use horde_report::compare::{compare_sides, load_side, CompareOptions};
+use horde_report::compare::{compare_sides, load_side, render, CompareOptions};
 use horde_report::{create_results_dir, LiveMetrics};
+use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Written beside the runs: each arm's file and the order they ran in. `horde compare` reads
+/// its presence to know that the A and B of this directory differ by design.
+pub(crate) const TRIALS_FILE: &str = "trials.json";
 
 /// One of the plans being tried.
 struct Arm<'a> {
     label: &'static str,
     file: &'a Path,
+    /// What its results directories are named after: the file's stem.
+    name: String,
     plan: Plan,
     functions: Option<Arc<dyn SessionFunctions>>,
 }
@@ -39,11 +46,11 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
-        arms.push(Arm { label, file, plan: program.plan, functions: program.session_functions });
+        arms.push(Arm { label, file, name: crate::results_name(file), plan: program.plan, functions: program.session_functions });
     }
     let parent_name = match arms.as_slice() {
-        [a] => format!("{}-trials", a.plan.name),
-        [a, b] => format!("{}-vs-{}", a.plan.name, b.plan.name),
+        [a] => format!("{}-trials", a.name),
+        [a, b] => format!("{}-vs-{}", a.name, b.name),
         _ => unreachable!("clap allows one or two files"),
     };
     // Bound before anything is created or sent, and up for every trial.
@@ -58,6 +65,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         status!("horde: live metrics at http://{}/metrics, labelled by trial", endpoint.address);
     }
     let order = interleaved(arms.len(), count);
+    write_trials_file(&parent, &arms, &order)?;
     let mut thresholds_failed = 0;
     for (index, &arm_index) in order.iter().enumerate() {
         if crate::signals::interrupted() {
@@ -65,7 +73,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         }
         let arm = &arms[arm_index];
         let base = if arms.len() == 1 { parent.clone() } else { parent.join(arm.label) };
-        let dir = create_results_dir(&base, &arm.plan.name)?;
+        let dir = create_results_dir(&base, &arm.name)?;
         let live = live.as_ref().map(|(_, live)| {
             let mut labels = vec![("trial".to_string(), (index + 1).to_string())];
             if arms.len() > 1 {
@@ -102,8 +110,32 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let json = parent.join("compare.json");
     compare::write_json(&report, &json)?;
     status!("horde: comparison written to {}", json.display());
+    if args.output.quiet {
+        status!("horde: compare.html beside it; horde compare {0}/A {0}/B prints the table", parent.display());
+    } else {
+        print_text(&render(&report));
+    }
     let code = compare::finish(&report, None, Some(&parent.join("compare.html")))?;
+    if args.output.quiet {
+        // The last line on stdout is the directory, for scripts.
+        print_text(&format!("{}\n", parent.display()));
+    }
     Ok(if code == exit::OK { thresholds_code } else { code })
+}
+
+fn write_trials_file(parent: &Path, arms: &[Arm], order: &[usize]) -> Result<(), Failure> {
+    let record = serde_json::json!({
+        "arms": arms.iter().map(|arm| serde_json::json!({
+            "label": arm.label,
+            "file": std::fs::canonicalize(arm.file).unwrap_or_else(|_| arm.file.to_path_buf()),
+            "plan": arm.plan.name,
+        })).collect::<Vec<_>>(),
+        "order": order.iter().map(|&arm| arms[arm].label).collect::<Vec<_>>(),
+    });
+    let path = parent.join(TRIALS_FILE);
+    let text = serde_json::to_string_pretty(&record).expect("a record serializes") + "\n";
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 /// Which arm runs at each trial: A B B A A B ... (one arm: A A A ...).

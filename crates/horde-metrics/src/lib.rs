@@ -26,7 +26,7 @@ pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
 pub use recorder::{
-    new_histogram, record_value, ConnectionEvents, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
+    new_histogram, record_value, ConnectionEvents, Distribution, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
 };
 pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEADER};
 pub use summary::{
@@ -36,4 +36,4 @@ pub use summary::{
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};
-pub use totals::{RunStatus, Sink, Totals};
+pub use totals::{many_rows_warning, RunStatus, Sink, Totals, ROWS_WARNING_LIMIT};

@@ -1,14 +1,135 @@
 //! What a worker records, and the snapshot it hands over at each interval.
 
 use hdrhistogram::Histogram;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Significant figures of every histogram: 0.1 % resolution.
+/// Significant figures of the latency histograms (a row's corrected and uncorrected latency,
+/// groups, start lag): 0.1 % resolution, that of the percentiles users read and gate on.
 const SIGNIFICANT_FIGURES: u8 = 3;
+/// Significant figures of the phases' histograms (DNS, connect, TLS, send, wait, receive): 1 %
+/// resolution, plenty to say where the time went, at an eighth of the memory (a 3-figure
+/// histogram is 16 KiB before it holds anything, a 2-figure one 2 KiB).
+const PHASE_SIGNIFICANT_FIGURES: u8 = 2;
+/// How many values a [`Distribution`] keeps as they are before it makes its histogram: a row
+/// hit a few times an interval costs a few bytes, not a histogram. A plan of thousands of
+/// request names (an imported recording) holds one recorder per row in every worker, in the
+/// collector's totals and in each pending interval.
+const FEW_VALUES: usize = 256;
 
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new(SIGNIFICANT_FIGURES).expect("3 significant figures are valid")
+}
+
+/// The values of one measure of a row (its OK latency, its wait phase...): kept as they are
+/// while they are few, in an HDR histogram from [`FEW_VALUES`] on, which the values recorded so
+/// far are poured into. Its statistics are always a histogram's ([`Distribution::histogram`]):
+/// the few values recorded into one, so every percentile is exactly what a histogram from the
+/// start would give.
+#[derive(Debug, Clone)]
+pub struct Distribution {
+    significant_figures: u8,
+    few: Vec<u64>,
+    many: Option<Box<Histogram<u64>>>,
+}
+
+impl Distribution {
+    /// At 0.1 % resolution: latencies.
+    pub fn latency() -> Distribution {
+        Distribution { significant_figures: SIGNIFICANT_FIGURES, few: Vec::new(), many: None }
+    }
+
+    /// At 1 % resolution: the phases of a request.
+    pub fn phase() -> Distribution {
+        Distribution { significant_figures: PHASE_SIGNIFICANT_FIGURES, few: Vec::new(), many: None }
+    }
+
+    fn empty_histogram(&self) -> Histogram<u64> {
+        Histogram::new(self.significant_figures).expect("2 or 3 significant figures are valid")
+    }
+
+    pub fn record(&mut self, value: u64) {
+        match &mut self.many {
+            Some(histogram) => record_value(histogram, value),
+            None if self.few.len() < FEW_VALUES => self.few.push(value),
+            None => {
+                self.pour();
+                self.record(value);
+            }
+        }
+    }
+
+    /// From values to a histogram: they are recorded into it, and their buffer let go.
+    fn pour(&mut self) {
+        let mut histogram = self.empty_histogram();
+        for value in &self.few {
+            record_value(&mut histogram, *value);
+        }
+        self.few = Vec::new();
+        self.many = Some(Box::new(histogram));
+    }
+
+    pub fn len(&self) -> u64 {
+        match &self.many {
+            Some(histogram) => histogram.len(),
+            None => self.few.len() as u64,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The histogram of every value recorded: borrowed once there is one, else made from the
+    /// values (the same counts, bucket for bucket).
+    pub fn histogram(&self) -> Cow<'_, Histogram<u64>> {
+        match &self.many {
+            Some(histogram) => Cow::Borrowed(histogram),
+            None => {
+                let mut histogram = self.empty_histogram();
+                self.add_to(&mut histogram);
+                Cow::Owned(histogram)
+            }
+        }
+    }
+
+    /// The histogram's mean (values stand for their bucket, as HdrHistogram computes it).
+    pub fn mean(&self) -> f64 {
+        if self.is_empty() { 0.0 } else { self.histogram().mean() }
+    }
+
+    /// Adds every value recorded to `into` (a histogram of the same resolution).
+    pub fn add_to(&self, into: &mut Histogram<u64>) {
+        match &self.many {
+            Some(histogram) => into.add(histogram.as_ref()).expect("auto-resizing histograms always merge"),
+            None => self.few.iter().for_each(|value| record_value(into, *value)),
+        }
+    }
+
+    pub fn merge(&mut self, other: &Distribution) {
+        match (&mut self.many, &other.many) {
+            (Some(mine), _) => other.add_to(mine),
+            (None, Some(theirs)) => {
+                let mut histogram = theirs.clone();
+                self.few.iter().for_each(|value| record_value(&mut histogram, *value));
+                self.few = Vec::new();
+                self.many = Some(histogram);
+            }
+            (None, None) if self.few.len() + other.few.len() <= FEW_VALUES => self.few.extend_from_slice(&other.few),
+            (None, None) => {
+                self.pour();
+                self.merge(other);
+            }
+        }
+    }
+
+    /// Forgets every value. A histogram is let go too: the recorder may next serve a row hit
+    /// a few times an interval, which needs none; a busy row makes one again within the interval.
+    pub fn reset(&mut self) {
+        self.few.clear();
+        self.many = None;
+    }
 }
 
 /// Records into an auto-resizing histogram. `saturating_record` would clamp to the current
@@ -54,9 +175,9 @@ pub struct RequestTiming {
 /// `unsent`, outside the histograms, so failures cannot make the percentiles look better.
 #[derive(Debug, Clone)]
 pub struct Recorder {
-    pub ok: Histogram<u64>,
+    pub ok: Distribution,
     /// KO exchanges: sent (or a connection attempted), then failed.
-    pub ko: Histogram<u64>,
+    pub ko: Distribution,
     /// KO requests that were never sent.
     pub unsent: u64,
     /// Failed in an attempt of `try_max` or `eventually` that was tried again: not a KO (the
@@ -65,13 +186,13 @@ pub struct Recorder {
     /// Exchanges begun: those without an outcome yet (ok + ko short of it) are in flight,
     /// and at the end of a run, interrupted.
     pub started: u64,
-    pub uncorrected: Histogram<u64>,
-    pub dns: Histogram<u64>,
-    pub connect: Histogram<u64>,
-    pub tls: Histogram<u64>,
-    pub send: Histogram<u64>,
-    pub wait: Histogram<u64>,
-    pub receive: Histogram<u64>,
+    pub uncorrected: Distribution,
+    pub dns: Distribution,
+    pub connect: Distribution,
+    pub tls: Distribution,
+    pub send: Distribution,
+    pub wait: Distribution,
+    pub receive: Distribution,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Compressed bodies decoded (read by a check), and their size decoded.
@@ -82,18 +203,18 @@ pub struct Recorder {
 impl Default for Recorder {
     fn default() -> Self {
         Recorder {
-            ok: new_histogram(),
-            ko: new_histogram(),
+            ok: Distribution::latency(),
+            ko: Distribution::latency(),
             unsent: 0,
             retried: 0,
             started: 0,
-            uncorrected: new_histogram(),
-            dns: new_histogram(),
-            connect: new_histogram(),
-            tls: new_histogram(),
-            send: new_histogram(),
-            wait: new_histogram(),
-            receive: new_histogram(),
+            uncorrected: Distribution::latency(),
+            dns: Distribution::phase(),
+            connect: Distribution::phase(),
+            tls: Distribution::phase(),
+            send: Distribution::phase(),
+            wait: Distribution::phase(),
+            receive: Distribution::phase(),
             bytes_sent: 0,
             bytes_received: 0,
             bodies_decoded: 0,
@@ -105,17 +226,17 @@ impl Default for Recorder {
 impl Recorder {
     pub fn record(&mut self, timing: &RequestTiming, ok: bool) {
         let latency = if ok { &mut self.ok } else { &mut self.ko };
-        record_value(latency, timing.latency_us);
-        record_value(&mut self.uncorrected, timing.uncorrected_us);
-        for (histogram, value) in [(&mut self.dns, timing.dns_us), (&mut self.connect, timing.connect_us), (&mut self.tls, timing.tls_us)] {
+        latency.record(timing.latency_us);
+        self.uncorrected.record(timing.uncorrected_us);
+        for (phase, value) in [(&mut self.dns, timing.dns_us), (&mut self.connect, timing.connect_us), (&mut self.tls, timing.tls_us)] {
             if let Some(value) = value {
-                record_value(histogram, value);
+                phase.record(value);
             }
         }
         if !timing.without_phases {
-            record_value(&mut self.send, timing.send_us);
-            record_value(&mut self.wait, timing.wait_us);
-            record_value(&mut self.receive, timing.receive_us);
+            self.send.record(timing.send_us);
+            self.wait.record(timing.wait_us);
+            self.receive.record(timing.receive_us);
         }
         self.bytes_sent += timing.bytes_sent;
         self.bytes_received += timing.bytes_received;
@@ -135,10 +256,15 @@ impl Recorder {
         self.retried += 1;
     }
 
+    /// The phases, in the order of an exchange: DNS, connect, TLS, send, wait, receive.
+    pub fn phases(&self) -> [&Distribution; 6] {
+        [&self.dns, &self.connect, &self.tls, &self.send, &self.wait, &self.receive]
+    }
+
     /// Latency from the intended start of every exchange, OK and KO together.
     pub fn corrected(&self) -> Histogram<u64> {
-        let mut all = self.ok.clone();
-        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        let mut all = self.ok.histogram().into_owned();
+        self.ko.add_to(&mut all);
         all
     }
 
@@ -157,10 +283,10 @@ impl Recorder {
         self.started.saturating_sub(self.ok.len() + self.ko.len() + self.retried)
     }
 
-    /// Empties the recorder, keeping its histograms' memory: a worker that gets it back
-    /// records into it without allocating.
+    /// Empties the recorder for a worker to record into again, keeping the buffers of its few
+    /// values (see [`Distribution::reset`]).
     pub fn reset(&mut self) {
-        for histogram in [
+        for distribution in [
             &mut self.ok,
             &mut self.ko,
             &mut self.uncorrected,
@@ -171,7 +297,7 @@ impl Recorder {
             &mut self.wait,
             &mut self.receive,
         ] {
-            histogram.reset();
+            distribution.reset();
         }
         self.unsent = 0;
         self.retried = 0;
@@ -183,22 +309,18 @@ impl Recorder {
     }
 
     pub fn merge(&mut self, other: &Recorder) {
-        // Histograms made by `new_histogram` auto-resize, so `add` cannot fail on range.
-        let add = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
-            into.add(from).expect("auto-resizing histograms always merge");
-        };
-        add(&mut self.ok, &other.ok);
-        add(&mut self.ko, &other.ko);
+        self.ok.merge(&other.ok);
+        self.ko.merge(&other.ko);
         self.unsent += other.unsent;
         self.retried += other.retried;
         self.started += other.started;
-        add(&mut self.uncorrected, &other.uncorrected);
-        add(&mut self.dns, &other.dns);
-        add(&mut self.connect, &other.connect);
-        add(&mut self.tls, &other.tls);
-        add(&mut self.send, &other.send);
-        add(&mut self.wait, &other.wait);
-        add(&mut self.receive, &other.receive);
+        self.uncorrected.merge(&other.uncorrected);
+        self.dns.merge(&other.dns);
+        self.connect.merge(&other.connect);
+        self.tls.merge(&other.tls);
+        self.send.merge(&other.send);
+        self.wait.merge(&other.wait);
+        self.receive.merge(&other.receive);
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.bodies_decoded += other.bodies_decoded;
@@ -360,5 +482,51 @@ mod tests {
             prop_assert_eq!(left.ok.len(), ok_total);
             prop_assert_eq!(left.bytes_sent, (a.len() + b.len()) as u64);
         }
+
+        /// A recorder keeps few values as they are and many in a histogram, and merges every
+        /// mix of them: its latency statistics are exactly those of one histogram that
+        /// recorded every value (what every recorder was before), whatever the chunks.
+        #[test]
+        fn latency_statistics_are_a_histograms_whatever_the_chunks(
+            values in proptest::collection::vec((1u64..100_000_000, any::<bool>()), 0..2_000),
+            cuts in proptest::collection::vec(0usize..2_000, 0..12),
+        ) {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(values.len())).collect();
+            cuts.extend([0, values.len()]);
+            cuts.sort_unstable();
+            let mut merged = Recorder::default();
+            for chunk in cuts.windows(2) {
+                let mut part = Recorder::default();
+                for (value, ok) in &values[chunk[0]..chunk[1]] {
+                    part.record(&RequestTiming { latency_us: *value, uncorrected_us: value / 2 + 1, ..Default::default() }, *ok);
+                }
+                merged.merge(&part);
+            }
+            let (mut corrected, mut uncorrected) = (new_histogram(), new_histogram());
+            for (value, _) in &values {
+                record_value(&mut corrected, *value);
+                record_value(&mut uncorrected, value / 2 + 1);
+            }
+            let percentiles = [0.0, 1.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+            let stats = crate::LatencyStats::from_histogram;
+            prop_assert_eq!(stats(&merged.corrected(), &percentiles), stats(&corrected, &percentiles));
+            prop_assert_eq!(stats(&merged.uncorrected.histogram(), &percentiles), stats(&uncorrected, &percentiles));
+            prop_assert_eq!(merged.count(), values.len() as u64);
+        }
+    }
+
+    #[test]
+    fn a_row_hit_a_few_times_holds_no_histogram_and_a_busy_one_lets_it_go_on_reset() {
+        let mut recorder = Recorder::default();
+        let timing = RequestTiming { latency_us: 1_500, uncorrected_us: 1_200, send_us: 10, wait_us: 1_000, receive_us: 20, ..Default::default() };
+        for _ in 0..FEW_VALUES {
+            recorder.record(&timing, true);
+        }
+        assert!(recorder.ok.many.is_none() && recorder.wait.many.is_none(), "few values, no histogram");
+        recorder.record(&timing, true);
+        assert!(recorder.ok.many.is_some() && recorder.ok.few.capacity() == 0, "poured into a histogram");
+        assert_eq!((recorder.ok.len(), recorder.ko.len(), recorder.dns.len()), (FEW_VALUES as u64 + 1, 0, 0));
+        recorder.reset();
+        assert!(recorder.ok.many.is_none() && recorder.is_empty());
     }
 }

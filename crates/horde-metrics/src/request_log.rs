@@ -65,7 +65,8 @@ pub struct RequestRecord<'a> {
     /// The response's status code, when there was one.
     pub status: Option<u16>,
     /// Where it went: the request's URL (an HTTP request, a redirect's hop, a socket's
-    /// opening); none for what has no URL of its own (a message on a socket, a feeder).
+    /// opening); none for what has no URL of its own (a message on a socket, a feeder). Its
+    /// password, if it has one, is logged as `***`.
     pub url: Option<&'a str>,
     pub ok: bool,
     /// KO and never sent: no latency.
@@ -103,7 +104,7 @@ fn append_jsonl(out: &mut Vec<u8>, r: &RequestRecord<'_>) {
     json_string(out, r.scenario);
     out.extend_from_slice(b",\"url\":");
     match r.url {
-        Some(url) => json_string(out, url),
+        Some(url) => json_string(out, &horde_plan::redacted_url(url)),
         None => out.extend_from_slice(b"null"),
     }
     let _ = write!(out, ",\"user\":{},\"status\":", r.user);
@@ -171,7 +172,7 @@ fn append_jtl(out: &mut Vec<u8>, r: &RequestRecord<'_>) {
     }
     let _ = write!(out, ",{},{},{},{},", t.bytes_received, t.bytes_sent, r.scenario_users, r.all_users);
     if let Some(url) = r.url {
-        csv_field(out, url);
+        csv_field(out, &horde_plan::redacted_url(url));
     }
     let _ = writeln!(out, ",{},0,{}", if r.status.is_some() { first_byte_ms } else { 0 }, (connect_us + 500) / 1000);
 }

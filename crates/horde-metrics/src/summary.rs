@@ -256,9 +256,11 @@ impl Recorder {
     /// The statistics of this recorder, named `name`, over a run of `duration_s` seconds.
     pub fn stats(&self, name: &str, duration_s: f64, options: &SummaryOptions) -> RequestStats {
         let p = &options.percentiles;
-        let mut all = self.ok.clone();
-        all.add(&self.ko).expect("auto-resizing histograms always merge");
+        let all = self.corrected();
+        let ok = self.ok.histogram();
+        let stats = |distribution: &crate::Distribution| LatencyStats::from_histogram(&distribution.histogram(), p);
         let count = self.count();
+        let [dns, connect, tls, send, wait, receive] = self.phases().map(stats);
         RequestStats {
             name: name.to_string(),
             count,
@@ -270,23 +272,16 @@ impl Recorder {
             mean_rps: if duration_s > 0.0 { count as f64 / duration_s } else { 0.0 },
             latency: RequestLatency {
                 all: LatencyStats::from_histogram(&all, p),
-                ok: LatencyStats::from_histogram(&self.ok, p),
-                ko: LatencyStats::from_histogram(&self.ko, p),
-                uncorrected: LatencyStats::from_histogram(&self.uncorrected, p),
+                ok: LatencyStats::from_histogram(&ok, p),
+                ko: stats(&self.ko),
+                uncorrected: stats(&self.uncorrected),
             },
-            phases: PhaseStats {
-                dns: LatencyStats::from_histogram(&self.dns, p),
-                connect: LatencyStats::from_histogram(&self.connect, p),
-                tls: LatencyStats::from_histogram(&self.tls, p),
-                send: LatencyStats::from_histogram(&self.send, p),
-                wait: LatencyStats::from_histogram(&self.wait, p),
-                receive: LatencyStats::from_histogram(&self.receive, p),
-            },
+            phases: PhaseStats { dns, connect, tls, send, wait, receive },
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
             bodies_decoded: self.bodies_decoded,
             bytes_decoded: self.bytes_decoded,
-            distribution: distribution(&self.ok, self.ko.len() + self.unsent, options.response_time_bounds_ms),
+            distribution: distribution(&ok, self.ko.len() + self.unsent, options.response_time_bounds_ms),
         }
     }
 }

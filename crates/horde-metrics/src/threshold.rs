@@ -123,14 +123,12 @@ struct Measure {
 impl Measure {
     fn of_requests(recorder: &Recorder, metric: ThresholdMetric) -> Measure {
         let latency = match metric {
-            ThresholdMetric::Latency(LatencySource::Corrected, _) => {
-                let mut all = recorder.ok.clone();
-                all.add(&recorder.ko).expect("auto-resizing histograms always merge");
-                Some(all)
+            ThresholdMetric::Latency(LatencySource::Corrected, _) => Some(recorder.corrected()),
+            ThresholdMetric::Latency(LatencySource::Uncorrected, _) => Some(recorder.uncorrected.histogram().into_owned()),
+            ThresholdMetric::Latency(LatencySource::Phase(phase), _) => {
+                Some(phase_distribution(recorder, phase).histogram().into_owned())
             }
-            ThresholdMetric::Latency(LatencySource::Ok, _) => Some(recorder.ok.clone()),
-            ThresholdMetric::Latency(LatencySource::Uncorrected, _) => Some(recorder.uncorrected.clone()),
-            ThresholdMetric::Latency(LatencySource::Phase(phase), _) => Some(phase_histogram(recorder, phase).clone()),
+            ThresholdMetric::Latency(LatencySource::Ok, _) => Some(recorder.ok.histogram().into_owned()),
             _ => None,
         };
         Measure { count: recorder.count(), failed: recorder.ko.len() + recorder.unsent, ok: recorder.ok.len(), latency }
@@ -227,7 +225,7 @@ fn observe(metric: ThresholdMetric, measure: &Measure, span: Span) -> Option<f64
     }
 }
 
-fn phase_histogram(recorder: &Recorder, phase: Phase) -> &Histogram<u64> {
+fn phase_distribution(recorder: &Recorder, phase: Phase) -> &crate::Distribution {
     match phase {
         Phase::Dns => &recorder.dns,
         Phase::Connect => &recorder.connect,

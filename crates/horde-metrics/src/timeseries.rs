@@ -52,15 +52,8 @@ pub struct PhaseMeans {
 
 impl PhaseMeans {
     fn of(recorder: &Recorder) -> PhaseMeans {
-        let mean = |h: &hdrhistogram::Histogram<u64>| if h.is_empty() { 0.0 } else { h.mean() };
-        PhaseMeans {
-            dns: mean(&recorder.dns),
-            connect: mean(&recorder.connect),
-            tls: mean(&recorder.tls),
-            send: mean(&recorder.send),
-            wait: mean(&recorder.wait),
-            receive: mean(&recorder.receive),
-        }
+        let [dns, connect, tls, send, wait, receive] = recorder.phases().map(crate::Distribution::mean);
+        PhaseMeans { dns, connect, tls, send, wait, receive }
     }
 }
 

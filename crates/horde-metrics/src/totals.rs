@@ -9,6 +9,25 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// Request rows past which a run is warned about (once, on the console and in summary.json),
+/// as k6 warns past 100,000 time series: each row costs memory in every worker and the
+/// collector (tens of KiB once it has had a few hundred requests) and a line of the summary
+/// and the time series every interval. Thousands of rows are most often request names made
+/// from URLs with ids in them.
+pub const ROWS_WARNING_LIMIT: usize = 1000;
+
+/// The warning of a run with `rows` request rows, when there are too many.
+pub fn many_rows_warning(rows: usize) -> Option<String> {
+    (rows > ROWS_WARNING_LIMIT).then(|| {
+        format!(
+            "{rows} request names (rows), more than the {ROWS_WARNING_LIMIT} a run is meant to have: each costs memory \
+             (tens of KiB once it has had a few hundred requests) and a line of summary.json and the time series every \
+             interval. Name requests by what they do, not by their URL: http(\"order\").get(\"/orders/${{id}}\"), not a \
+             name with the id in it"
+        )
+    })
+}
+
 /// How a run ended, or that it is still going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {

@@ -23,12 +23,14 @@ mod duration;
 mod feeder;
 pub mod input;
 mod schema_check;
+mod secrets;
 mod sql;
 mod template;
 mod threshold;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
+pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use sql::{
@@ -170,6 +172,10 @@ pub struct HttpProtocol {
     /// Sent with every request unless the request sets the same header.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<NameValue>,
+    /// Headers whose values the results never show (summary.json, report.html), wherever they
+    /// are set, besides Authorization, Proxy-Authorization and Cookie, which never are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
     /// From sending the request to the end of the response body.
@@ -319,6 +325,7 @@ impl Default for HttpProtocol {
         HttpProtocol {
             base_url: None,
             headers: Vec::new(),
+            secret_headers: Vec::new(),
             connect_timeout_ms: default_connect_timeout_ms(),
             request_timeout_ms: default_request_timeout_ms(),
             follow_redirects: true,

@@ -151,12 +151,28 @@
     };
   }
 
+  // A value beyond the chart's range (spec.range) is drawn at its edge; `arrow` marks it.
+  function arrow(context, x, atY, up) {
+    var size = 6 * devicePixelRatio;
+    var tip = up ? -size : size;
+    context.beginPath();
+    context.moveTo(x, atY + tip);
+    context.lineTo(x - size, atY);
+    context.lineTo(x + size, atY);
+    context.closePath();
+    context.fill();
+  }
+
   function drawChange(plot, spec) {
     var context = plot.ctx;
     var left = plot.bbox.left;
     var right = left + plot.bbox.width;
+    var range = spec.range || [-Infinity, Infinity];
+    var clip = function (v) {
+      return Math.min(range[1], Math.max(range[0], v));
+    };
     var y = function (v) {
-      return plot.valToPos(v, "y", true);
+      return plot.valToPos(clip(v), "y", true);
     };
     context.save();
     if (spec.band) {
@@ -182,11 +198,22 @@
         context.beginPath();
         context.moveTo(x, y(spec.low[i]));
         context.lineTo(x, y(spec.high[i]));
-        context.moveTo(x - cap, y(spec.low[i]));
-        context.lineTo(x + cap, y(spec.low[i]));
-        context.moveTo(x - cap, y(spec.high[i]));
-        context.lineTo(x + cap, y(spec.high[i]));
+        [spec.low[i], spec.high[i]].forEach(function (end) {
+          if (end === clip(end)) {
+            context.moveTo(x - cap, y(end));
+            context.lineTo(x + cap, y(end));
+          }
+        });
         context.stroke();
+        [spec.low[i], spec.high[i]].forEach(function (end) {
+          if (end !== clip(end)) {
+            arrow(context, x, y(end), end > range[1]);
+          }
+        });
+      }
+      if (value !== clip(value)) {
+        arrow(context, x, y(value), value > range[1]);
+        return;
       }
       context.beginPath();
       context.arc(x, y(value), 4.5 * devicePixelRatio, 0, 2 * Math.PI);
@@ -197,6 +224,9 @@
 
   function drawRows(element, spec) {
     var yRange = function (plot, min, max) {
+      if (spec.kind === "change" && spec.range) {
+        return spec.range;
+      }
       if (spec.kind === "change") {
         var all = [0].concat(spec.band || []);
         spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {

@@ -2,16 +2,18 @@
 //! request, groups, and errors by reason. Times are shown in milliseconds.
 
 use crate::summary::Summary;
-use crate::terminal::printable;
+use crate::terminal::{fitted, printable, width};
 use horde_metrics::{LatencyStats, RequestStats, ThresholdStatus};
 use std::fmt::Write;
 
 const WIDTH: usize = 80;
+/// The name column of the requests and groups tables: as wide as their longest name, between
+/// these (two columns of space included); a longer name loses its middle to an ellipsis.
+const NAME_COLUMN_MIN: usize = 28;
+const NAME_COLUMN_MAX: usize = 50;
 /// Where every time on the page counts from, said once (requests, groups and `eventually`
 /// share it).
 const CLOCK: &str = "times from each request's start (throttled: its slot, if held back)";
-/// The width of the name column of the requests and groups tables.
-const NAME_COLUMN: usize = 28;
 
 fn rule(out: &mut String, title: &str) {
     let head = format!("---- {title} ");
@@ -201,21 +203,18 @@ pub fn render(summary: &Summary) -> String {
     for bucket in &g.distribution {
         let _ = writeln!(out, "> {:<44}{:>10} ({:>3.0}%)", bucket.label, bucket.count, bucket.percent);
     }
+    let table = TableLayout::fitting(summary.requests.iter().map(|r| &r.name).chain(summary.groups.iter().map(|g| &g.name)));
     if !summary.requests.is_empty() {
         rule(&mut out, "Requests (ms)");
-        let _ = writeln!(
-            out,
-            "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
-            "name", "count", "OK", "KO", "mean", "p50", "p99", "max"
-        );
+        table.header(&mut out);
         for r in &summary.requests {
-            table_row(&mut out, &r.name, (r.count, r.ok, r.ko), &r.latency.all);
+            table.row(&mut out, &r.name, (r.count, r.ok, r.ko), &r.latency.all);
         }
     }
     if !summary.groups.is_empty() {
         rule(&mut out, "Groups (duration, ms)");
         for group in &summary.groups {
-            table_row(&mut out, &group.name, (group.count, group.ok, group.ko), &group.duration);
+            table.row(&mut out, &group.name, (group.count, group.ok, group.ko), &group.duration);
         }
     }
     if !summary.errors.is_empty() {
@@ -300,29 +299,57 @@ fn phase_lines(out: &mut String, g: &RequestStats) {
     }
 }
 
-/// One line of the requests or groups table: counts, then mean, p50, p99 and max. A name too
-/// long for its column gets a line of its own, whole, above its figures.
-fn table_row(out: &mut String, name: &str, (count, ok, ko): (u64, u64, u64), stats: &LatencyStats) {
-    let pct = |p| stats.percentile(p).map(ms).unwrap_or_else(|| "-".into());
-    let name = printable(name);
-    let column = if name.chars().count() < NAME_COLUMN {
-        name.as_ref()
-    } else {
-        let _ = writeln!(out, "{name}");
-        ""
-    };
-    let _ = writeln!(
-        out,
-        "{:<28}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
-        column,
-        count,
-        ok,
-        ko,
-        ms_f(stats.mean_us),
-        pct(50.0),
-        pct(99.0),
-        ms(stats.max_us)
-    );
+/// The columns of the requests and groups tables, which line up with each other.
+struct TableLayout {
+    /// The name column's width in terminal columns, the space before the figures included.
+    name: usize,
+}
+
+impl TableLayout {
+    /// A name column for these names: the longest one and two spaces, within
+    /// [`NAME_COLUMN_MIN`, `NAME_COLUMN_MAX`].
+    fn fitting<'a>(names: impl Iterator<Item = &'a String>) -> TableLayout {
+        let longest = names.map(|name| width(&printable(name))).max().unwrap_or(0);
+        TableLayout { name: (longest + 2).clamp(NAME_COLUMN_MIN, NAME_COLUMN_MAX) }
+    }
+
+    /// `name` in its column: padded, or shortened with an ellipsis when too long.
+    fn name_cell(&self, name: &str) -> String {
+        let shown = fitted(name, self.name - 2);
+        format!("{shown}{}", " ".repeat(self.name - width(&shown)))
+    }
+
+    fn header(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "{}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+            self.name_cell("name"),
+            "count",
+            "OK",
+            "KO",
+            "mean",
+            "p50",
+            "p99",
+            "max"
+        );
+    }
+
+    /// One line of the requests or groups table: counts, then mean, p50, p99 and max.
+    fn row(&self, out: &mut String, name: &str, (count, ok, ko): (u64, u64, u64), stats: &LatencyStats) {
+        let pct = |p| stats.percentile(p).map(ms).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "{}{:>9}{:>8}{:>8}{:>9}{:>9}{:>9}{:>9}",
+            self.name_cell(&printable(name)),
+            count,
+            ok,
+            ko,
+            ms_f(stats.mean_us),
+            pct(50.0),
+            pct(99.0),
+            ms(stats.max_us)
+        );
+    }
 }
 
 
@@ -406,7 +433,7 @@ dns lookup                          1     0.09     0.09     0.09
 connect                             1     0.15     0.15     0.15
 tls handshake                       1     0.24     0.24     0.24
 send                                5     0.02     0.02     0.02
-wait (to first byte)                5   181.11   900.10   900.10
+wait (to first byte)                5   180.96   901.12   901.12
 receive                             5     0.06     0.08     0.08
 ---- Response Time Distribution ------------------------------------------------
 > t < 800 ms                                           3 ( 60%)
@@ -423,5 +450,25 @@ home                                5       4       1   182.17     3.00   900.10
 ";
         let rendered = super::render(&summary());
         assert!(rendered == expected, "the console summary changed:\n{rendered}");
+    }
+
+    /// Names of any length and width keep the table's columns where the header puts them.
+    #[test]
+    fn the_requests_table_stays_aligned_whatever_the_names() {
+        let mut summary = summary();
+        let row = summary.requests[0].clone();
+        let long = format!("GET https://127.0.0.1:18443/{}", "orders/".repeat(10));
+        for name in ["GET https://127.0.0.1:18443/", long.as_str(), "注文の一覧を取得する", "a\u{1b}[2Jb"] {
+            summary.requests.push(horde_metrics::RequestStats { name: name.to_string(), ..row.clone() });
+        }
+        let rendered = super::render(&summary);
+        let table: Vec<&str> =
+            rendered.split("---- Requests (ms)").nth(1).unwrap().lines().skip(1).take_while(|l| !l.starts_with("----")).collect();
+        assert_eq!(table.len(), 6, "{rendered}");
+        let columns = |line: &str| crate::terminal::width(line);
+        assert!(table.iter().all(|line| columns(line) == columns(table[0])), "{}", table.join("\n"));
+        assert!(table[2].starts_with("GET https://127.0.0.1:18443/  "), "{}", table[2]);
+        assert!(table[3].starts_with("GET https://127.0.0.1:18…s/orders/orders/orders/  "), "{}", table[3]);
+        assert!(table[1..].iter().all(|line| line.ends_with("900.10")));
     }
 }

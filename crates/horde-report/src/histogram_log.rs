@@ -12,7 +12,7 @@
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use horde_metrics::{CompletedInterval, Totals};
+use horde_metrics::{CompletedInterval, GroupRecorder, Recorder, Totals};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -70,30 +70,36 @@ impl HistogramLogWriter {
         for interval in intervals {
             let start = Duration::from_millis(interval.epoch_ms);
             let length = Duration::from_millis(interval.duration_ms);
-            let mut entries: Vec<(String, Histogram<u64>)> = Vec::with_capacity(2 + 2 * interval.rows.len());
-            entries.push((String::new(), interval.all.corrected()));
-            entries.push(("uncorrected".into(), interval.all.uncorrected.clone()));
-            for (name, recorder) in &interval.rows {
-                let Some(row) = totals.row_position(name) else { continue };
-                if recorder.ok.is_empty() && recorder.ko.is_empty() {
-                    continue;
-                }
-                self.name_tag(Kind::Row, row, name)?;
-                entries.push((format!("r{row}"), recorder.corrected()));
-                entries.push((format!("uncorrected.r{row}"), recorder.uncorrected.clone()));
-            }
-            for (name, group) in &interval.groups {
-                let Some(index) = totals.groups.iter().position(|(n, _)| n == name) else { continue };
-                if group.ok.is_empty() && group.ko.is_empty() {
-                    continue;
-                }
-                self.name_tag(Kind::Group, index, name)?;
-                entries.push((format!("g{index}"), group.durations()));
-            }
+            // Rows and groups with requests in this interval, with their index; named first, as
+            // a tag's comment comes before its first entry.
+            let rows: Vec<(usize, &Recorder)> = interval
+                .rows
+                .iter()
+                .filter(|(_, recorder)| !recorder.ok.is_empty() || !recorder.ko.is_empty())
+                .filter_map(|(name, recorder)| Some((totals.row_position(name)?, name, recorder)))
+                .map(|(row, name, recorder)| self.name_tag(Kind::Row, row, name).map(|()| (row, recorder)))
+                .collect::<std::io::Result<_>>()?;
+            let groups: Vec<(usize, &GroupRecorder)> = interval
+                .groups
+                .iter()
+                .filter(|(_, group)| !group.ok.is_empty() || !group.ko.is_empty())
+                .filter_map(|(name, group)| Some((totals.groups.iter().position(|(n, _)| n == name)?, name, group)))
+                .map(|(index, name, group)| self.name_tag(Kind::Group, index, name).map(|()| (index, group)))
+                .collect::<std::io::Result<_>>()?;
+            // Each histogram is made when it is written: a run of thousands of rows never holds
+            // them all at once.
             let mut log = IntervalLogWriterBuilder::new().begin_log_with(&mut self.file, &mut self.serializer)?;
-            for (tag, histogram) in &entries {
-                let tag = if tag.is_empty() { None } else { Tag::new(tag) };
-                log.write_histogram(histogram, start, length, tag).map_err(std::io::Error::other)?;
+            let mut write = |tag: Option<&str>, histogram: &Histogram<u64>| {
+                log.write_histogram(histogram, start, length, tag.and_then(Tag::new)).map_err(std::io::Error::other)
+            };
+            write(None, &interval.all.corrected())?;
+            write(Some("uncorrected"), &interval.all.uncorrected.histogram())?;
+            for (row, recorder) in rows {
+                write(Some(&format!("r{row}")), &recorder.corrected())?;
+                write(Some(&format!("uncorrected.r{row}")), &recorder.uncorrected.histogram())?;
+            }
+            for (index, group) in groups {
+                write(Some(&format!("g{index}")), &group.durations())?;
             }
         }
         self.file.flush()

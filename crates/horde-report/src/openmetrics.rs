@@ -123,8 +123,7 @@ pub fn render_openmetrics(totals: &Totals, labels: &[(String, String)]) -> Strin
         "# HELP horde_latency_seconds Latency from each request's intended start (coordinated omission corrected), OK and KO."
     );
     for (name, recorder) in &rows {
-        let mut all = recorder.ok.clone();
-        all.add(&recorder.ko).expect("auto-resizing histograms always merge");
+        let all = recorder.corrected();
         let request = label(name);
         for bound_s in LATENCY_BUCKETS_S {
             let bound_us = (bound_s * 1e6) as u64;

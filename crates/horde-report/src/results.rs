@@ -76,6 +76,7 @@ pub fn read_summary(path: &Path) -> Result<Summary, ResultsError> {
 /// The sink the CLI uses: keeps summary.json current and prints progress to stderr.
 pub struct ResultsSink {
     dir: PathBuf,
+    /// The plan as the results show it: credentials redacted ([`Plan::redacted`]).
     plan: Plan,
     environment: Environment,
     progress_every: Duration,
@@ -87,6 +88,8 @@ pub struct ResultsSink {
     locust: Option<LocustExport>,
     /// `--metrics`: the live OpenMetrics text, brought up to date every interval.
     live: Option<crate::openmetrics::LiveMetrics>,
+    /// Whether the run was warned of its many rows (once).
+    warned_of_rows: bool,
     /// The first write error, reported at the end; the run itself goes on.
     pub write_error: Option<ResultsError>,
     pub final_summary: Option<Summary>,
@@ -111,7 +114,8 @@ impl ResultsSink {
         };
         ResultsSink {
             dir,
-            plan,
+            // Credentials never reach the results (summary.json, then report.html).
+            plan: plan.redacted(),
             environment,
             progress_every: Duration::from_secs(5),
             last_progress: Instant::now(),
@@ -121,6 +125,7 @@ impl ResultsSink {
             histogram_log,
             locust: None,
             live: None,
+            warned_of_rows: false,
             write_error,
             final_summary: None,
         }
@@ -233,6 +238,18 @@ impl ResultsSink {
             ko
         );
     }
+
+    /// Says once, as soon as the run has too many request rows, what they cost and what to do.
+    fn warn_of_many_rows(&mut self, totals: &Totals) {
+        if self.warned_of_rows {
+            return;
+        }
+        if let Some(warning) = horde_metrics::many_rows_warning(totals.requests.len()) {
+            self.warned_of_rows = true;
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "horde: warning: {warning}");
+        }
+    }
 }
 
 impl Sink for ResultsSink {
@@ -240,6 +257,7 @@ impl Sink for ResultsSink {
         if let Some(live) = &self.live {
             live.publish(totals);
         }
+        self.warn_of_many_rows(totals);
         self.write_intervals(totals, false);
         self.write(totals, RunStatus::Running);
         if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
@@ -251,6 +269,7 @@ impl Sink for ResultsSink {
         if let Some(live) = &self.live {
             live.publish(totals);
         }
+        self.warn_of_many_rows(totals);
         self.write_intervals(totals, true);
         self.write_final_exports(totals);
         let summary = self.write(totals, status);

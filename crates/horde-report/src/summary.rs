@@ -40,6 +40,10 @@ pub struct Summary {
     /// ends (empty while it runs). Any that did not pass makes the run exit 99.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+    /// What the run's user should know about how it was set up: more request rows than a run
+    /// is meant to have.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub environment: Environment,
     pub plan: Plan,
 }
@@ -197,6 +201,7 @@ impl Summary {
             couchdb: totals.couchdb_reports(),
             sql: totals.sql_phases.clone(),
             thresholds: totals.thresholds.clone(),
+            warnings: horde_metrics::many_rows_warning(totals.requests.len()).into_iter().collect(),
             environment: environment.clone(),
             plan: plan.clone(),
         }

@@ -32,13 +32,17 @@ pub struct SweepLevel {
     pub mean_us: f64,
     /// KO / requests.
     pub error_rate: f64,
-    /// OK requests per second over the measured part of the level (after the warm-up).
+    /// OK requests per second over the measured part of the level (after the warm-up, until
+    /// its end or its interruption).
     pub throughput_rps: f64,
+    /// How long the level measured: its duration, or less when it was interrupted.
+    #[serde(default)]
+    pub measured_ms: u64,
     /// The SLOs this level broke.
     pub broken_slos: Vec<String>,
     /// This level's own results directory, relative to the sweep's.
     pub results: String,
-    /// The level was cut short by an interruption.
+    /// The level was cut short by an interruption: shown, but never judged (its SLOs, the knee).
     pub interrupted: bool,
     /// Which run of this level this was: a level whose load was not delivered runs again,
     /// and the boundary an automatic search finds is confirmed by a second run.
@@ -105,12 +109,18 @@ impl SweepLevel {
     ) -> SweepLevel {
         let global = &summary.global;
         let latency = &global.latency.all;
+        let interrupted = summary.run.status == "interrupted";
         // The level's window is its length, even when its last users finished before its
-        // end: an open level of 1 s whose last arrival completes at 0.95 s still ran 1 s.
-        let run_ms = summary.plan.options.max_duration_ms.unwrap_or(0).max(summary.run.duration_ms);
-        let measured_s = run_ms.saturating_sub(summary.run.warmup_ms) as f64 / 1000.0;
+        // end: an open level of 1 s whose last arrival completes at 0.95 s still ran 1 s. An
+        // interrupted level measured only until the interruption.
+        let run_ms = if interrupted {
+            summary.run.duration_ms
+        } else {
+            summary.plan.options.max_duration_ms.unwrap_or(0).max(summary.run.duration_ms)
+        };
+        let measured_ms = run_ms.saturating_sub(summary.run.warmup_ms);
         let error_rate = if global.count > 0 { global.ko as f64 / global.count as f64 } else { 0.0 };
-        let throughput_rps = if measured_s > 0.0 { global.ok as f64 / measured_s } else { 0.0 };
+        let throughput_rps = if measured_ms > 0 { global.ok as f64 * 1000.0 / measured_ms as f64 } else { 0.0 };
         SweepLevel {
             level,
             requests: global.count,
@@ -121,10 +131,11 @@ impl SweepLevel {
             mean_us: latency.mean_us,
             error_rate,
             throughput_rps,
+            measured_ms,
             // The level's SLOs are its plan's thresholds, judged by the run itself.
             broken_slos: summary.thresholds.iter().filter(|t| !t.passed()).map(|t| t.text.clone()).collect(),
             results,
-            interrupted: summary.run.status == "interrupted",
+            interrupted,
             run,
             not_delivered: delivery_problem(summary, arrival_rate),
             scheduled_starts: summary.scheduling.scheduled_starts,
@@ -134,12 +145,27 @@ impl SweepLevel {
         }
     }
 
+    /// An interrupted level judged only part of its window: it never meets them.
     pub fn meets_slos(&self) -> bool {
-        self.broken_slos.is_empty() && self.requests > 0
+        self.broken_slos.is_empty() && self.requests > 0 && !self.interrupted
     }
 
     pub fn delivered(&self) -> bool {
         self.not_delivered.is_none()
+    }
+
+    /// Whether this run says something about the server: its load was delivered and it ran
+    /// its whole window.
+    pub fn judged(&self) -> bool {
+        self.delivered() && !self.interrupted
+    }
+
+    /// Whether throughput still grew at least half as fast as the load did since `previous`
+    /// (a lower level): the server was still keeping up.
+    pub fn still_scaling_from(&self, previous: &SweepLevel) -> bool {
+        let load_growth = self.level / previous.level - 1.0;
+        let throughput_growth = self.throughput_rps / previous.throughput_rps.max(1e-9) - 1.0;
+        throughput_growth >= 0.5 * load_growth
     }
 }
 
@@ -152,12 +178,13 @@ pub struct Boundary {
     pub confirmed: bool,
 }
 
-/// One verdict per level, from its runs whose load was delivered: the SLOs broken in any of
-/// them, the mean throughput, the most errors. Levels never delivered say nothing of the server.
+/// One verdict per level, from its judged runs (load delivered, window complete): the SLOs
+/// broken in any of them, the mean throughput, the most errors. Levels never delivered, and
+/// interrupted ones, say nothing of the server.
 fn verdicts(levels: &[SweepLevel]) -> Vec<SweepLevel> {
     let mut verdicts: Vec<SweepLevel> = Vec::new();
     let mut runs_of: Vec<u32> = Vec::new();
-    for run in levels.iter().filter(|l| l.delivered()) {
+    for run in levels.iter().filter(|l| l.judged()) {
         match verdicts.iter().position(|v| v.level == run.level) {
             None => {
                 verdicts.push(run.clone());
@@ -169,6 +196,7 @@ fn verdicts(levels: &[SweepLevel]) -> Vec<SweepLevel> {
                 let n = f64::from(runs_of[i]);
                 verdict.throughput_rps += (run.throughput_rps - verdict.throughput_rps) / n;
                 verdict.ko = verdict.ko.max(run.ko);
+                verdict.error_rate = verdict.error_rate.max(run.error_rate);
                 for slo in &run.broken_slos {
                     if !verdict.broken_slos.contains(slo) {
                         verdict.broken_slos.push(slo.clone());
@@ -193,8 +221,8 @@ pub struct SweepReport {
     pub levels: Vec<SweepLevel>,
     /// The highest level meeting every SLO, below which every level also met them.
     pub highest_meeting_slos: Option<f64>,
-    /// The first level whose throughput is within 5 % of the best: where throughput stops
-    /// growing.
+    /// The first level whose throughput is within 5 % of the best, once throughput has
+    /// stopped growing: None while it still grows at the highest level measured.
     pub knee: Option<f64>,
     pub best_throughput_rps: f64,
     /// The first level with any failed request.
@@ -217,7 +245,7 @@ impl SweepReport {
         let judged = verdicts(&levels);
         let highest_meeting_slos = judged.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
         let best = judged.iter().map(|l| l.throughput_rps).fold(0.0, f64::max);
-        let knee = (best > 0.0).then(|| judged.iter().find(|l| l.throughput_rps >= PLATEAU * best).map(|l| l.level)).flatten();
+        let knee = knee(&judged, best);
         let errors_begin = judged.iter().find(|l| l.ko > 0).map(|l| l.level);
         let interrupted = levels.iter().any(|l| l.interrupted);
         SweepReport {
@@ -239,6 +267,48 @@ impl SweepReport {
 
     fn level_label(&self) -> &'static str {
         if self.model == "rate" { "users/s" } else { "users" }
+    }
+
+    /// The knee as the conclusions say it: where throughput stops growing, or why there is none.
+    pub fn knee_conclusion(&self) -> String {
+        let judged = verdicts(&self.levels);
+        match (self.knee, judged.last()) {
+            (Some(knee), _) => {
+                format!("{} ({:.1} req/s at best)", format_level(knee), self.best_throughput_rps)
+            }
+            (None, None) => "unknown: no level was measured (load not delivered, or interrupted)".to_string(),
+            (None, Some(_)) if self.best_throughput_rps <= 0.0 => "none: no request succeeded at any level".to_string(),
+            (None, Some(highest)) => format!(
+                "no knee found up to {} {} (throughput still growing: {:.1} req/s at best)",
+                format_level(highest.level),
+                self.level_label(),
+                self.best_throughput_rps
+            ),
+        }
+    }
+
+    /// Levels that say something about the server: their load delivered, their window whole.
+    pub fn levels_judged(&self) -> usize {
+        verdicts(&self.levels).len()
+    }
+
+    /// What the SLOs column says of a run (the console's and report.html's).
+    pub(crate) fn slo_verdict(&self, l: &SweepLevel) -> String {
+        if let Some(why) = &l.not_delivered {
+            format!("load not delivered: {why}")
+        } else if l.interrupted {
+            format!(
+                "interrupted after {:.1} s of {:.1} s: not judged",
+                l.measured_ms as f64 / 1000.0,
+                self.level_duration_ms as f64 / 1000.0
+            )
+        } else if self.slos.is_empty() {
+            String::new()
+        } else if l.broken_slos.is_empty() {
+            "met".to_string()
+        } else {
+            format!("broken: {}", l.broken_slos.join(", "))
+        }
     }
 
     /// The table and the conclusions, for the console.
@@ -265,15 +335,7 @@ impl SweepReport {
             "throughput"
         );
         for l in &self.levels {
-            let slo = if let Some(why) = &l.not_delivered {
-                format!("load not delivered: {why}")
-            } else if self.slos.is_empty() {
-                String::new()
-            } else if l.broken_slos.is_empty() {
-                "met".to_string()
-            } else {
-                format!("broken: {}", l.broken_slos.join(", "))
-            };
+            let slo = self.slo_verdict(l);
             let slo = if l.run > 1 { format!("(run {}) {slo}", l.run) } else { slo };
             let _ = writeln!(
                 out,
@@ -296,12 +358,7 @@ impl SweepReport {
                 or_none(self.highest_meeting_slos, "none")
             );
         }
-        let _ = writeln!(
-            out,
-            "> knee (throughput stops growing): {} ({:.1} req/s at best)",
-            or_none(self.knee, "none"),
-            self.best_throughput_rps
-        );
+        let _ = writeln!(out, "> knee (throughput stops growing): {}", self.knee_conclusion());
         let _ = writeln!(out, "> errors begin at: {}", or_none(self.errors_begin, "no errors at any level"));
         if let Some(boundary) = &self.boundary {
             let _ = writeln!(
@@ -321,12 +378,12 @@ impl SweepReport {
 
     pub fn csv(&self) -> String {
         let mut out = String::from(
-            "level,run,requests,ok,ko,p50_us,p99_us,mean_us,error_rate,throughput_rps,slos_met,load_delivered,results\n",
+"level,run,requests,ok,ko,p50_us,p99_us,mean_us,error_rate,throughput_rps,slos_met,load_delivered,interrupted,results\n",
         );
         for l in &self.levels {
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{:.1},{:.6},{:.3},{},{},{}",
+                "{},{},{},{},{},{},{},{:.1},{:.6},{:.3},{},{},{},{}",
                 format_level(l.level),
                 l.run,
                 l.requests,
@@ -339,6 +396,7 @@ impl SweepReport {
                 l.throughput_rps,
                 l.meets_slos(),
                 l.delivered(),
+                l.interrupted,
                 l.results
             );
         }
@@ -359,6 +417,18 @@ impl SweepReport {
         std::fs::write(dir.join("sweep.svg"), self.svg())?;
         crate::html::write_file(dir, &crate::html::render_sweep(self)).map(|_| ()).map_err(std::io::Error::other)
     }
+}
+
+/// The first level within 5 % of the best throughput, once throughput has stopped growing:
+/// some level above it was measured, or its own throughput grew less than half as fast as the
+/// load from the level below. `judged` is in increasing order of level.
+fn knee(judged: &[SweepLevel], best: f64) -> Option<f64> {
+    if best <= 0.0 {
+        return None;
+    }
+    let at = judged.iter().position(|l| l.throughput_rps >= PLATEAU * best)?;
+    let stopped_growing = at + 1 < judged.len() || (at > 0 && !judged[at].still_scaling_from(&judged[at - 1]));
+    stopped_growing.then(|| judged[at].level)
 }
 
 pub fn format_level(level: f64) -> String {
@@ -413,7 +483,40 @@ mod tests {
         assert!(report.csv().lines().count() == 7);
         let svg = report.svg();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<polyline").count(), 3);
+        // Throughput, p50, p99 and the error rate the SLOs judge.
+        assert_eq!(svg.matches("<polyline").count(), 4);
+        assert!(svg.contains("errors %"), "{svg}");
+    }
+
+    #[test]
+    fn throughput_still_growing_at_the_highest_level_is_no_knee() {
+        let rising = vec![level(1.0, 50.0, 10, 0), level(2.0, 100.0, 10, 0), level(4.0, 199.0, 10, 0)];
+        let report = SweepReport::analyse("rising", "users", &[], 1_000, 0, rising.clone());
+        assert_eq!(report.knee, None);
+        let text = report.render();
+        assert!(text.contains("> knee (throughput stops growing): no knee found up to 4 users"), "{text}");
+        // Flattening into the highest level: that level is the knee.
+        let mut flattening = rising;
+        flattening.push(level(8.0, 230.0, 10, 0));
+        assert_eq!(SweepReport::analyse("flat", "users", &[], 1_000, 0, flattening).knee, Some(8.0));
+        let nothing = SweepReport::analyse("none", "users", &[], 1_000, 0, vec![]);
+        assert!(nothing.render().contains("no level was measured"), "{}", nothing.render());
+    }
+
+    #[test]
+    fn an_interrupted_level_is_shown_but_never_judged() {
+        let slos = vec!["p99<500ms".to_string()];
+        let mut cut = level(4.0, 400.0, 10, 0);
+        cut.interrupted = true;
+        cut.measured_ms = 2_500;
+        let report =
+            SweepReport::analyse("cut", "users", &slos, 10_000, 0, vec![level(1.0, 100.0, 10, 0), level(2.0, 120.0, 10, 0), cut]);
+        assert_eq!(report.highest_meeting_slos, Some(2.0));
+        assert_eq!(report.knee, Some(2.0), "flattening from 1 to 2; the interrupted 400 req/s is not the best");
+        assert!((report.best_throughput_rps - 120.0).abs() < 1e-9);
+        assert!(report.render().contains("interrupted after 2.5 s of 10.0 s: not judged"), "{}", report.render());
+        assert!(report.csv().lines().last().unwrap().ends_with(",false,true,true,"), "{}", report.csv());
+        assert!(report.svg().contains(">interrupted<"));
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! The sweep's chart (sweep.svg, and the capacity page of its report.html): throughput on the
-//! left axis, p50 and p99 on the right, against the level. Ticks fall on round numbers (1, 2,
-//! 5 times a power of ten), margins are sized to the longest label so none is clipped, the
-//! SLOs' limits and (for an arrival-rate sweep) the offered load are drawn, and the level axis
-//! is logarithmic when the levels grow geometrically (1, 2, 4, 8 ...).
+//! left axis, p50 and p99 on the right, against the level, and beneath them, on the same level
+//! axis, the error rate the SLOs judge. Ticks fall on round numbers (1, 2, 5 times a power of
+//! ten), margins are sized to the longest label so none is clipped, the SLOs' limits and (for
+//! an arrival-rate sweep) the offered load are drawn, and the level axis is logarithmic when the
+//! levels grow geometrically (1, 2, 4, 8 ...).
 
 use crate::sweep::{format_level, SweepLevel, SweepReport};
 use horde_plan::{LatencySource, ThresholdMetric, ThresholdScope, ThresholdSpec};
 use std::fmt::Write;
 
 const WIDTH: f64 = 760.0;
-const HEIGHT: f64 = 440.0;
+const HEIGHT: f64 = 516.0;
+/// The error rate's strip under the main plot, and the gap between them.
+const ERRORS_H: f64 = 64.0;
+const ERRORS_GAP: f64 = 12.0;
 /// A generous width of one character of the 12 px sans-serif labels: margins computed with it
 /// always hold the label.
 const CHAR_W: f64 = 7.2;
@@ -19,6 +23,7 @@ const P99: &str = "#D55E00";
 const OFFERED: &str = "#777777";
 const SLO: &str = "#CC79A7";
 const KNEE: &str = "#009E73";
+const ERRORS: &str = "#000000";
 
 /// Round ticks covering [0, max]: about `count` of them, a step of 1, 2 or 5 times a power of
 /// ten; the last tick is at or above `max`.
@@ -75,13 +80,16 @@ fn text_width(text: &str) -> f64 {
     text.chars().count() as f64 * CHAR_W
 }
 
-/// A latency SLO's limit in ms, or a throughput SLO's in requests per second.
+/// A latency SLO's limit in ms, a throughput SLO's in requests per second, an error rate's in
+/// percent.
 enum Limit {
     LatencyMs(f64),
     Throughput(f64),
+    ErrorPercent(f64),
 }
 
-/// Only what the chart plots has a line: all requests' (corrected) latency and throughput.
+/// Only what the chart plots has a line: all requests' (corrected) latency, throughput and
+/// error rate.
 fn limit(threshold: &ThresholdSpec) -> Option<Limit> {
     if !matches!(threshold.scope, ThresholdScope::Global) {
         return None;
@@ -89,6 +97,7 @@ fn limit(threshold: &ThresholdSpec) -> Option<Limit> {
     match threshold.metric {
         ThresholdMetric::Latency(LatencySource::Corrected, _) => Some(Limit::LatencyMs(threshold.bound / 1000.0)),
         ThresholdMetric::Throughput => Some(Limit::Throughput(threshold.bound)),
+        ThresholdMetric::ErrorRate => Some(Limit::ErrorPercent(threshold.bound * 100.0)),
         _ => None,
     }
 }
@@ -148,14 +157,22 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         .map(|l| l.p99_us as f64 / 1000.0)
         .chain(limits.iter().filter_map(|(_, l)| if let Limit::LatencyMs(v) = l { Some(*v) } else { None }))
         .fold(0.0, f64::max);
+    // At least 1 %: a sweep without errors shows a flat line at the bottom of a readable axis.
+    let max_errors = all_runs
+        .iter()
+        .map(|l| l.error_rate * 100.0)
+        .chain(limits.iter().filter_map(|(_, l)| if let Limit::ErrorPercent(v) = l { Some(*v) } else { None }))
+        .fold(1.0, f64::max);
     let rps_ticks = nice_ticks(max_rps * 1.05, 5);
     let ms_ticks = nice_ticks(max_ms * 1.05, 5);
+    let error_ticks = nice_ticks(max_errors * 1.05, 2);
+    let error_step = error_ticks.get(1).copied().unwrap_or(1.0);
     let rps_step = rps_ticks.get(1).copied().unwrap_or(1.0);
     let ms_step = ms_ticks.get(1).copied().unwrap_or(1.0);
     let x_axis = LevelAxis::new(&level_values);
     // Margins that hold the widest tick label, the axis titles and the legend.
     let widest = |ticks: &[f64], step: f64| ticks.iter().map(|t| text_width(&tick_label(*t, step))).fold(0.0, f64::max);
-    let left = 26.0 + widest(&rps_ticks, rps_step) + 10.0;
+    let left = 26.0 + widest(&rps_ticks, rps_step).max(widest(&error_ticks, error_step)) + 10.0;
     let right = 26.0 + widest(&ms_ticks, ms_step) + 10.0;
     let first_x_label = x_axis.ticks.first().map_or(0.0, |t| text_width(&tick_label(*t, x_axis.step)) / 2.0);
     let last_x_label = x_axis.ticks.last().map_or(0.0, |t| text_width(&tick_label(*t, x_axis.step)) / 2.0);
@@ -163,14 +180,19 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     let right = right.max(last_x_label + 4.0);
     let (top, bottom) = (44.0, 76.0);
     let plot_w = WIDTH - left - right;
-    let plot_h = HEIGHT - top - bottom;
+    let plot_h = HEIGHT - top - bottom - ERRORS_GAP - ERRORS_H;
     let rps_max = *rps_ticks.last().unwrap_or(&1.0);
     let ms_max = *ms_ticks.last().unwrap_or(&1.0);
+    let errors_max = *error_ticks.last().unwrap_or(&1.0);
     let x = |level: f64| left + plot_w * x_axis.fraction(level);
     let y_rps = |rps: f64| top + plot_h * (1.0 - rps / rps_max);
     let y_ms = |ms: f64| top + plot_h * (1.0 - ms / ms_max);
     let bottom_y = top + plot_h;
     let right_x = left + plot_w;
+    // The error rate's strip, under the main plot; the level axis's labels go under it.
+    let errors_top = bottom_y + ERRORS_GAP;
+    let errors_bottom = errors_top + ERRORS_H;
+    let y_errors = |percent: f64| errors_top + ERRORS_H * (1.0 - percent / errors_max);
 
     let mut svg = String::new();
     let _ = write!(
@@ -190,18 +212,22 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         WIDTH / 2.0,
         escape(&title)
     );
-    // Grid and tick labels: throughput on the left, latency on the right, each at its own
-    // round numbers.
-    for t in &rps_ticks {
-        let gy = y_rps(*t);
-        let _ = write!(
-            svg,
-            r##"<line x1="{left:.1}" y1="{gy:.1}" x2="{right_x:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{THROUGHPUT}">{}</text>"##,
-            left - 6.0,
-            gy + 4.0,
-            tick_label(*t, rps_step)
-        );
-    }
+    // Grid and tick labels: throughput (and, under it, errors) on the left, latency on the
+    // right, each at its own round numbers.
+    let left_axis = |svg: &mut String, ticks: &[f64], step: f64, y: &dyn Fn(f64) -> f64, colour: &str| {
+        for t in ticks {
+            let gy = y(*t);
+            let _ = write!(
+                svg,
+                r##"<line x1="{left:.1}" y1="{gy:.1}" x2="{right_x:.1}" y2="{gy:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">{}</text>"##,
+                left - 6.0,
+                gy + 4.0,
+                tick_label(*t, step)
+            );
+        }
+    };
+    left_axis(&mut svg, &rps_ticks, rps_step, &y_rps, THROUGHPUT);
+    left_axis(&mut svg, &error_ticks, error_step, &y_errors, ERRORS);
     for t in &ms_ticks {
         let gy = y_ms(*t);
         let _ = write!(
@@ -217,9 +243,9 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         let gx = x(*t);
         let _ = write!(
             svg,
-            r##"<line x1="{gx:.1}" y1="{top:.1}" x2="{gx:.1}" y2="{bottom_y:.1}" stroke="#f3f3f3"/><line x1="{gx:.1}" y1="{bottom_y:.1}" x2="{gx:.1}" y2="{:.1}" stroke="#333"/><text x="{gx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            bottom_y + 4.0,
-            bottom_y + 17.0,
+            r##"<line x1="{gx:.1}" y1="{top:.1}" x2="{gx:.1}" y2="{bottom_y:.1}" stroke="#f3f3f3"/><line x1="{gx:.1}" y1="{errors_top:.1}" x2="{gx:.1}" y2="{errors_bottom:.1}" stroke="#f3f3f3"/><line x1="{gx:.1}" y1="{errors_bottom:.1}" x2="{gx:.1}" y2="{:.1}" stroke="#333"/><text x="{gx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            errors_bottom + 4.0,
+            errors_bottom + 17.0,
             tick_label(*t, x_axis.step)
         );
     }
@@ -227,12 +253,21 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         svg,
         r##"<line x1="{left:.1}" y1="{top:.1}" x2="{left:.1}" y2="{bottom_y:.1}" stroke="#333"/><line x1="{left:.1}" y1="{bottom_y:.1}" x2="{right_x:.1}" y2="{bottom_y:.1}" stroke="#333"/><line x1="{right_x:.1}" y1="{top:.1}" x2="{right_x:.1}" y2="{bottom_y:.1}" stroke="#333"/>"##
     );
+    let _ = write!(
+        svg,
+        r##"<rect x="{left:.1}" y="{errors_top:.1}" width="{plot_w:.1}" height="{ERRORS_H:.1}" fill="none" stroke="#333"/>"##
+    );
     let middle_y = top + plot_h / 2.0;
+    let errors_middle = errors_top + ERRORS_H / 2.0;
+    let _ = write!(
+        svg,
+        r##"<text x="14" y="{errors_middle:.1}" transform="rotate(-90 14 {errors_middle:.1})" text-anchor="middle" fill="{ERRORS}">errors %</text>"##
+    );
     let _ = write!(
         svg,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit}{}</text><text x="14" y="{middle_y:.1}" transform="rotate(-90 14 {middle_y:.1})" text-anchor="middle" fill="{THROUGHPUT}">throughput (OK req/s)</text><text x="{:.1}" y="{middle_y:.1}" transform="rotate(90 {:.1} {middle_y:.1})" text-anchor="middle" fill="{P99}">latency (ms)</text>"##,
         left + plot_w / 2.0,
-        bottom_y + 34.0,
+        errors_bottom + 34.0,
         if x_axis.log { " (log scale)" } else { "" },
         WIDTH - 12.0,
         WIDTH - 12.0
@@ -266,16 +301,17 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     // The SLOs' limits: horizontal lines on their own axis, labelled at the right end.
     for (text, limit) in &limits {
         // One colour for every limit (the legend's); the label names the metric, and so the axis.
-        let (ly, colour) = match limit {
-            Limit::LatencyMs(v) => (y_ms(*v), SLO),
-            Limit::Throughput(v) => (y_rps(*v), SLO),
+        let (ly, colour, plot_top) = match limit {
+            Limit::LatencyMs(v) => (y_ms(*v), SLO, top),
+            Limit::Throughput(v) => (y_rps(*v), SLO, top),
+            Limit::ErrorPercent(v) => (y_errors(*v), SLO, errors_top),
         };
         let label = format!("SLO {text}");
         let _ = write!(
             svg,
             r#"<line x1="{left:.1}" y1="{ly:.1}" x2="{right_x:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.7"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">{}</text>"#,
             right_x - 4.0,
-            (ly - 5.0).max(top + 12.0),
+            (ly - 5.0).max(plot_top + 12.0),
             escape(&label)
         );
     }
@@ -310,10 +346,12 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         P99,
         r#"stroke-dasharray="6 3""#,
     );
-    // Runs whose load was not delivered: a grey hollow marker at their throughput, and a word.
-    for l in all_runs.iter().filter(|l| !l.delivered()) {
+    polyline(&mut svg, levels.iter().map(|l| (x(l.level), y_errors(l.error_rate * 100.0))).collect(), ERRORS, "");
+    // Runs not judged (their load not delivered, or cut short): a grey hollow marker at their
+    // throughput, and why.
+    for l in all_runs.iter().filter(|l| !l.judged()) {
         let (mx, my) = (x(l.level), y_rps(l.throughput_rps));
-        let label = "load not delivered";
+        let label = if l.delivered() { "interrupted" } else { "load not delivered" };
         let half = text_width(label) / 2.0;
         let lx = mx.clamp(left + half, right_x - half);
         let _ = write!(
@@ -322,7 +360,8 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
             (my - 9.0).max(top + 12.0)
         );
     }
-    let mut legend: Vec<(&str, &str)> = vec![("— throughput", THROUGHPUT), ("— p50", P50), ("- - p99", P99)];
+    let mut legend: Vec<(&str, &str)> =
+        vec![("— throughput", THROUGHPUT), ("— p50", P50), ("- - p99", P99), ("— errors %", ERRORS)];
     if offered {
         legend.push(("··· offered (users/s)", OFFERED));
     }

@@ -3,6 +3,7 @@
 //! that set the window title, clear the screen or forge lines. They are shown escaped.
 
 use std::borrow::Cow;
+use unicode_width::UnicodeWidthStr;
 
 /// `text` with every control character (C0, DEL, C1, and the bidirectional overrides that
 /// reorder what is shown) escaped as `\n`, `\t`, `\u{1b}`: safe to print on one line.
@@ -13,6 +14,39 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 /// As [`printable`], but line breaks stay: for messages horde itself spreads over lines.
 pub fn printable_lines(text: &str) -> Cow<'_, str> {
     escape(text, true)
+}
+
+/// The columns `text` takes on a terminal: two for a CJK character or an emoji.
+pub fn width(text: &str) -> usize {
+    text.width()
+}
+
+/// `text` in at most `columns` columns: whole when it fits, else its start and end with `…`
+/// between them (the end of a URL or a name tells rows apart as often as its start).
+pub fn fitted(text: &str, columns: usize) -> Cow<'_, str> {
+    if width(text) <= columns {
+        return Cow::Borrowed(text);
+    }
+    let room = columns.saturating_sub(1);
+    let (mut head, mut tail) = (String::new(), Vec::new());
+    let (mut head_room, mut tail_room) = (room - room / 2, room / 2);
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w > head_room {
+            break;
+        }
+        head_room -= w;
+        head.push(c);
+    }
+    for c in text.chars().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w > tail_room {
+            break;
+        }
+        tail_room -= w;
+        tail.push(c);
+    }
+    Cow::Owned(format!("{head}…{}", tail.into_iter().rev().collect::<String>()))
 }
 
 fn needs_escape(c: char, keep_newlines: bool) -> bool {
@@ -52,5 +86,15 @@ mod tests {
         assert_eq!(printable("\u{9b}2J"), "\\u{9b}2J");
         assert_eq!(printable("abc\u{202e}cba"), "abc\\u{202e}cba");
         assert_eq!(printable_lines("one\ntwo\u{1b}[2J"), "one\ntwo\\u{1b}[2J");
+    }
+
+    #[test]
+    fn text_is_fitted_to_columns_keeping_both_ends() {
+        assert_eq!(fitted("GET https://127.0.0.1:18443/", 40), "GET https://127.0.0.1:18443/");
+        assert_eq!(fitted("GET https://example.org/api/v1/orders/items", 20), "GET https:…ers/items");
+        assert_eq!(width(&fitted("GET https://example.org/api/v1/orders/items", 20)), 20);
+        // Wide characters count as two columns.
+        assert_eq!(width("注文の一覧"), 10);
+        assert_eq!(width(&fitted("注文の一覧を取得する", 9)), 9);
     }
 }

@@ -84,6 +84,43 @@ fn parse_budget(text: &str) -> Result<f64, String> {
     Ok(number * factor)
 }
 
+/// Files of one machine (one fingerprint), said once per fingerprint: under different labels they
+/// compare a machine with itself, under one label they are pooled, where two versions of the
+/// code may have been meant to be compared.
+fn same_machine_warnings(machines: &[MachineColumn]) -> Vec<String> {
+    let mut fingerprints: Vec<&str> = Vec::new();
+    for machine in machines {
+        if !fingerprints.contains(&machine.fingerprint.as_str()) {
+            fingerprints.push(&machine.fingerprint);
+        }
+    }
+    fingerprints
+        .into_iter()
+        .filter_map(|fingerprint| {
+            let of_it: Vec<&MachineColumn> = machines.iter().filter(|m| m.fingerprint == fingerprint).collect();
+            let files: Vec<&str> = of_it.iter().flat_map(|m| m.files.iter().map(String::as_str)).collect();
+            if files.len() < 2 {
+                return None;
+            }
+            let both = if files.len() == 2 { "both files".to_string() } else { format!("{} files", files.len()) };
+            let how = if of_it.len() == 1 {
+                format!(
+                    "they are pooled as one machine, {:?} (if they measure two versions of your code, give each its own                      --machine label to compare them)",
+                    of_it[0].label
+                )
+            } else {
+                let labels: Vec<&str> = of_it.iter().map(|m| m.label.as_str()).collect();
+                format!("{} are one machine, not several", labels.join(", "))
+            };
+            Some(format!(
+                "warning: {both} ({}) come from the same machine (fingerprint {fingerprint}): {how}; if you meant to \
+                 compare machines, run the benchmark on each (horde bench there, or --host) and compare those files",
+                files.join(", ")
+            ))
+        })
+        .collect()
+}
+
 pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
     let mut problems = Vec::new();
     let threshold = parse_threshold(&args.threshold).unwrap_or_else(|e| {
@@ -242,7 +279,7 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
         rows.push(row);
     }
     // What the table is: the console's header lines, and the page's notes.
-    let notes = [
+    let mut notes = vec![
         format!(
             "Machines: {}",
             machines
@@ -264,6 +301,7 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
             threshold * 100.0
         ),
     ];
+    notes.extend(same_machine_warnings(&machines));
     let mut out: String = notes.iter().map(|note| format!("# {note}\n")).collect();
     out.push('\n');
     if args.markdown {
@@ -284,7 +322,7 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
         let page = BenchPage {
             title: format!("bench: {}", machines.iter().map(|m| m.label.as_str()).collect::<Vec<_>>().join(" vs ")),
             slower: slower.clone(),
-            notes: notes.to_vec(),
+            notes: notes.clone(),
             charts,
             table: rows,
             budget: budget_text,

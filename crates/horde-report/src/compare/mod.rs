@@ -174,7 +174,8 @@ impl Default for CompareOptions {
 /// The values of one side, ready to compare: a series per row and metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SideSamples {
-    /// `A` or `B`, and what it was made from (results directories).
+    /// `A` or `B` (or the names `--names` gave), and what it was made from (results
+    /// directories).
     pub label: String,
     pub runs: Vec<String>,
     pub series: Vec<Series>,
@@ -208,6 +209,7 @@ pub struct CompareReport {
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct SideInfo {
+    /// `A` and `B`, or the names `--names` gave them.
     pub label: String,
     /// The results directories of this side, in the order given.
     pub runs: Vec<String>,
@@ -347,8 +349,8 @@ impl CompareReport {
 pub fn compare(a: &SideSamples, b: &SideSamples, method: Method, options: &CompareOptions) -> CompareReport {
     let mut comparisons = Vec::new();
     let mut p_values = Vec::new();
-    for (scope, name, metric, values_a, values_b) in pair_series(a, b) {
-        let comparison = compare_one(scope, name, metric, &values_a, &values_b, method, options.alpha);
+    for row in pair_series(a, b) {
+        let comparison = compare_one(row, [&a.label, &b.label], method, options.alpha);
         if let Some(change) = &comparison.change {
             p_values.push((comparisons.len(), change.p));
         }
@@ -446,29 +448,24 @@ fn pair_series<'a>(a: &'a SideSamples, b: &'a SideSamples) -> Vec<Paired<'a>> {
     keys.iter().map(|key| (key.0, key.1, key.2, values(a, key), values(b, key))).collect()
 }
 
-fn compare_one(
-    scope: Scope,
-    name: &str,
-    metric: Metric,
-    values_a: &[f64],
-    values_b: &[f64],
-    method: Method,
-    alpha: f64,
-) -> Comparison {
+/// One row's metric compared; `labels` name the sides in its notes.
+fn compare_one(row: Paired<'_>, labels: [&str; 2], method: Method, alpha: f64) -> Comparison {
+    let (scope, name, metric, values_a, values_b) = row;
+    let [label_a, label_b] = labels;
     let kind = metric.change_kind();
     // Ratios are taken on logs: keep positive values (a row with no requests has no latency).
     let usable = |values: &[f64]| -> Vec<f64> {
         values.iter().copied().filter(|v| v.is_finite() && (kind == ChangeKind::Difference || *v > 0.0)).collect()
     };
-    let (usable_a, usable_b) = (usable(values_a), usable(values_b));
+    let (usable_a, usable_b) = (usable(&values_a), usable(&values_b));
     let mut notes = Vec::new();
     match (usable_a.is_empty(), usable_b.is_empty()) {
-        (true, false) => notes.push("only in B".to_string()),
-        (false, true) => notes.push("only in A".to_string()),
+        (true, false) => notes.push(format!("only in {label_b}")),
+        (false, true) => notes.push(format!("only in {label_a}")),
         _ => {}
     }
     if metric == Metric::Errors && usable_a.iter().all(|v| *v == 0.0) && usable_b.iter().any(|v| *v > 0.0) {
-        notes.push("errors appeared (none in A)".to_string());
+        notes.push(format!("errors appeared (none in {label_a})"));
     }
     let transform = |values: &[f64]| -> Vec<f64> {
         match kind {
@@ -525,8 +522,8 @@ fn compare_one(
             _ => "us",
         }
         .to_string(),
-        a: SampleStats::of(values_a),
-        b: SampleStats::of(values_b),
+        a: SampleStats::of(&values_a),
+        b: SampleStats::of(&values_b),
         change,
         verdict: Verdict::Same,
         notes,
@@ -548,7 +545,7 @@ pub fn compare_sides(a: &LoadedSide, b: &LoadedSide, options: &CompareOptions) -
         let (side_a, window_a) = load::within_run_samples(a)?;
         let (side_b, window_b) = load::within_run_samples(b)?;
         let mut report = compare(&side_a, &side_b, Method::WithinRun, options);
-        for (label, window) in [("A", window_a), ("B", window_b)] {
+        for (label, window) in [(&a.label, window_a), (&b.label, window_b)] {
             report.warnings.push(format!("{label}: {}", window.describe()));
         }
         report

@@ -9,8 +9,12 @@ use std::fmt::Write;
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();
     let runs = |n: usize| if n == 1 { "1 run".to_string() } else { format!("{n} runs") };
-    let _ = writeln!(out, "A (base): {} in {}", runs(report.a.runs.len()), sources(&report.a.runs));
-    let _ = writeln!(out, "B:        {} in {}", runs(report.b.runs.len()), sources(&report.b.runs));
+    let (label_a, label_b) = (printable(&report.a.label), printable(&report.b.label));
+    let side_a = format!("{label_a} (base):");
+    let side_b = format!("{label_b}:");
+    let side_width = side_a.chars().count().max(side_b.chars().count());
+    let _ = writeln!(out, "{side_a:<side_width$} {} in {}", runs(report.a.runs.len()), sources(&report.a.runs));
+    let _ = writeln!(out, "{side_b:<side_width$} {} in {}", runs(report.b.runs.len()), sources(&report.b.runs));
     let tests = report.comparisons.iter().filter(|c| c.change.is_some()).count();
     let tolerance = &report.tolerance;
     let method = match report.method {
@@ -43,7 +47,13 @@ pub fn render(report: &CompareReport) -> String {
         }
         let _ = writeln!(out);
         let title = title(metric);
-        let _ = writeln!(out, "{:<name_width$}  {:>16}  {:>16}  vs base", title, "A", "B");
+        let _ = writeln!(
+            out,
+            "{:<name_width$}  {:>16}  {:>16}  vs base",
+            title,
+            clipped(&label_a, 16),
+            clipped(&label_b, 16)
+        );
         for comparison in rows {
             let _ = writeln!(
                 out,

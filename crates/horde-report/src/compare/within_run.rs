@@ -222,7 +222,13 @@ pub fn batch_series(
                 Some(histogram) => {
                     histogram.add(&interval.histogram).map_err(|e| format!("histograms do not merge: {e:?}"))?
                 }
-                slot => *slot = Some(interval.histogram.clone()),
+                slot => {
+                    // A histogram read from the log has the range of its own values: it must
+                    // grow to take a later interval's larger ones.
+                    let mut histogram = interval.histogram.clone();
+                    histogram.auto(true);
+                    *slot = Some(histogram);
+                }
             }
         }
         if *scope == Scope::Group {

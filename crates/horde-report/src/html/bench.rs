@@ -103,6 +103,7 @@ pub fn render_bench(page: &BenchPage) -> String {
             high: spec.high[..shown].to_vec(),
             colors: spec.colors[..shown].to_vec(),
             band: spec.band,
+            range: None,
         };
         let ids = doc.charts(vec![(format!("bench-{index}"), chart_json)]);
         for id in &ids {

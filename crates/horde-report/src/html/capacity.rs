@@ -27,9 +27,8 @@ pub fn page(report: &SweepReport) -> String {
     }
     let _ = write!(
         out,
-        "<tr><th>knee (throughput stops growing)</th><td>{} ({:.1} req/s at best)</td></tr><tr><th>errors begin at</th><td>{}</td></tr>",
-        html(&or_none(report.knee, "none")),
-        report.best_throughput_rps,
+        "<tr><th>knee (throughput stops growing)</th><td>{}</td></tr><tr><th>errors begin at</th><td>{}</td></tr>",
+        html(&report.knee_conclusion()),
         html(&or_none(report.errors_begin, "no errors at any level"))
     );
     if let Some(b) = &report.boundary {
@@ -51,15 +50,7 @@ pub fn page(report: &SweepReport) -> String {
         r#"<table class="stats" id="levels-table"><thead><tr><th>{unit}</th><th>run</th><th>requests</th><th>p50 (ms)</th><th>p99 (ms)</th><th>errors %</th><th>throughput (req/s)</th><th>SLOs</th><th>report</th></tr></thead><tbody>"#
     );
     for l in &report.levels {
-        let verdict = if let Some(why) = &l.not_delivered {
-            format!("load not delivered: {why}")
-        } else if report.slos.is_empty() {
-            String::new()
-        } else if l.broken_slos.is_empty() {
-            "met".into()
-        } else {
-            format!("broken: {}", l.broken_slos.join(", "))
-        };
+        let verdict = report.slo_verdict(l);
         let link = if l.results.is_empty() {
             String::new()
         } else {

@@ -57,6 +57,10 @@ pub struct RowsChart<S = Series> {
     pub colors: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band: Option<[f64; 2]>,
+    /// The y axis' range when it is not every value's (`change`): what lies beyond is drawn
+    /// clipped at its edge, as an arrow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<[f64; 2]>,
 }
 
 /// Colours that stay apart for the colour-blind (Okabe and Ito's palette), then greys.

@@ -25,6 +25,10 @@ const WORSE_COLOUR: &str = "#D55E00";
 const BETTER_COLOUR: &str = "#009E73";
 const SAME_COLOUR: &str = "#555555";
 
+/// An estimate farther than this many robust spreads from the median estimate is an outlier:
+/// it does not set the change chart's scale.
+const OUTLIER_SPREADS: f64 = 6.0;
+
 /// Renders the page. `page_dir` is where it will be written: a run with a report.html of its
 /// own is linked from there.
 pub fn render_compare(report: &CompareReport, page_dir: Option<&Path>) -> String {
@@ -53,7 +57,7 @@ pub fn render_compare(report: &CompareReport, page_dir: Option<&Path>) -> String
         for id in &ids {
             out.push_str(&chart(id));
         }
-        out.push_str(&table(metric, &rows));
+        out.push_str(&table(report, metric, &rows));
         out.push_str("</section>");
     }
     doc.page("comparison", &out);
@@ -133,7 +137,9 @@ fn headline(report: &CompareReport) -> String {
     };
     let tolerance = &report.tolerance;
     format!(
-        r#"<p id="compare-verdict">{verdict}</p><p class="note">B against the base A. A change counts when it is significant (q, p after Benjamini-Hochberg, at most {}) and its whole {:.0} % interval lies beyond the tolerance: latency {} %, throughput {} %, errors {} points (the shaded band of each change chart).</p>"#,
+        r#"<p id="compare-verdict">{verdict}</p><p class="note">{} against the base {}. A change counts when it is significant (q, p after Benjamini-Hochberg, at most {}) and its whole {:.0} % interval lies beyond the tolerance: latency {} %, throughput {} %, errors {} points (the shaded band of each change chart).</p>"#,
+        html(&report.b.label),
+        html(&report.a.label),
         report.alpha,
         100.0 * (1.0 - report.alpha),
         tolerance.latency_percent,
@@ -142,10 +148,12 @@ fn headline(report: &CompareReport) -> String {
     )
 }
 
-fn table(metric: Metric, rows: &[&Comparison]) -> String {
+fn table(report: &CompareReport, metric: Metric, rows: &[&Comparison]) -> String {
     let mut out = format!(
-        r#"<table class="stats compare" id="compare-{}"><thead><tr><th>row</th><th>A</th><th>B</th><th>verdict</th><th>change</th><th>interval</th><th>p</th><th>q</th><th>n</th><th>notes</th></tr></thead><tbody>"#,
-        metric.label()
+        r#"<table class="stats compare" id="compare-{}"><thead><tr><th>row</th><th>{}</th><th>{}</th><th>verdict</th><th>change</th><th>interval</th><th>p</th><th>q</th><th>n</th><th>notes</th></tr></thead><tbody>"#,
+        metric.label(),
+        html(&report.a.label),
+        html(&report.b.label)
     );
     for c in rows {
         let (change, interval, p, q, n) = match &c.change {
@@ -208,7 +216,8 @@ fn change_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) ->
         };
         (value * 1000.0).round() / 1000.0
     };
-    let estimates = rows.iter().map(|c| c.change.as_ref().map(|ch| on_scale(ch.kind, ch.estimate))).collect();
+    let estimates: Vec<Option<f64>> =
+        rows.iter().map(|c| c.change.as_ref().map(|ch| on_scale(ch.kind, ch.estimate))).collect();
     let bound = |high: bool| -> Vec<Option<f64>> {
         rows.iter()
             .map(|c| {
@@ -218,10 +227,14 @@ fn change_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) ->
             .collect()
     };
     let unit = if metric == Metric::Errors { "points" } else { "%" };
+    let (low, high) = (bound(false), bound(true));
+    let range = robust_range(&estimates, &low, &high, tolerance);
     RowsChart {
         title: format!(
-            "{}: change of B against A, {:.0} % interval{note}",
+            "{}: change of {} against {}, {:.0} % interval{note}",
             title(metric),
+            report.b.label,
+            report.a.label,
             100.0 * (1.0 - report.alpha)
         ),
         kind: "change",
@@ -230,11 +243,46 @@ fn change_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) ->
         log: false,
         x: (0..rows.len()).map(|i| i as f64).collect(),
         series: vec![super::charts::Series { label: "change".into(), unit, color: SAME_COLOUR, values: estimates }],
-        low: bound(false),
-        high: bound(true),
+        low,
+        high,
         colors: rows.iter().map(|c| verdict_colour(c.verdict)).collect(),
         band: Some([-tolerance, tolerance]),
+        range: Some(range),
     }
+}
+
+/// The change chart's y range, so that no single noisy row sets the scale and flattens every
+/// real change to a line at 0: it holds 0, the tolerance band and every estimate within
+/// [`OUTLIER_SPREADS`] robust spreads of the median estimate (the spread is the median absolute
+/// deviation, at least half the tolerance); intervals may stretch it by half that span on each
+/// side. An interval or an outlying estimate beyond is drawn clipped at the edge, as an arrow
+/// (the table and the tooltip keep its value).
+fn robust_range(estimates: &[Option<f64>], low: &[Option<f64>], high: &[Option<f64>], tolerance: f64) -> [f64; 2] {
+    let known: Vec<f64> = estimates.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    let median = |values: &[f64]| -> f64 {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        match sorted.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => sorted[n / 2],
+            n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        }
+    };
+    let centre = median(&known);
+    let deviations: Vec<f64> = known.iter().map(|v| (v - centre).abs()).collect();
+    let spread = median(&deviations).max(tolerance / 2.0).max(f64::MIN_POSITIVE);
+    let kept = known.iter().copied().filter(|v| (v - centre).abs() <= OUTLIER_SPREADS * spread);
+    let (mut lo, mut hi) = kept.fold((0.0f64.min(-tolerance), 0.0f64.max(tolerance)), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let span = hi - lo;
+    let whiskers_lo = low.iter().flatten().copied().filter(|v| v.is_finite()).fold(lo, f64::min);
+    let whiskers_hi = high.iter().flatten().copied().filter(|v| v.is_finite()).fold(hi, f64::max);
+    lo = whiskers_lo.max(lo - span / 2.0);
+    hi = whiskers_hi.min(hi + span / 2.0);
+    if hi <= lo {
+        return [lo - 1.0, hi + 1.0];
+    }
+    let pad = (hi - lo) * 0.08;
+    [lo - pad, hi + pad]
 }
 
 /// Every run's (or batch's) value, in order, A's on the left of a row's slot and B's on the
@@ -269,7 +317,12 @@ fn runs_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) -> R
         && rows.iter().all(|c| c.a.values.iter().chain(&c.b.values).all(|v| *v > 0.0))
         && x.len() > 1;
     RowsChart {
-        title: format!("{}: each {per}'s value, in order (A left, B right){note}", title(metric)),
+        title: format!(
+            "{}: each {per}'s value, in order ({} left, {} right){note}",
+            title(metric),
+            report.a.label,
+            report.b.label
+        ),
         kind: "runs",
         labels: rows.iter().map(|c| row_name(c)).collect(),
         unit: unit.into(),
@@ -283,6 +336,7 @@ fn runs_chart(report: &CompareReport, metric: Metric, rows: &[&Comparison]) -> R
         high: Vec::new(),
         colors: Vec::new(),
         band: None,
+        range: None,
     }
 }
 
@@ -346,4 +400,29 @@ fn report_link(page_dir: &Path, run: &Path) -> Option<String> {
         }
     }
     Some(href)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::robust_range;
+
+    #[test]
+    fn one_noisy_row_does_not_set_the_change_charts_scale() {
+        // A real +13.7 % beside rows near 0, one of them with an interval of -80 % to +300 %.
+        let estimates = [Some(13.7), Some(0.8), Some(-1.2), Some(2.0), Some(0.3)];
+        let low = [Some(9.0), Some(-2.0), Some(-4.0), Some(-80.0), Some(-1.0)];
+        let high = [Some(18.0), Some(3.0), Some(1.5), Some(300.0), Some(1.6)];
+        let [lo, hi] = robust_range(&estimates, &low, &high, 5.0);
+        assert!(hi > 18.0 && hi < 40.0, "{lo} {hi}: +13.7 % and its interval in view, +300 % clipped");
+        assert!(lo < -5.0 && lo > -30.0, "{lo} {hi}");
+        // An estimate far out is clipped too (drawn as an arrow), not the axis.
+        let wild = [Some(13.7), Some(0.8), Some(-1.2), Some(250.0), Some(0.3)];
+        let [_, hi] = robust_range(&wild, &[None; 5], &[None; 5], 5.0);
+        assert!(hi < 40.0, "{hi}");
+        // Rows that all changed much keep their scale.
+        let all = [Some(40.0), Some(45.0), Some(50.0)];
+        let [_, hi] = robust_range(&all, &[None; 3], &[None; 3], 5.0);
+        assert!(hi >= 50.0, "{hi}");
+        assert_eq!(robust_range(&[], &[], &[], 0.0), [-1.0, 1.0]);
+    }
 }

@@ -532,7 +532,8 @@ pub fn environment(summary: &Summary) -> String {
             ),
         ),
     ]));
-    let plan = serde_json::to_string_pretty(&summary.plan).unwrap_or_default();
+    // Redacted again: a summary.json written by a horde that kept credentials loses them here.
+    let plan = serde_json::to_string_pretty(&summary.plan.redacted()).unwrap_or_default();
     let _ = write!(out, r#"<h3>Plan</h3><pre class="plan">{}</pre>"#, html(&plan));
     out
 }

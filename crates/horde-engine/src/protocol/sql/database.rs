@@ -142,42 +142,9 @@ pub fn take_parameters(url: &str, search_from: usize, names: &[&str]) -> (Vec<(S
     (taken, rest)
 }
 
-/// A URL with its password replaced by `***`, also when the URL does not parse, and also when it
-/// is a `password=` parameter.
-pub fn redacted(url: &str) -> String {
-    let url = &redacted_in_user_info(url);
-    let mut out = String::with_capacity(url.len());
-    let mut rest = url.as_str();
-    while let Some(at) = rest.find("password=") {
-        let starts_parameter = at > 0 && matches!(rest.as_bytes()[at - 1], b'?' | b'&');
-        let value_start = at + "password=".len();
-        out.push_str(&rest[..value_start]);
-        rest = &rest[value_start..];
-        if starts_parameter {
-            out.push_str("***");
-            rest = &rest[rest.find('&').unwrap_or(rest.len())..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn redacted_in_user_info(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        Ok(_) => url.to_string(),
-        Err(_) => match (url.find("://"), url.rfind('@')) {
-            (Some(scheme_end), Some(at)) if at > scheme_end => match url[scheme_end + 3..at].split_once(':') {
-                Some((user, _)) => format!("{}://{user}:***{}", &url[..scheme_end], &url[at..]),
-                None => url.to_string(),
-            },
-            _ => url.to_string(),
-        },
-    }
-}
+/// A URL with its password replaced by `***` (its user-info, a `password=` parameter), also
+/// when it does not parse: the plan's rule, which the results follow too.
+pub use horde_plan::redacted_url as redacted;
 
 /// Where a server on this machine listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
