@@ -33,6 +33,9 @@ pub trait SimulationLoader {
     fn demo_simulation(&self) -> Result<PathBuf, LoadError>;
     /// What made the plan, for the environment block of the results.
     fn front_end(&self) -> String;
+    /// Runs a command written in Python (`import`, `record`: horde.recording) with its flags as
+    /// JSON, its output going straight to the terminal; returns its exit code.
+    fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, LoadError>;
     /// The session functions and run hooks of the simulation just loaded, when it has any
     /// and this loader can run them (in-process Python can; a child process cannot).
     fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
@@ -90,5 +93,13 @@ impl SimulationLoader for PythonSubprocessLoader {
 
     fn front_end(&self) -> String {
         format!("{} (subprocess)", self.python)
+    }
+
+    fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, LoadError> {
+        let status = Command::new(&self.python)
+            .args(["-m", "horde.recording", command, flags_json])
+            .status()
+            .map_err(|e| LoadError::new(format!("cannot start {}: {e}", self.python)))?;
+        Ok(status.code().unwrap_or(LOADER_INTERRUPTED))
     }
 }
