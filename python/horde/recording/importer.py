@@ -16,6 +16,7 @@ from typing import List, Optional
 from urllib.parse import urlsplit
 
 from .codegen import OutputFiles, SimulationWriter, identifier
+from .correlate import CorrelationOptions, correlate
 from .decisions import Decisions
 from .har import HarError, Recording, read_har
 from .normalize import EmptyJourney, Journey, normalize
@@ -109,7 +110,7 @@ def run_import(options: ImportOptions, out=sys.stdout) -> ImportResult:
     if not os.path.isdir(directory):
         raise InvalidImport(f"-o {output}: the directory {directory} does not exist")
     recording, journey, warnings = load(options)
-    decisions = Decisions()
+    decisions = correlate(journey, CorrelationOptions(enabled=options.correlate))
     generated = generate(options, recording, journey, decisions, outputs)
     for entry, part, file_name in generated.missing_files:
         print(f"warning: entry {entry}: the recording lacks the bytes of the uploaded file {file_name!r} (part "

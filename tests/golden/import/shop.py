@@ -7,14 +7,16 @@ Replay it:
 
 Parameters (-D NAME=VALUE): base_url; users (1); ramp (seconds to start them over, 0); duration
 (seconds: users go through the journey again and again that long, 0: once); think_time (a factor
-on the recorded pauses, 0 for none).
+on the recorded pauses, 0 for none); inputs (the feeder's file, shop_inputs.csv).
 
 What was correlated, generated and dropped, and why: shop_import.md.
 """
 
 from horde import (
+    add_cookie,
     at_once_users,
     constant_concurrent_users,
+    csv,
     http,
     json_body,
     param,
@@ -33,6 +35,9 @@ ramp = param("ramp", 0.0)
 duration = param("duration", 0.0)
 think_time = param("think_time", 1.0)
 
+# What was typed during the recording (one row: add rows for more accounts; read in a circle).
+inputs = csv(param("inputs", "shop_inputs.csv")).circular()
+
 headers_1 = {
     "Origin": base_url,
     "Referer": base_url + "/",
@@ -49,6 +54,8 @@ headers_3 = {
 
 journey = (
     scenario("shop")
+    .feed(inputs)
+    .exec(add_cookie("theme", "dark"))  # set by JavaScript in the recording
     # 1. GET / -> 200 text/html (entry 1)
     .exec(
         http("Shop home")
@@ -66,7 +73,7 @@ journey = (
         http("POST /login")
             .post("/login")
             .headers(headers_1)
-            .form_param("user", "ann")
+            .form_param("user", "${user}")  # typed input: the feeder's column user
             .form_param("note", "a b&c")
             .form_param("empty", "")
             .check(status().is_(200))

