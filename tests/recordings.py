@@ -132,3 +132,139 @@ def django_journey(page, url, username, password, upload, note="remember the pla
     page.wait_for_selector("#note-saved:has-text('Saved')")
     page.click("#logout")
     page.wait_for_url("**/login/")
+
+
+class Recorder:
+    """``horde record`` on a free port until the block ends (then Ctrl-C, and the HAR is
+    written): ``proxy`` is its URL, ``ca`` its certificate authority's file, ``lines`` what it
+    printed (read by a thread as it comes)."""
+
+    def __init__(self, har_path, ca_dir, *extra):
+        import re
+        import threading
+
+        self.har_path = Path(har_path)
+        self.process = subprocess.Popen(["horde", "record", "--port", "0", "-o", str(har_path), "--ca-dir", str(ca_dir),
+                                         *map(str, extra)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.printed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        first = self.wait_for_line("listening on")
+        self.proxy = re.search(r"listening on (http://127\.0\.0\.1:\d+)", first).group(1)
+        self.ca = Path(ca_dir) / "horde-recorder-ca.pem"
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.printed:
+                self.lines.append(line)
+                self.printed.notify_all()
+        with self.printed:
+            self.lines.append(None)  # the end
+            self.printed.notify_all()
+
+    def wait_for_line(self, text, timeout=30):
+        """Waits until the recorder prints a line holding ``text``."""
+        with self.printed:
+            found = self.printed.wait_for(
+                lambda: any(line is None or text in line for line in self.lines), timeout=timeout)
+            match = next((line for line in self.lines if line is not None and text in line), None)
+        if not found or match is None:
+            raise TimeoutError(f"horde record printed no line with {text!r}: {self.lines}")
+        return match
+
+    def stop(self):
+        """Ctrl-C: the recorder writes the HAR and exits 0."""
+        import signal
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=30)
+        assert self.process.returncode == 0, (self.process.returncode, self.process.stderr.read())
+        return self.har_path
+
+    def text(self):
+        with self.printed:
+            return "".join(line for line in self.lines if line)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.stop()
+        else:
+            self.process.kill()
+            self.process.wait()
+
+
+def proxied_client(recorder):
+    """A scripted client going through the recorder: urllib with a cookie jar, trusting the
+    recorder's authority for HTTPS."""
+    import http.cookiejar
+    import ssl
+    import urllib.request
+
+    context = ssl.create_default_context(cafile=str(recorder.ca))
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({"http": recorder.proxy, "https": recorder.proxy}),
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
+        urllib.request.HTTPSHandler(context=context))
+
+
+def _view_state(html):
+    import re
+
+    return re.search(r'name="javax\.faces\.ViewState" id="[^"]+" value="([^"]*)"', html).group(1)
+
+
+def jsf_journey(client, url, upload_name, upload_bytes):
+    """Seed 000's JSF journey on the built-in target, as a scripted browser does it: every POST
+    carries the ViewState of the page before it; the upload is multipart with a binary file."""
+    import urllib.request
+    from urllib.parse import urlencode
+
+    def page(path, data=None, content_type=None):
+        request = urllib.request.Request(url + path, data=data)
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        request.add_header("Accept", "text/html,application/xhtml+xml")
+        with client.open(request) as response:
+            return response.read().decode()
+
+    html = page("/")
+    html = page("/login")
+    html = page("/login", urlencode({"username": "sawyer", "password": "ash-frame",
+                                     "javax.faces.ViewState": _view_state(html)}).encode())
+    html = page("/account", urlencode({"comment": "oak planks", "javax.faces.ViewState": _view_state(html)}).encode())
+    boundary = "----recordedBoundary7MA4YWxk"
+    body = b"".join([
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"form_field_1\"\r\n\r\npayload\r\n".encode(),
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"javax.faces.ViewState\"\r\n\r\n{_view_state(html)}\r\n".encode(),
+        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file_upload_file\"; filename=\"{upload_name}\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n".encode(), upload_bytes, f"\r\n--{boundary}--\r\n".encode()])
+    html = page("/upload", body, f"multipart/form-data; boundary={boundary}")
+    assert f"Received {upload_name} ({len(upload_bytes)} bytes)" in html, html
+    page("/api/items")
+
+
+def orders_journey(client, url, user="ann"):
+    """The orders API: log in for a token, list the orders, read the first, cancel the first
+    open one; the token goes in Authorization, the ids in the URLs."""
+    import urllib.request
+
+    def call(path, payload=None, token=None, method=None):
+        data = json.dumps(payload).encode() if payload is not None else None
+        request = urllib.request.Request(url + path, data=data, method=method)
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        with client.open(request) as response:
+            return json.loads(response.read())
+
+    token = call("/api/login", {"user": user})["token"]
+    orders = call("/api/orders", token=token)["orders"]
+    call(f"/api/orders/{orders[0]['id']}", token=token)
+    open_order = next(o for o in orders if o["status"] == "open")
+    call(f"/api/orders/{open_order['id']}/cancel", token=token, method="POST")

@@ -12,9 +12,18 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, DjangoLogin
-from recordings import CHROMIUM, browser_recording, django_journey, import_har
+from recordings import (
+    CHROMIUM,
+    Recorder,
+    browser_recording,
+    django_journey,
+    import_har,
+    jsf_journey,
+    orders_journey,
+    proxied_client,
+)
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
 
 USERS = 20
 
@@ -54,6 +63,7 @@ def django_browser_recording(django_site, tmp_path_factory):
     return recording, upload
 
 
+@needs_chromium
 def test_django_browser_recording_replays_with_20_users(django_site, django_browser_recording, tmp_path, horde):
     recording, upload = django_browser_recording
     completed = import_har(recording, "-o", tmp_path / "django.py", "--files", upload.parent)
@@ -78,6 +88,7 @@ def test_django_browser_recording_replays_with_20_users(django_site, django_brow
     assert sum(after["notes_read"].values()) - sum(before["notes_read"].values()) == USERS
 
 
+@needs_chromium
 def test_django_recording_without_correlation_fails(django_site, django_browser_recording, tmp_path, horde):
     recording, upload = django_browser_recording
     completed = import_har(recording, "-o", tmp_path / "django.py", "--files", upload.parent, "--no-correlate")
@@ -90,3 +101,75 @@ def test_django_recording_without_correlation_fails(django_site, django_browser_
     after = django_site.stats()
     assert after["csrf_failures"] - before["csrf_failures"] >= USERS
     assert len(after["uploads"]) == len(before["uploads"])
+
+
+UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
+
+
+@pytest.fixture(scope="module")
+def target_recordings(tmp_path_factory):
+    """The JSF journey and the orders API on the built-in target, scripted through `horde record`."""
+    from conftest import Target
+
+    directory = tmp_path_factory.mktemp("target-recordings")
+    server = Target()
+    try:
+        with Recorder(directory / "jsf.har", directory / "ca") as recorder:
+            jsf_journey(proxied_client(recorder), server.url, "planer.bin", UPLOAD)
+        with Recorder(directory / "orders.har", directory / "ca") as recorder:
+            orders_journey(proxied_client(recorder), server.url, user="ann")
+    finally:
+        server.stop()
+    return directory / "jsf.har", directory / "orders.har"
+
+
+def run_on_target(target, horde, simulation, *params):
+    return horde("run", simulation, "-D", f"base_url={target.url}", "-D", f"users={USERS}", "-D", "think_time=0",
+                 *params)
+
+
+def test_jsf_recording_replays_with_20_users(target, target_recordings, tmp_path, horde):
+    completed = import_har(target_recordings[0], "-o", tmp_path / "jsf.py")
+    assert completed.returncode == 0, completed.stderr
+    # The recorder kept the upload byte for byte: it is written beside the simulation.
+    assert (tmp_path / "jsf_files" / "planer.bin").read_bytes() == UPLOAD
+    result = run_on_target(target, horde, tmp_path / "jsf.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    stats = target.stats()
+    assert stats["logins"] == USERS and stats["uploads"] == USERS and stats["sessions"] == USERS
+    assert stats["upload_bytes"] == USERS * len(UPLOAD)
+    assert stats["view_state_rejections"] == 0
+
+
+def test_jsf_recording_without_correlation_fails(target, target_recordings, tmp_path, horde):
+    assert import_har(target_recordings[0], "-o", tmp_path / "jsf.py", "--no-correlate").returncode == 0
+    result = run_on_target(target, horde, tmp_path / "jsf.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] > 0
+    stats = target.stats()
+    assert stats["view_state_rejections"] >= USERS and stats["uploads"] == 0
+
+
+def test_orders_recording_replays_with_20_users_as_20_buyers(target, target_recordings, tmp_path, horde):
+    completed = import_har(target_recordings[1], "-o", tmp_path / "orders.py")
+    assert completed.returncode == 0, completed.stderr
+    # Each buyer has orders of its own (their ids drawn from the name): the ids in the URLs
+    # must come from the list each user gets.
+    write_feeder(tmp_path / "orders_inputs.csv", ["user"], [(f"buyer-{i}",) for i in range(USERS)])
+    result = run_on_target(target, horde, tmp_path / "orders.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    stats = target.stats()
+    # A shared token would read another login's order (404) or cancel one twice (409): none.
+    assert stats["api_logins"] == USERS and stats["orders_listed"] == USERS
+    assert stats["orders_read"] == USERS and stats["orders_cancelled"] == USERS
+    assert stats["unauthorized"] == 0
+
+
+def test_orders_recording_without_correlation_fails(target, target_recordings, tmp_path, horde):
+    assert import_har(target_recordings[1], "-o", tmp_path / "orders.py", "--no-correlate").returncode == 0
+    result = run_on_target(target, horde, tmp_path / "orders.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] > 0
+    assert target.stats()["unauthorized"] >= USERS

@@ -70,6 +70,8 @@ class _Correlator:
         self.variables: Dict[str, str] = {}
         self.client_values: Dict[str, _ClientValue] = {}
         self.client_sent: Set[str] = set()
+        # Recorded value -> the correlation that gave it last, reused while nothing overwrote it.
+        self.correlated: Dict[str, Use] = {}
         self.script_cookies_seen: Set[Tuple[str, str]] = set()
 
     def run(self) -> Decisions:
@@ -107,6 +109,8 @@ class _Correlator:
             use = self.slot(index, step, slot)
             if use is not None:
                 self.decisions.uses[slot.id] = use
+                if use.source_step is not None:
+                    self.correlated[slot.value] = use
             elif slot.value:
                 self.client_sent.add(slot.value)
 
@@ -127,7 +131,7 @@ class _Correlator:
         if known is not None and slot.id.kind != "header":
             return Use(slot, known.expression, known.origin, variable=known.expression, note=known.note)
         if self.options.enabled:
-            use = self.by_rule(index, step, slot)
+            use = self.still_held(slot, index) or self.by_rule(index, step, slot)
             if use is not None:
                 return use
         if is_typed(slot) and (SECRET_NAMES.search(slot.name) or not any(view.contains(value) for view in self.views)):
@@ -135,6 +139,18 @@ class _Correlator:
         if not self.options.enabled:
             return None
         return self.generic(index, step, slot) or self.generated(index, step, slot)
+
+    def still_held(self, slot: Slot, index: int) -> Optional[Use]:
+        """The variable that already holds this recorded value, when no check has changed it
+        since: one variable per value, not a new check on every response that repeats it."""
+        earlier = self.correlated.get(slot.value)
+        if earlier is None or earlier.variable is None:
+            return None
+        if any(e.variable == earlier.variable and earlier.source_step < e.step < index
+               for e in self.decisions.extractions):
+            return None
+        return Use(slot, earlier.expression, earlier.origin, variable=earlier.variable, source_step=earlier.source_step,
+                   prefix=earlier.prefix, note=earlier.note)
 
     # Sources.
 
