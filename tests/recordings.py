@@ -268,3 +268,18 @@ def orders_journey(client, url, user="ann"):
     call(f"/api/orders/{orders[0]['id']}", token=token)
     open_order = next(o for o in orders if o["status"] == "open")
     call(f"/api/orders/{open_order['id']}/cancel", token=token, method="POST")
+
+
+def confirm_journey(client, url):
+    """The Django site's confirmation form: its hidden challenge is a word, new at each visit."""
+    import re
+    import urllib.request
+    from urllib.parse import urlencode
+
+    with client.open(url + "/confirm/") as response:
+        html = response.read().decode()
+    fields = dict(re.findall(r'name="(csrfmiddlewaretoken|challenge)" value="([^"]*)"', html))
+    request = urllib.request.Request(url + "/confirm/", data=urlencode(fields).encode())
+    request.add_header("Referer", url + "/confirm/")
+    with client.open(request) as response:
+        assert response.status == 200 and response.url.endswith("/account/") or "/login/" in response.url

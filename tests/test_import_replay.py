@@ -16,6 +16,7 @@ from recordings import (
     CHROMIUM,
     Recorder,
     browser_recording,
+    confirm_journey,
     django_journey,
     import_har,
     jsf_journey,
@@ -173,3 +174,61 @@ def test_orders_recording_without_correlation_fails(target, target_recordings, t
     assert result.code == 0, result.stderr
     assert result.summary["global"]["ko"] > 0
     assert target.stats()["unauthorized"] >= USERS
+
+
+@pytest.fixture(scope="module")
+def confirm_recordings(django_site, tmp_path_factory):
+    """Two recordings of the confirmation form through `horde record`: each visit gets another
+    challenge word."""
+    directory = tmp_path_factory.mktemp("confirm-recordings")
+    paths = []
+    for name in ("first.har", "second.har"):
+        with Recorder(directory / name, directory / "ca") as recorder:
+            confirm_journey(proxied_client(recorder), django_site.url)
+        paths.append(directory / name)
+    return paths
+
+
+def challenge_sent(simulation):
+    from recordings import load_plan, requests_of
+
+    confirm = requests_of(load_plan(simulation))[1]
+    return {p["name"]: p["value"] for p in confirm["body"]["params"]}["challenge"]
+
+
+def test_validate_replays_and_correlates_what_matching_could_not_see(django_site, confirm_recordings, tmp_path, horde):
+    first, _ = confirm_recordings
+    # A word is no token to generic matching: imported alone, the recorded word is sent again,
+    # and the site refuses it.
+    assert import_har(first, "-o", tmp_path / "alone.py").returncode == 0
+    assert not challenge_sent(tmp_path / "alone.py").startswith("${")
+    result = horde("run", tmp_path / "alone.py", "-D", f"base_url={django_site.url}", "-D", "think_time=0")
+    assert result.summary["global"]["ko"] == 1
+    # The replay shows the word changes: correlated, and the second replay matches the recording.
+    completed = import_har(first, "-o", tmp_path / "confirm.py", "--validate", django_site.url)
+    assert completed.returncode == 0, completed.stderr
+    assert "replay 1 against" in completed.stdout and "1 of 2 statuses as recorded" in completed.stdout
+    assert "replay 2 against" in completed.stdout and "2 of 2 statuses as recorded" in completed.stdout
+    assert challenge_sent(tmp_path / "confirm.py") == "${challenge}"
+    assert "horde_observe" not in (tmp_path / "confirm.py").read_text()
+    before = django_site.stats()["confirmations"]
+    result = horde("run", tmp_path / "confirm.py", "-D", f"base_url={django_site.url}", "-D", f"users={USERS}",
+                   "-D", "think_time=0")
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    assert django_site.stats()["confirmations"] - before == USERS
+
+
+def test_a_second_recording_marks_what_differs_as_dynamic(confirm_recordings, tmp_path):
+    first, second = confirm_recordings
+    completed = import_har(first, "-o", tmp_path / "confirm.py", "--second", second)
+    assert completed.returncode == 0, completed.stderr
+    assert challenge_sent(tmp_path / "confirm.py") == "${challenge}"
+
+
+def test_validate_says_which_requests_still_differ_and_why(target, target_recordings, tmp_path):
+    completed = import_har(target_recordings[1], "-o", tmp_path / "orders.py", "--no-correlate",
+                           "--validate", target.url)
+    assert completed.returncode == 0, completed.stderr
+    assert "1 of 4 statuses as recorded" in completed.stdout
+    assert "request 2 (GET /api/orders) answered 401, recorded 200: the replay answered:" in completed.stderr
+    assert "unauthorized" in completed.stderr

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 from .decisions import Decisions, SlotId, Use, json_leaves
 from .exchanges import Exchange, header_value, html_title, media_type
 from .normalize import Journey, is_page
+from .validate import observed_variables
 
 # Headers the engine writes itself, the cookie jar's, the browser's own and cache validators
 # (a replay without a cache must get whole responses).
@@ -123,7 +124,7 @@ class Generated:
 
 class SimulationWriter:
     def __init__(self, journey: Journey, decisions: Decisions, outputs: OutputFiles, *, name: str, har_name: str,
-                 creator: str, base_url: Optional[str], entry_count: int):
+                 creator: str, base_url: Optional[str], entry_count: int, observe: bool = False):
         self.journey = journey
         self.decisions = decisions
         self.outputs = outputs
@@ -131,6 +132,8 @@ class SimulationWriter:
         self.har_name = har_name
         self.creator = creator
         self.entry_count = entry_count
+        # The variant --validate runs: it also saves every response and writes them out.
+        self.observed = observed_variables(journey) if observe else None
         self.base_url = (base_url or journey.base_origin).rstrip("/")
         self.imports = {"http", "param", "scenario", "setup", "status", "at_once_users", "ramp_users",
                         "constant_concurrent_users"}
@@ -375,7 +378,8 @@ class SimulationWriter:
     def request_code(self, index: Optional[int], exchange: Exchange, indent: str) -> List[str]:
         uses = self.decisions.uses_at(index) if index is not None else {}
         name = self.request_name(exchange, uses, index)
-        self.request_names.append(name)
+        if index is not None:
+            self.request_names.append(name)
         url, params = self.url_code(index, exchange, uses)
         method = exchange.request.method.lower()
         lines = [f"http({py(literal(name))})", f".{method}({url})" if method in (
@@ -388,6 +392,8 @@ class SimulationWriter:
         lines += self.header_lines(index, exchange, uses)
         lines += self.body_lines(index, exchange, uses)
         checks = [self.status_check(exchange)]
+        if index is not None and self.observed is not None:
+            checks = self.observing_checks(index) + checks
         if index is not None:
             for extraction in self.decisions.extractions_at(index):
                 code = extraction.code + (".optional()" if extraction.optional else "") + f".save_as({py(extraction.variable)})"
@@ -401,6 +407,31 @@ class SimulationWriter:
                 resources.append("\n".join(self.request_code(None, resource, indent + "        ")))
             lines.append(".resources(\n" + ",\n".join(f"{indent}        {r}" for r in resources) + f",\n{indent}    )")
         return [lines[0]] + [f"{indent}    {line}" for line in lines[1:]]
+
+    def observing_checks(self, index: int) -> List[str]:
+        self.imports.update(("body_string", "header"))
+        variables = self.observed[index]
+        checks = [f"status().save_as({py(variables['status'])})", f"body_string().save_as({py(variables['body'])})"]
+        for key, variable in variables.items():
+            if key.startswith("header "):
+                checks.append(f"header({py(key[len('header '):])}).find_all().optional().save_as({py(variable)})")
+        return checks
+
+    def observer_lines(self) -> List[str]:
+        names = [variable for variables in self.observed.values() for variable in variables.values()]
+        return [
+            "import json as _json",
+            "",
+            "horde_observations = param(\"horde_observations\")",
+            f"HORDE_OBSERVED = {names!r}",
+            "",
+            "",
+            "def horde_observe(session):",
+            "    with open(horde_observations, \"w\", encoding=\"utf-8\") as handle:",
+            "        _json.dump({name: session.get(name) for name in HORDE_OBSERVED}, handle)",
+            "",
+            "",
+        ]
 
     # The file.
 
@@ -450,6 +481,8 @@ class SimulationWriter:
             protocol += f".headers({{\n{entries},\n}})"
         if self.journey.infer_resources:
             protocol += ".infer_html_resources()"
+        if self.observed is not None:
+            body.append("    .exec(horde_observe)")
         chain = [f"    scenario({py(self.name)})"]
         if self.decisions.feeder:
             chain.append("    .feed(inputs)")
@@ -477,6 +510,7 @@ class SimulationWriter:
             "",
             *feeder_lines,
             *[line + "\n" for line in header_lines],
+            *(self.observer_lines() if self.observed is not None else []),
             "journey = (",
             *chain,
             *body,

@@ -7,6 +7,7 @@ half-written simulation behind.
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import sys
@@ -21,6 +22,7 @@ from .decisions import Decisions
 from .har import HarError, Recording, read_har
 from .normalize import EmptyJourney, Journey, normalize
 from .uploads import resolve_uploads
+from .validate import Validation, compare, replay_once, second_recording_dynamic
 
 
 class InvalidImport(Exception):
@@ -89,11 +91,11 @@ def load(options: ImportOptions) -> (Recording, Journey, List[str]):
 
 
 def generate(options: ImportOptions, recording: Recording, journey: Journey, decisions: Decisions,
-             outputs: OutputFiles):
+             outputs: OutputFiles, observe: bool = False):
     name = options.name or outputs.stem
     writer = SimulationWriter(journey, decisions, outputs, name=name, har_name=os.path.basename(options.har),
                               creator=recording.creator, base_url=options.base_url,
-                              entry_count=len(recording.exchanges))
+                              entry_count=len(recording.exchanges), observe=observe)
     return writer.write()
 
 
@@ -110,17 +112,84 @@ def run_import(options: ImportOptions, out=sys.stdout) -> ImportResult:
     if not os.path.isdir(directory):
         raise InvalidImport(f"-o {output}: the directory {directory} does not exist")
     recording, journey, warnings = load(options)
-    decisions = correlate(journey, CorrelationOptions(enabled=options.correlate))
+    dynamic = set()
+    if options.second:
+        _, second_journey, _ = load(ImportOptions(har=options.second, resources=options.resources))
+        dynamic = second_recording_dynamic(journey, second_journey)
+    decisions = correlate(journey, CorrelationOptions(enabled=options.correlate, dynamic_values=dynamic))
+    validation = None
+    if options.validate:
+        validation, decisions = validate_by_replay(options, recording, journey, decisions, dynamic, directory, out)
     generated = generate(options, recording, journey, decisions, outputs)
     for entry, part, file_name in generated.missing_files:
         print(f"warning: entry {entry}: the recording lacks the bytes of the uploaded file {file_name!r} (part "
               f"{part!r}); put it in {outputs.files_dir}/ or import again with --files DIR", file=sys.stderr)
-    report = f"# {outputs.stem}: imported from {os.path.basename(options.har)}\n"
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    report = f"# {outputs.stem}: imported from {os.path.basename(options.har)}\n"
     written = write_outputs(directory, output, outputs, generated.source, report, decisions)
     print(f"horde import: {len(journey.steps)} requests from {len(recording.exchanges)} entries -> {output}", file=out)
-    return ImportResult(output, written, report, warnings)
+    result = ImportResult(output, written, report, warnings)
+    if validation is not None:
+        result.still_differing = [f"{d.step + 1}. {d.name}" for d in validation.differences]
+    return result
+
+
+def validate_by_replay(options, recording, journey, decisions, dynamic, directory, out):
+    """Replays with one user against --validate, learns what differs, correlates it, again."""
+    validation = Validation()
+    staging = tempfile.mkdtemp(prefix=".horde-validate-", dir=directory)
+    try:
+        for round_number in range(1, options.rounds + 1):
+            _, outputs = output_files(options)
+            generated = generate(options, recording, journey, decisions, outputs, observe=True)
+            write_into(staging, outputs, generated.source, decisions)
+            replayed, failure = replay_once(os.path.join(staging, outputs.stem + ".py"), staging, options.validate,
+                                            journey)
+            validation.rounds = round_number
+            if failure:
+                validation.failure = failure
+                break
+            learnt, validation.differences = compare(journey, replayed, generated.request_names)
+            matched = len(journey.steps) - len(validation.differences)
+            print(f"horde import: replay {round_number} against {options.validate}: {matched} of "
+                  f"{len(journey.steps)} statuses as recorded", file=out)
+            new = learnt - dynamic
+            if not validation.differences or not new or not options.correlate:
+                break
+            dynamic = dynamic | new
+            validation.learnt |= new
+            revised = correlate(journey, CorrelationOptions(enabled=True, dynamic_values=dynamic))
+            if set(revised.uses) == set(decisions.uses) and len(revised.extractions) == len(decisions.extractions):
+                break  # nothing the replay showed is sent by a later request
+            decisions = revised
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if validation.failure:
+        print(f"warning: --validate: the replay could not run: {validation.failure}", file=sys.stderr)
+    for difference in validation.differences:
+        replayed = difference.replayed if difference.replayed is not None else "nothing"
+        print(f"warning: --validate: request {difference.step + 1} ({difference.name}) answered {replayed}, "
+              f"recorded {difference.recorded}: {difference.why}", file=sys.stderr)
+    return validation, decisions
+
+
+def write_into(directory: str, outputs: OutputFiles, source: str, decisions: Decisions) -> None:
+    """The simulation (``<stem>.py``) and its data, in ``directory``."""
+    with open(os.path.join(directory, outputs.stem + ".py"), "w", encoding="utf-8") as handle:
+        handle.write(source)
+    for relative, data in outputs.files.items():
+        if data is None:
+            continue
+        path = os.path.join(directory, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+    if decisions.feeder:
+        with open(os.path.join(directory, outputs.feeder_path), "w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow([column.column for column in decisions.feeder])
+            writer.writerow([column.value for column in decisions.feeder])
 
 
 def write_outputs(directory: str, output: str, outputs: OutputFiles, source: str, report: str,
@@ -128,34 +197,17 @@ def write_outputs(directory: str, output: str, outputs: OutputFiles, source: str
     """Writes everything into a temporary folder, then moves it into place."""
     staging = tempfile.mkdtemp(prefix=".horde-import-", dir=directory)
     try:
-        with open(os.path.join(staging, "simulation.py"), "w", encoding="utf-8") as handle:
-            handle.write(source)
-        with open(os.path.join(staging, "report.md"), "w", encoding="utf-8") as handle:
+        write_into(staging, outputs, source, decisions)
+        with open(os.path.join(staging, outputs.report_path), "w", encoding="utf-8") as handle:
             handle.write(report)
-        files_present = False
-        for relative, data in outputs.files.items():
-            if data is None:
-                continue
-            path = os.path.join(staging, relative)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(data)
-            files_present = True
+        moves = [(os.path.join(staging, outputs.stem + ".py"), output),
+                 (os.path.join(staging, outputs.report_path), os.path.join(directory, outputs.report_path))]
         if decisions.feeder:
-            import csv
-
-            with open(os.path.join(staging, "inputs.csv"), "w", encoding="utf-8", newline="") as handle:
-                writer = csv.writer(handle)
-                writer.writerow([column.column for column in decisions.feeder])
-                writer.writerow([column.value for column in decisions.feeder])
-        moves = [(os.path.join(staging, "simulation.py"), output),
-                 (os.path.join(staging, "report.md"), os.path.join(directory, outputs.report_path))]
-        if decisions.feeder:
-            moves.append((os.path.join(staging, "inputs.csv"), os.path.join(directory, outputs.feeder_path)))
+            moves.append((os.path.join(staging, outputs.feeder_path), os.path.join(directory, outputs.feeder_path)))
         files_dir = os.path.join(directory, outputs.files_dir)
         if os.path.isdir(files_dir):
             shutil.rmtree(files_dir)
-        if files_present:
+        if os.path.isdir(os.path.join(staging, outputs.files_dir)):
             moves.append((os.path.join(staging, outputs.files_dir), files_dir))
         for source_path, target in moves:
             os.replace(source_path, target)

@@ -21,6 +21,10 @@ Routes:
 - ``POST /api/notes/``: (logged in, ``X-CSRFToken``) JSON ``{"text": ..., "client_id": ...}``
   creates a note: ``{"id": N, ...}`` (ids count up across the site); ``GET /api/notes/N/``: that
   note, 404 unless it is the user's own;
+- ``GET /confirm/``: a form with the CSRF token and a hidden ``challenge``: a word, the next of a
+  list at each visit, so two visits never get the same (a value that looks like no token: only a
+  replay shows that it changes); ``POST /confirm/``
+  with the same word: a 302 to ``/account/``, counted; another word: 400;
 - ``GET /stats/``: JSON, no login needed: successful logins and logouts per username, failed
   logins, sign-ups, requests refused by the CSRF check, the number of users, the uploads (user,
   file name, size, sha256) and the notes created and read per username.
@@ -132,6 +136,18 @@ document.getElementById("add-note").addEventListener("click", async () => {
 """
 
 
+CONFIRM_PAGE = """<!doctype html>
+<title>Confirm</title>
+<form method="post" action="/confirm/">
+  {% csrf_token %}
+  <input type="hidden" name="challenge" value="{{ challenge }}">
+  <button type="submit">Confirm</button>
+</form>
+"""
+
+CHALLENGE_WORDS = ("walnut", "alder", "birch", "cedar", "maple", "rowan", "spruce", "hazel", "larch", "poplar")
+
+
 def configure(data_dir):
     settings.configure(
         DEBUG=False,
@@ -161,7 +177,7 @@ def configure(data_dir):
                     "loaders": [
                         ("django.template.loaders.locmem.Loader",
                          {"registration/login.html": LOGIN_PAGE, "account.html": ACCOUNT_PAGE,
-                          "signup.html": SIGNUP_PAGE, "upload.html": UPLOAD_PAGE}),
+                          "signup.html": SIGNUP_PAGE, "upload.html": UPLOAD_PAGE, "confirm.html": CONFIRM_PAGE}),
                     ],
                     "context_processors": ["django.contrib.auth.context_processors.auth"],
                 },
@@ -188,6 +204,8 @@ _csrf_failures = [0]
 _uploads = []
 _notes = {}  # id -> (username, text, client_id)
 _notes_read = Counter()
+_confirmations = [0]
+_challenges = [0]
 
 
 def _count(counter, key):
@@ -231,6 +249,7 @@ def stats(request):
             "uploads": list(_uploads),
             "notes_created": dict(Counter(user for user, _, _ in _notes.values())),
             "notes_read": dict(_notes_read),
+            "confirmations": _confirmations[0],
         }
     body["users"] = User.objects.count()
     return JsonResponse(body)
@@ -310,6 +329,22 @@ def note(request, note_id):
     return JsonResponse({"id": note_id, "text": found[1], "client_id": found[2]})
 
 
+def confirm(request):
+    from django.http import HttpResponseBadRequest, HttpResponseRedirect
+    from django.shortcuts import render
+
+    if request.method != "POST":
+        with _lock:
+            _challenges[0] += 1
+            request.session["challenge"] = CHALLENGE_WORDS[_challenges[0] % len(CHALLENGE_WORDS)]
+        return render(request, "confirm.html", {"challenge": request.session["challenge"]})
+    if request.POST.get("challenge") != request.session.get("challenge"):
+        return HttpResponseBadRequest("wrong challenge")
+    with _lock:
+        _confirmations[0] += 1
+    return HttpResponseRedirect("/account/")
+
+
 def create_users(path):
     """The users of the CSV file, created in the empty database."""
     from django.contrib.auth.models import User
@@ -349,6 +384,7 @@ def main():
         path("signup/", signup),
         path("stats/", stats),
         path("upload/", login_required(upload)),
+        path("confirm/", confirm),
         path("api/notes/", login_required(notes)),
         path("api/notes/<int:note_id>/", login_required(note)),
     ]
