@@ -296,3 +296,32 @@ def test_a_browser_recording_replays_with_20_users_against_the_target(target, tm
     for route in ("GET /", "GET /login", "GET /api/items", "POST /api/echo"):
         assert served[route] - before["by_route"].get(route, 0) == 20, (route, served)
     assert target.stats()["json_documents"] - before["json_documents"] == 20
+
+
+def test_the_report_is_printed_and_written_beside_the_simulation(tmp_path):
+    recording = shop_recording(tmp_path / "shop.har")
+    completed = import_har(recording, "-o", tmp_path / "shop.py")
+    report = (tmp_path / "shop_import.md").read_text()
+    assert report in completed.stdout
+    assert "Recorded by tests 1: 10 entries; 5 requests to replay (1 redirects the engine follows, 1 resources" in report
+    assert "| user | `ann` | typed into form field user |" in report
+    for reason in ("browser noise or analytics", "a CORS preflight (horde is no browser)", "cancelled (no response)"):
+        assert reason in report
+    assert "the cookie theme was set by JavaScript, not by a response: it is added as recorded (`dark`)" in report
+
+
+def test_the_report_warns_of_what_the_recording_could_not_tell(tmp_path):
+    # Chrome's sanitized export: no cookies, no Authorization; and a response without its body.
+    entries = [entry("GET", "http://127.0.0.1:8080/login", body="<title>Log in</title>"),
+               entry("POST", "http://127.0.0.1:8080/login", 200, at=1, post=("application/x-www-form-urlencoded",
+                                                                             "user=ann&form_key=f00dfeed1234abcd")),
+               entry("GET", "http://127.0.0.1:8080/api/me", at=2, mime="application/json",
+                     request_headers=[("X-Session-Token", "9b8a7c6d5e4f3a2b1c0d")])]
+    entries[1]["response"]["content"] = {"size": 512, "mimeType": "text/html", "comment": "not included"}
+    completed = import_har(har(tmp_path / "sanitized.har", entries), "-o", tmp_path / "sanitized.py")
+    assert completed.returncode == 0, completed.stderr
+    report = (tmp_path / "sanitized_import.md").read_text()
+    assert "the recording holds no cookie at all: if the site has sessions, this is a sanitized export" in report
+    assert "1 responses have no body in the recording (entries 1)" in report
+    assert "request 2: form field form_key `f00dfeed1234abcd` looks made by the server but no earlier response" in report
+    assert "request 3: header X-Session-Token" in report

@@ -144,6 +144,8 @@ class Decisions:
     # Path segments taken out (;jsessionid=...: the cookie jar carries the session).
     stripped_path_params: Dict[int, str] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    # Values that look made by the server but that no earlier response holds: sent as recorded.
+    unresolved: List[Slot] = field(default_factory=list)
 
     def extractions_at(self, step: int) -> List[Extraction]:
         return [e for e in self.extractions if e.step == step]

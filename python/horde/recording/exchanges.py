@@ -94,6 +94,8 @@ class Body:
     json_value: object = None
     parts: List[Part] = field(default_factory=list)
     text: str = ""
+    # Rebuilt from the form that sent it: the recording had no body.
+    rebuilt: bool = False
 
 
 @dataclass

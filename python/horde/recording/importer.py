@@ -21,6 +21,7 @@ from .correlate import CorrelationOptions, correlate
 from .decisions import Decisions
 from .har import HarError, Recording, read_har
 from .normalize import EmptyJourney, Journey, normalize
+from .report import build_report
 from .uploads import resolve_uploads
 from .validate import Validation, compare, replay_once, second_recording_dynamic
 
@@ -124,11 +125,13 @@ def run_import(options: ImportOptions, out=sys.stdout) -> ImportResult:
     for entry, part, file_name in generated.missing_files:
         print(f"warning: entry {entry}: the recording lacks the bytes of the uploaded file {file_name!r} (part "
               f"{part!r}); put it in {outputs.files_dir}/ or import again with --files DIR", file=sys.stderr)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    report = f"# {outputs.stem}: imported from {os.path.basename(options.har)}\n"
+    report = build_report(har_path=options.har, output=output, recording=recording, journey=journey,
+                          decisions=decisions, outputs=outputs, request_names=generated.request_names,
+                          warnings=warnings, validation=validation, correlate=options.correlate)
     written = write_outputs(directory, output, outputs, generated.source, report, decisions)
-    print(f"horde import: {len(journey.steps)} requests from {len(recording.exchanges)} entries -> {output}", file=out)
+    print(report, file=out)
+    print(f"horde import: {len(journey.steps)} requests from {len(recording.exchanges)} entries -> {output} "
+          f"(report: {os.path.join(os.path.dirname(output), outputs.report_path)})", file=out)
     result = ImportResult(output, written, report, warnings)
     if validation is not None:
         result.still_differing = [f"{d.step + 1}. {d.name}" for d in validation.differences]
@@ -165,12 +168,6 @@ def validate_by_replay(options, recording, journey, decisions, dynamic, director
             decisions = revised
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    if validation.failure:
-        print(f"warning: --validate: the replay could not run: {validation.failure}", file=sys.stderr)
-    for difference in validation.differences:
-        replayed = difference.replayed if difference.replayed is not None else "nothing"
-        print(f"warning: --validate: request {difference.step + 1} ({difference.name}) answered {replayed}, "
-              f"recorded {difference.recorded}: {difference.why}", file=sys.stderr)
     return validation, decisions
 
 

@@ -19,7 +19,7 @@ import os
 from typing import List, Optional
 from urllib.parse import urljoin, urlsplit
 
-from .exchanges import Body, Exchange, Part, content_type_parameter, header_value, media_type
+from .exchanges import Body, Exchange, Part, header_value, media_type
 from .htmlscan import scan
 from .normalize import Journey
 
@@ -118,8 +118,6 @@ def _rebuild_from_form(step: Exchange, earlier: List[Exchange]):
                 else:
                     parts.append(Part(name=name, data=b""))
                     unknown.append(name)
-            boundary = content_type_parameter(content_type, "boundary")
-            body = Body(kind="multipart", content_type=content_type, exact=False, parts=parts,
-                        text=f"(rebuilt from the form; boundary {boundary})")
+            body = Body(kind="multipart", content_type=content_type, exact=False, parts=parts, rebuilt=True)
             return body, page, unknown
     return None

@@ -138,7 +138,10 @@ class _Correlator:
             return self.typed(slot)
         if not self.options.enabled:
             return None
-        return self.generic(index, step, slot) or self.generated(index, step, slot)
+        use = self.generic(index, step, slot) or self.generated(index, step, slot)
+        if use is None and worth_correlating(slot) and slot.value not in self.client_sent and _looks_made(slot):
+            self.decisions.unresolved.append(slot)
+        return use
 
     def still_held(self, slot: Slot, index: int) -> Optional[Use]:
         """The variable that already holds this recorded value, when no check has changed it
@@ -310,6 +313,15 @@ class _Correlator:
         note = f"generated: made by the client ({expression} once, then reused)"
         self.client_values[slot.value] = _ClientValue(variable, "generated", note)
         return Use(slot, variable, "generated", variable=variable, note=note)
+
+
+def _looks_made(slot: Slot) -> bool:
+    """A token's name, or a long random-looking value."""
+    value = slot.value
+    if slot.id.kind == "header" and slot.name.lower() == "authorization":
+        return True
+    mixed = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+    return bool(TOKEN_NAMES.search(slot.name)) or (len(value) >= 16 and mixed)
 
 
 def _id_name(path: Tuple, view: ResponseView) -> str:
