@@ -283,3 +283,8 @@ def confirm_journey(client, url):
     request.add_header("Referer", url + "/confirm/")
     with client.open(request) as response:
         assert response.status == 200 and response.url.endswith("/account/") or "/login/" in response.url
+
+
+# The binary file the fixture recordings upload: every byte value, and a line that looks like a
+# multipart delimiter.
+FIXTURE_UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"

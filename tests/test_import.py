@@ -242,6 +242,24 @@ def test_generated_simulation_matches_the_golden_file(tmp_path):
     assert source == golden.read_text()
 
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "recordings"
+
+
+@pytest.mark.parametrize("name", ["jsf", "orders", "django"])
+def test_recordings_of_the_test_servers_match_their_golden_simulations(tmp_path, name):
+    """The fixtures scripts/record_fixtures.py recorded through `horde record`: the JSF journey,
+    the orders API, and Chromium on the Django site. Their replays are in
+    test_import_replay.py; here, the Python they give, correlations and report included."""
+    completed = import_har(FIXTURES / f"{name}.har", "-o", tmp_path / f"{name}.py")
+    assert completed.returncode == 0, completed.stderr
+    for produced in (f"{name}.py", f"{name}_import.md"):
+        golden = GOLDEN / produced
+        text = (tmp_path / produced).read_text()
+        if os.environ.get("HORDE_UPDATE_GOLDEN"):
+            golden.write_text(text)
+        assert text == golden.read_text(), produced
+
+
 def test_resources_can_be_inferred_or_dropped(tmp_path):
     recording = shop_recording(tmp_path / "shop.har")
     assert import_har(recording, "-o", tmp_path / "inferred.py", "--resources", "infer").returncode == 0

@@ -14,6 +14,7 @@ import pytest
 from conftest import EXAMPLES, DjangoLogin
 from recordings import (
     CHROMIUM,
+    FIXTURE_UPLOAD,
     Recorder,
     browser_recording,
     confirm_journey,
@@ -104,7 +105,7 @@ def test_django_recording_without_correlation_fails(django_site, django_browser_
     assert len(after["uploads"]) == len(before["uploads"])
 
 
-UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
+UPLOAD = FIXTURE_UPLOAD
 
 
 @pytest.fixture(scope="module")

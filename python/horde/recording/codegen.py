@@ -266,7 +266,7 @@ class SimulationWriter:
     # Requests.
 
     def request_name(self, exchange: Exchange, uses: Dict[SlotId, Use], index: Optional[int]) -> str:
-        if exchange.request.method == "GET" and is_page(exchange):
+        if index is not None and exchange.request.method == "GET" and is_page(exchange):
             title = html_title(exchange.final.text)
             if title:
                 return title[:80]
