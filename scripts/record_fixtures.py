@@ -26,9 +26,7 @@ from recordings import (  # noqa: E402
     Recorder,
     browser_recording,
     django_journey,
-    jsf_journey,
-    orders_journey,
-    proxied_client,
+    record_target_journeys,
 )
 
 FIXTURES = ROOT / "tests" / "fixtures" / "recordings"
@@ -39,10 +37,7 @@ def main():
     scratch = Path(tempfile.mkdtemp(prefix="horde-fixtures-"))
     target = Target()
     try:
-        with Recorder(FIXTURES / "jsf.har", scratch / "ca") as recorder:
-            jsf_journey(proxied_client(recorder), target.url, "planer.bin", FIXTURE_UPLOAD)
-        with Recorder(FIXTURES / "orders.har", scratch / "ca") as recorder:
-            orders_journey(proxied_client(recorder), target.url, user="ann")
+        record_target_journeys(FIXTURES, target.url, scratch / "ca")
     finally:
         target.stop()
     site = DjangoLogin(scratch, EXAMPLES / "users.csv")

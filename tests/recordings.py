@@ -288,3 +288,14 @@ def confirm_journey(client, url):
 # The binary file the fixture recordings upload: every byte value, and a line that looks like a
 # multipart delimiter.
 FIXTURE_UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
+
+
+def record_target_journeys(directory, url, ca_dir):
+    """The built-in target's JSF journey and orders API, scripted through `horde record`:
+    directory/jsf.har and directory/orders.har."""
+    directory = Path(directory)
+    with Recorder(directory / "jsf.har", ca_dir) as recorder:
+        jsf_journey(proxied_client(recorder), url, "planer.bin", FIXTURE_UPLOAD)
+    with Recorder(directory / "orders.har", ca_dir) as recorder:
+        orders_journey(proxied_client(recorder), url, user="ann")
+    return directory / "jsf.har", directory / "orders.har"

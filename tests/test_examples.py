@@ -205,7 +205,7 @@ def test_every_example_is_covered():
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
-               "sql_over_tls.py"}
+               "sql_over_tls.py", "record_and_import.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

@@ -343,3 +343,39 @@ def test_the_report_warns_of_what_the_recording_could_not_tell(tmp_path):
     assert "1 responses have no body in the recording (entries 1)" in report
     assert "request 2: form field form_key `f00dfeed1234abcd` looks made by the server but no earlier response" in report
     assert "request 3: header X-Session-Token" in report
+
+
+def test_what_each_recorder_writes_is_read_the_same(tmp_path):
+    """Charles's form as params alone, Chrome's Set-Cookie lines joined by newlines and its
+    multipart text with the file's bytes left out, Firefox's missing body with a comment."""
+    chrome_multipart = ("------WebKitFormBoundaryQ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nQ3\r\n"
+                        "------WebKitFormBoundaryQ\r\nContent-Disposition: form-data; name=\"document\"; "
+                        "filename=\"report.pdf\"\r\nContent-Type: application/pdf\r\n\r\n\r\n"
+                        "------WebKitFormBoundaryQ--\r\n")
+    charles = entry("POST", "http://127.0.0.1:8080/login", 200, at=1, body="<title>in</title>")
+    charles["request"]["postData"] = {"mimeType": "application/x-www-form-urlencoded",
+                                      "params": [{"name": "user", "value": "ann"}, {"name": "remember", "value": "on"}]}
+    chrome = entry("POST", "http://127.0.0.1:8080/upload", 200, at=2, body="<title>up</title>", body_size=2048,
+                   post=("multipart/form-data; boundary=----WebKitFormBoundaryQ", chrome_multipart),
+                   response_headers=[("Set-Cookie", "a=1; Path=/\nb=2; Path=/")])
+    firefox = entry("GET", "http://127.0.0.1:8080/after", at=3, request_headers=[("Cookie", "a=1; b=2")])
+    firefox["response"]["content"] = {"size": 90, "mimeType": "text/html", "comment": "Response bodies are not included."}
+    recording = har(tmp_path / "mixed.har", [entry("GET", "http://127.0.0.1:8080/", body="<title>Home</title>"),
+                                             charles, chrome, firefox])
+    completed = import_har(recording, "-o", tmp_path / "mixed.py")
+    assert completed.returncode == 0, completed.stderr
+    assert "the recording lacks the bytes of the file 'report.pdf' of part 'document'" in completed.stdout
+    plan = load_plan(tmp_path / "mixed.py")
+    login, upload, after = requests_of(plan)[1:]
+    assert login["body"]["params"] == [{"name": "user", "value": "${user}"}, {"name": "remember", "value": "on"}]
+    [title, document] = upload["body"]["parts"]
+    assert title["value"] == "Q3" and document["path"] == "mixed_files/report.pdf"
+    assert not (tmp_path / "mixed_files" / "report.pdf").exists()  # never an empty file in its place
+    # Both cookies of Chrome's joined Set-Cookie are in the jar: none is added by hand.
+    assert not [s for s in plan["scenarios"][0]["steps"] if s["type"] == "add_cookie"]
+    assert "1 responses have no body in the recording (entries 3)" in completed.stdout
+    # With the file at hand, matched by its name.
+    (tmp_path / "uploads").mkdir()
+    (tmp_path / "uploads" / "report.pdf").write_bytes(b"%PDF-1.7 fake")
+    assert import_har(recording, "-o", tmp_path / "mixed.py", "--force", "--files", tmp_path / "uploads").returncode == 0
+    assert (tmp_path / "mixed_files" / "report.pdf").read_bytes() == b"%PDF-1.7 fake"

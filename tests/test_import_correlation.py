@@ -363,3 +363,16 @@ def test_typed_inputs_become_a_feeder_written_beside_the_simulation(tmp_path):
     assert form(requests[1]) == {"username": "${username}", "password": "${password}", "remember": "on"}
     assert requests[2]["query"] == [{"name": "q", "value": "${q}"}]
     assert (tmp_path / "journey_inputs.csv").read_text().splitlines() == ["username,password,q", "ann,s3cret-pass,oak plank"]
+
+
+def test_escaped_values_are_matched_decoded(tmp_path):
+    # JSON's \/ and \u escapes, HTML's character references: the slot sends the decoded value.
+    _, requests, _ = imported(tmp_path, [
+        entry("GET", SITE + "/api/start", at=0, mime="application/json",
+              body='{"next": {"ticket": "tk\\/91\\u003dAb7x"}}'),
+        page('<input type="hidden" name="sig_value" value="s&#x2F;9&#61;Qw81">', 1),
+        post(SITE + "/go", {"ticket": "tk/91=Ab7x", "sig_value": "s/9=Qw81"}, 2),
+    ])
+    assert saves(requests[0]) == {"ticket": ("jsonpath", "$.next.ticket", False)}
+    assert saves(requests[1]) == {"sig_value": ("css", 'input[name="sig_value"]', False)}
+    assert form(requests[2]) == {"ticket": "${ticket}", "sig_value": "${sig_value}"}

@@ -7,7 +7,6 @@ every recording needs correlation to replay."""
 import csv
 import hashlib
 import os
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,8 @@ from recordings import (
     confirm_journey,
     django_journey,
     import_har,
-    jsf_journey,
-    orders_journey,
     proxied_client,
+    record_target_journeys,
 )
 
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
@@ -116,13 +114,9 @@ def target_recordings(tmp_path_factory):
     directory = tmp_path_factory.mktemp("target-recordings")
     server = Target()
     try:
-        with Recorder(directory / "jsf.har", directory / "ca") as recorder:
-            jsf_journey(proxied_client(recorder), server.url, "planer.bin", UPLOAD)
-        with Recorder(directory / "orders.har", directory / "ca") as recorder:
-            orders_journey(proxied_client(recorder), server.url, user="ann")
+        return record_target_journeys(directory, server.url, directory / "ca")
     finally:
         server.stop()
-    return directory / "jsf.har", directory / "orders.har"
 
 
 def run_on_target(target, horde, simulation, *params):

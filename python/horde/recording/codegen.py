@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
-from .decisions import Decisions, SlotId, Use, json_leaves
-from .exchanges import Exchange, header_value, html_title, media_type
+from .decisions import Decisions, SlotId, Use
+from .exchanges import Exchange, html_title, media_type
 from .normalize import Journey, is_page
 from .validate import observed_variables
 
@@ -560,5 +560,3 @@ def _render_json_text(value, path, render) -> str:
         return "[" + ", ".join(_render_json_text(v, path + (i,), render) for i, v in enumerate(value)) + "]"
     return render(path, value)
 
-
-__all__ = ["SimulationWriter", "OutputFiles", "Generated", "json_leaves", "header_value"]

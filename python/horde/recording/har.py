@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from .bodies import decode_request_body
 from .exchanges import Exchange, Request, Response, header_value, is_textual, media_type

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from .codegen import OutputFiles
 from .correlate.values import SECRET_NAMES
-from .decisions import Decisions, Use
+from .decisions import Decisions
 from .har import Recording
 from .normalize import Journey
 from .validate import Validation
@@ -153,5 +153,3 @@ def validation_lines(validation: Validation, names) -> List[str]:
         lines.append("--validate: every status matched the recording")
     return lines
 
-
-__all__ = ["build_report", "Use"]

@@ -52,10 +52,21 @@ class ResponseView:
         return self._json
 
     def contains(self, value: str) -> bool:
+        """Whether the response holds the value: in its text as it is, HTML- or JSON-escaped, in
+        a header, a JSON leaf (whatever its escapes) or an attribute (whatever its character
+        references)."""
         if not value:
             return False
-        return (any(form in self.text for form in _encodings(value))
-                or any(value == v for _, v in self.response.headers))
+        if any(form in self.text for form in _encodings(value)) or any(value == v for _, v in self.response.headers):
+            return True
+        if self.json is not None:
+            from ..decisions import json_leaves
+
+            if any(json_text(leaf) == value for _, leaf in json_leaves(self.json)):
+                return True
+        if self.page is not None and "&" in self.text:
+            return any(value in element.attrs.values() for element in self.page.elements)
+        return False
 
 
 def _encodings(value: str) -> List[str]:

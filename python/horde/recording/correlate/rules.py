@@ -9,7 +9,7 @@ recorded response; one that does not give the recorded value is not used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from .extractors import Extractor, css_extractor, regex_escape, regex_extractor
@@ -90,11 +90,3 @@ TOKEN_KEYS = ("access_token", "accessToken", "token", "id_token", "jwt", "auth_t
 
 def is_id_key(key) -> bool:
     return isinstance(key, str) and (key.lower() == "id" or key.lower().endswith("_id") or key.endswith("Id"))
-
-
-@dataclass
-class RuleMatch:
-    framework: str
-    variable: str
-    extractor: Extractor
-    notes: List[str] = field(default_factory=list)
