@@ -96,10 +96,23 @@ impl SimulationLoader for PythonSubprocessLoader {
     }
 
     fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, LoadError> {
-        let status = Command::new(&self.python)
-            .args(["-m", "horde.recording", command, flags_json])
-            .status()
-            .map_err(|e| LoadError::new(format!("cannot start {}: {e}", self.python)))?;
-        Ok(status.code().unwrap_or(LOADER_INTERRUPTED))
+        let started = |e: std::io::Error| LoadError::new(format!("cannot start {}: {e}", self.python));
+        let mut child =
+            Command::new(&self.python).args(["-m", "horde.recording", command, flags_json]).spawn().map_err(started)?;
+        let mut forwarded = false;
+        loop {
+            if let Some(status) = child.try_wait().map_err(started)? {
+                return Ok(status.code().unwrap_or(LOADER_INTERRUPTED));
+            }
+            // Ctrl-C at a terminal reaches the child too; a signal sent to horde alone (kill,
+            // a CI runner's SIGTERM) must reach it as well: the recorder writes its file then.
+            if !forwarded && crate::signals::interrupted() {
+                forwarded = true;
+                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
