@@ -376,3 +376,15 @@ def test_escaped_values_are_matched_decoded(tmp_path):
     assert saves(requests[0]) == {"ticket": ("jsonpath", "$.next.ticket", False)}
     assert saves(requests[1]) == {"sig_value": ("css", 'input[name="sig_value"]', False)}
     assert form(requests[2]) == {"ticket": "${ticket}", "sig_value": "${sig_value}"}
+
+
+def test_a_number_in_a_json_body_stays_a_number(tmp_path):
+    _, requests, _ = imported(tmp_path, [
+        entry("POST", SITE + "/api/notes", 201, at=0, mime="application/json", post=("application/json", '{"text": "a"}'),
+              body='{"id": 123456, "text": "a"}'),
+        entry("POST", SITE + "/api/pins", 201, at=1, mime="application/json", body="{}",
+              post=("application/json", '{"note_id": 123456, "pinned": true, "label": "top ${x}"}')),
+    ])
+    assert saves(requests[0]) == {"note_id": ("jsonpath", "$.id", False)}
+    assert requests[1]["body"] == {"type": "raw", "text": '{"note_id": ${note_id}, "pinned": true, "label": "top $${x}"}'}
+    assert headers(requests[1]) == {"Content-Type": "application/json"}

@@ -57,19 +57,11 @@ def literal(text: str) -> str:
     return text.replace("${", "$${")
 
 
-def py_value(value, render_string=None) -> str:
-    """A JSON value as Python source; strings go through ``render_string`` (a template)."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{py(str(k))}: {py_value(v, render_string)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(py_value(v, render_string) for v in value) + "]"
+def py_scalar(value) -> str:
+    """A JSON number, boolean or null as Python source."""
     if isinstance(value, bool):
         return "True" if value else "False"
-    if value is None:
-        return "None"
-    if isinstance(value, str):
-        return py(render_string(value) if render_string else literal(value))
-    return repr(value)
+    return "None" if value is None else repr(value)
 
 
 def identifier(text: str, fallback: str = "value") -> str:
@@ -337,9 +329,9 @@ class SimulationWriter:
             use = json_uses.get(path)
             if isinstance(leaf, str):
                 return py(self.template_of(use, leaf))
-            return py_value(leaf)
+            return py_scalar(leaf)
 
-        return _render_json(value, (), render)
+        return _render_nested(value, (), render, py)
 
     def json_template(self, value, json_uses) -> str:
         def render(path, leaf):
@@ -349,7 +341,7 @@ class SimulationWriter:
             text = "${" + use.expression + "}"
             return json.dumps(text) if isinstance(leaf, str) else text
 
-        return _render_json_text(value, (), render)
+        return _render_nested(value, (), render, lambda key: json.dumps(key, ensure_ascii=False))
 
     def file_part(self, exchange: Exchange, part) -> str:
         self.imports.add("raw_file_body_part")
@@ -544,19 +536,12 @@ def _leaf(value, path):
     return value
 
 
-def _render_json(value, path, render) -> str:
+def _render_nested(value, path, render, key) -> str:
+    """A JSON value written out with ``render(path, leaf)`` for its leaves and ``key(text)`` for
+    its keys: as Python (``json_body``) or as JSON text (a templated raw body)."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{py(str(k))}: {_render_json(v, path + (k,), render)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_render_json(v, path + (i,), render) for i, v in enumerate(value)) + "]"
-    return render(path, value)
-
-
-def _render_json_text(value, path, render) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {_render_json_text(v, path + (k,), render)}"
+        return "{" + ", ".join(f"{key(str(k))}: {_render_nested(v, path + (k,), render, key)}"
                                for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(_render_json_text(v, path + (i,), render) for i, v in enumerate(value)) + "]"
+        return "[" + ", ".join(_render_nested(v, path + (i,), render, key) for i, v in enumerate(value)) + "]"
     return render(path, value)
-
