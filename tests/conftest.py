@@ -111,6 +111,21 @@ class Target:
         stop_process(self.process)
 
 
+CHROMIUM = os.environ.get("HORDE_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium driven by Playwright; the test is skipped when either is missing."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
 @pytest.fixture
 def target():
     server = Target()
@@ -132,6 +147,17 @@ def nginx_conf(directory, port):
     return NGINX_TEMPLATE.read_text().replace("{dir}", str(directory)).replace("{port}", str(port))
 
 
+def start_nginx(directory, ports):
+    """nginx with `directory`/nginx.conf, once every one of `ports` accepts connections."""
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
+                               stderr=subprocess.PIPE)
+    wait_until(lambda: all(can_connect(p) for p in ports) or process.poll() is not None, what="nginx")
+    if process.poll() is not None:
+        raise RuntimeError(f"nginx did not start: {process.stderr.read().decode()}")
+    return process
+
+
 class Nginx:
     """nginx with scripts/nginx.conf.template; ``configure`` may rewrite the configuration's
     text first."""
@@ -140,14 +166,9 @@ class Nginx:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.status_requests = 0
-        conf = directory / "nginx.conf"
         text = nginx_conf(directory, self.port)
-        conf.write_text(configure(text) if configure else text)
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(conf), "-p", str(directory)], stderr=subprocess.PIPE)
-        wait_until(lambda: can_connect(self.port) or self.process.poll() is not None, what="nginx")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        (directory / "nginx.conf").write_text(configure(text) if configure else text)
+        self.process = start_nginx(directory, [self.port])
 
     def requests_served(self):
         """nginx's own count of requests, less the status requests the tests made."""
@@ -227,13 +248,7 @@ class TlsNginx:
         for server, port in self.ports.items():
             conf = conf.replace("{" + server + "_port}", str(port))
         (directory / "nginx.conf").write_text(conf)
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.process = subprocess.Popen([binary, "-c", str(directory / "nginx.conf"), "-p", str(directory)],
-                                        stderr=subprocess.PIPE)
-        wait_until(lambda: all(can_connect(p) for p in self.ports.values()) or self.process.poll() is not None,
-                   what="nginx with TLS")
-        if self.process.poll() is not None:
-            raise RuntimeError(f"nginx did not start: {self.process.stderr.read().decode()}")
+        self.process = start_nginx(directory, self.ports.values())
 
     def url(self, server="tls", host="127.0.0.1"):
         scheme = "http" if server in CLEARTEXT_SERVERS else "https"

@@ -129,3 +129,55 @@ def test_a_dying_server_is_counted_by_kind_and_the_run_finishes(horde, target, t
     assert "connect_refused" in kinds, summary["errors"]
     assert summary["global"]["ok"] > 200
     assert summary["global"]["ko"] > 0
+
+
+def test_any_method_token_reaches_the_server_and_is_counted_there(horde, target, tmp_path):
+    # Issue 23: methods other than the seven standard ones were refused (Gatling's
+    # httpRequest(method, url), k6's http.request(method, ...), curl's -X).
+    quick = horde("http", target.url + "/api/items/1", "-X", "PURGE", "-n", "5", "-c", "1", "-q")
+    assert quick.code == 0, quick.stderr
+    assert quick.summary["global"]["ok"] == 5, quick.summary["errors"]
+    sim = write_sim(tmp_path, """\
+        from horde import *
+
+        scn = scenario("s").exec(http("report").request("REPORT", "/api/items/2").check(jsonpath("$.id").is_("2")))
+        setup(scn.inject(at_once_users(3)), protocol=http.base_url(param("base_url")))
+    """)
+    result = horde("run", sim, "-D", f"base_url={target.url}")
+    assert result.code == 0, result.stderr
+    assert result.row("report")["ok"] == 3, result.summary["errors"]
+    assert result.summary["plan"]["scenarios"][0]["steps"][0]["method"] == "REPORT"
+    by_route = target.stats()["by_route"]
+    assert (by_route["PURGE /api/items/{id}"], by_route["REPORT /api/items/{id}"]) == (5, 3), by_route
+    # A standard method in another case is a typo, named with the one meant.
+    lower = write_sim(tmp_path, """\
+        from horde import *
+
+        setup(scenario("s").exec(http("x").request("get", "/")).inject(at_once_users(1)),
+              protocol=http.base_url("http://127.0.0.1:9"))
+    """)
+    refused = horde("run", lower)
+    assert refused.code == 2
+    assert 'scenarios[0].steps[0].method: "get": methods are case-sensitive, and the standard one is GET' in refused.stderr
+
+
+def test_what_a_browser_asks_for_beside_a_page_leaves_its_view_state_alone(horde, target, tmp_path):
+    # A browser asks for /favicon.ico after each page: that request neither made a session of
+    # its own (the browser then held another session's cookie) nor a new view (the page's
+    # ViewState became stale), so a real browser's first POST got a 500.
+    sim = write_sim(tmp_path, """\
+        from horde import *
+
+        view_state = regex(r'id="j_id1:javax.faces.ViewState:1" value="([^"]*)"').save_as("viewState")
+        scn = (scenario("browser")
+            .exec(http("login page").get("/login").check(view_state))
+            .exec(http("favicon").get("/favicon.ico").check(status().is_(404)))
+            .exec(http("login").post("/login").form_param("username", "u").form_param("password", "p")
+                  .form_param("javax.faces.ViewState", "#{viewState}").check(css("p#user").is_("u"))))
+        setup(scn.inject(at_once_users(3)), protocol=http.base_url(param("base_url")))
+    """)
+    result = horde("run", sim, "-D", f"base_url={target.url}")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    stats = target.stats()
+    assert (stats["view_state_rejections"], stats["logins"], stats["sessions"]) == (0, 3, 3), stats

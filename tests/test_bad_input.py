@@ -137,6 +137,11 @@ def test_a_body_file_without_end_is_refused_quickly_by_its_size(refuse, quiet_ta
 BAD_URLS = [
     ("ftp", "ftp://x/", ["http://"]),
     ("no-host", "http://", []),
+    # Issue 23: the URL parser read the path as the host; an upper-case scheme had "empty
+    # host"; port 0 was tried.
+    ("three-slashes", "http:///path", ["has no host", "http://HOST"]),
+    ("upper-case-no-host", "HTTP://", ["has no host"]),
+    ("port-zero", "http://127.0.0.1:0/", ["port 0"]),
     ("not-a-url", "not a url", []),
     ("unclosed-ipv6", "http://[::1", []),
 ]
@@ -238,7 +243,58 @@ SIMULATIONS = [
 
 
 @pytest.mark.parametrize("command", ["plan", "run"])
+def test_a_parameter_no_param_call_reads_is_refused_naming_those_read(refuse, quiet_target, tmp_path, command):
+    # Issue 23: -D USER=1 for a simulation that reads USERS was silently ignored.
+    path = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(param('USERS', 1))))\n",
+                 quiet_target.url)
+    result = refuse(command, path, "-D", "USER=1", "-D", "ramp=3", results=command == "run")
+    assert_names(result, str(path), "-D USER: the simulation does not read this parameter (did you mean USERS?)",
+                 "-D ramp", "It reads: USERS")
+
+
+def test_a_parameter_read_under_a_condition_counts_when_the_condition_held(horde, tmp_path):
+    path = write(tmp_path, "sim.py", HEAD + """\
+    users = at_once_users(param("rate", 1)) if param("mode", "closed") == "open" else at_once_users(1)
+    setup(scn.inject(users))
+    """, "http://127.0.0.1:9")
+    refused = horde("plan", path, "-D", "rate=5", results=False)
+    assert refused.code == INVALID_INPUT
+    assert_names(refused, "-D rate", "It reads: mode", "under some condition")
+    read = horde("plan", path, "-D", "mode=open", "-D", "rate=5", results=False)
+    assert read.code == 0, read.stderr
+    assert json.loads(read.stdout)["scenarios"][0]["injection"] == [{"type": "at_once_users", "users": 5}]
+
+
+def test_helpers_imported_from_another_simulation_do_not_run_its_setup(horde, tmp_path):
+    # Issue 23: importing a helper from another simulation ran that file's setup() too, and
+    # the loaded simulation's own setup() was then refused as a second one.
+    write(tmp_path, "checkout.py", """\
+        from horde import at_once_users, http, scenario, setup
+
+        def pay(amount):
+            return http("pay").post(f"/pay/{amount}")
+
+        setup(scenario("checkout").exec(pay(10)).inject(at_once_users(1)), protocol=http.base_url("http://127.0.0.1:9"))
+    """)
+    path = write(tmp_path, "browse.py", """\
+        from horde import at_once_users, http, scenario, setup
+        from checkout import pay
+
+        setup(scenario("browse").exec(http("home").get("/"), pay(3)).inject(at_once_users(2)),
+              protocol=http.base_url("http://127.0.0.1:9"))
+    """)
+    result = horde("plan", path, results=False)
+    assert result.code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert [s["name"] for s in plan["scenarios"]] == ["browse"]
+    assert [step["url"] for step in plan["scenarios"][0]["steps"]] == ["/", "/pay/3"]
+    # The other file still runs as a simulation of its own.
+    assert [s["name"] for s in json.loads(horde("plan", tmp_path / "checkout.py", results=False).stdout)["scenarios"]] \
+        == ["checkout"]
+
+
 @pytest.mark.parametrize("source, line, needles", [c[1:] for c in SIMULATIONS], ids=[c[0] for c in SIMULATIONS])
+@pytest.mark.parametrize("command", ["plan", "run"])
 def test_a_bad_simulation_names_its_file_and_line(refuse, quiet_target, tmp_path, command, source, line, needles):
     path = write(tmp_path, "sim.py", source, quiet_target.url)
     result = refuse(command, path, results=command == "run")
@@ -363,6 +419,21 @@ CSS_SELECTORS = ["div[[>>", "#", "a..b", "::", "a >", "div:foo", "a:nth-child(x)
                  ":not(" * 100 + "a" + ")" * 100]
 
 
+def test_a_type_error_does_not_hide_a_bad_method_in_the_same_step(refuse, quiet_target, tmp_path):
+    # Issue 23: only the type error was reported, though every problem is the promise.
+    plan = plan_with([{"type": "request", "name": "a", "method": "GE T", "url": 42}])
+    plan["protocol"] = {"base_url": quiet_target.url}
+    result = refuse("run", write_plan(tmp_path, plan))
+    assert_names(result, "(2 problems)", "scenarios[0].steps[0].url: expected a string, found 42",
+                 "scenarios[0].steps[0].method: \"GE T\" is not an HTTP method")
+
+
+def test_a_reserved_word_as_the_sql_table_is_named_by_its_flag(refuse):
+    # Issue 23: --table Select failed in the create phase, exit 4.
+    result = refuse("sql", "--table", "Select", "--rows", "10")
+    assert_names(result, '--table "Select": SELECT is a reserved word of SQL')
+
+
 @pytest.mark.parametrize("selector", CSS_SELECTORS, ids=lambda s: s[:12])
 def test_a_css_selector_that_does_not_parse_is_named_in_words(refuse, quiet_target, tmp_path, selector):
     plan = plan_with([get(quiet_target.url + "/", checks=[{"source": {"type": "css", "selector": selector}}])])
@@ -416,19 +487,35 @@ def test_a_bad_schema_for_couchdb_is_named_with_its_flag(refuse, quiet_target, t
 # ---------------------------------------------------------------------------------------------
 # results directories
 
+def results_command(command, quiet_target, tmp_path):
+    """A command that writes results, before its --results."""
+    sim = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(1)))\n", quiet_target.url)
+    return {
+        "http": ["http", quiet_target.url + "/", "-n", "1"],
+        "run": ["run", sim],
+        "trials": ["run", "--trials", "2", sim],
+        "sweep": ["sweep", quiet_target.url + "/", "--users", "1", "--level-duration", "100ms", "--warmup", "0s"],
+    }[command]
+
+
 @pytest.mark.parametrize("command", ["http", "run", "sweep"])
 def test_results_under_a_regular_file_exit_3_naming_the_path(refuse, quiet_target, tmp_path, command):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where a directory should be")
-    sim = write(tmp_path, "sim.py", HEAD + "    setup(scn.inject(at_once_users(1)))\n", quiet_target.url)
-    args = {
-        "http": ["http", quiet_target.url + "/", "-n", "1"],
-        "run": ["run", sim],
-        "sweep": ["sweep", quiet_target.url + "/", "--users", "1", "--level-duration", "100ms", "--warmup", "0s"],
-    }[command]
+    args = results_command(command, quiet_target, tmp_path)
     result = refuse(*args, "--results", blocker / "results", results=False, code=CANNOT_WORK)
     assert_names(result, str(blocker))
     assert blocker.is_file()
+
+
+@pytest.mark.parametrize("command", ["http", "run", "trials", "sweep"])
+def test_results_that_names_a_file_is_refused_naming_the_flag(refuse, quiet_target, tmp_path, command):
+    # Issue 23: this exited 3 with "cannot create results directory FILE: no free name".
+    taken = tmp_path / "results.txt"
+    taken.write_text("notes")
+    result = refuse(*results_command(command, quiet_target, tmp_path), "--results", taken, results=False)
+    assert_names(result, f"--results {taken}: this is a file, not a directory")
+    assert taken.read_text() == "notes"
 
 
 def test_results_in_a_read_only_directory_exit_3(refuse, quiet_target, tmp_path):

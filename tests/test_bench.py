@@ -398,3 +398,16 @@ def test_a_failing_command_is_named_and_exits_3(tmp_path):
     assert result.returncode == 3
     assert "exit status: 5" in result.stderr and "no such input" in result.stderr
     assert json.loads(out.read_text())["status"] == "failed"
+
+
+def test_an_interpreter_without_horde_is_named_with_the_way_out(tmp_path):
+    # Issue 23: HORDE_PYTHON naming an interpreter without horde gave Python's bare
+    # "No module named 'horde'".
+    python = "/usr/bin/python3"
+    if not os.path.exists(python) or subprocess.run([python, "-c", "import horde"], capture_output=True).returncode == 0:
+        pytest.skip(f"needs {python} without horde")
+    (tmp_path / "busy.py").write_text(BUSY)
+    result = bench("busy.py", *QUICK, cwd=tmp_path, env={"HORDE_PYTHON": python})
+    assert result.returncode == 3, result.stderr
+    assert f"{python} cannot import horde: horde's Python workers run in HORDE_PYTHON={python}" in result.stderr
+    assert f"{python} -m pip install horde" in result.stderr

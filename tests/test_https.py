@@ -1,9 +1,16 @@
 """HTTPS against nginx with certificates the tests make (tests/tls_material.py): counts are
 nginx's own, every certificate problem is a KO of its kind (and passes with verification off),
-mutual TLS, redirects from http to https, IPv6 and host names, TLS sessions per user, and the
-`tls` phase in the results."""
+mutual TLS, redirects from http to https, IPv6 and host names, TLS sessions per user, the
+`tls` phase in the results; a certificate made by `openssl req -x509` as users make it, trusted
+with --cacert as curl trusts it; and run's and sweep's transport flags, read on the target's
+side."""
 
+import subprocess
 import textwrap
+
+import pytest
+
+from conftest import free_port, start_nginx, stop_process
 
 OK = 0
 
@@ -155,3 +162,134 @@ def test_each_user_has_its_own_tls_sessions_unless_they_are_shared(horde, tls_ng
     run(share=False, second_user_resumes=False)
     # Shared: the second user resumes the first user's session.
     run(share=True, second_user_resumes=True)
+
+
+class OpensslNginx:
+    """nginx (HTTP/1.1 and HTTP/2 over TLS) serving a certificate made exactly as users make
+    one: `openssl req -x509 ...`, which by default says it is a CA's (basicConstraints
+    CA:TRUE)."""
+
+    def __init__(self, directory):
+        directory.chmod(0o755)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.pem",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       cwd=directory, check=True, capture_output=True)
+        self.certificate = directory / "c.pem"
+        self.port = free_port()
+        self.status_requests = 0
+        (directory / "nginx.conf").write_text(textwrap.dedent(f"""
+            worker_processes 1;
+            user root;
+            daemon off;
+            pid {directory}/nginx.pid;
+            error_log {directory}/error.log warn;
+            events {{ worker_connections 1024; }}
+            http {{
+              access_log off;
+              client_body_temp_path {directory}/body;
+              proxy_temp_path {directory}/proxy;
+              fastcgi_temp_path {directory}/fastcgi;
+              uwsgi_temp_path {directory}/uwsgi;
+              scgi_temp_path {directory}/scgi;
+              server {{
+                listen 127.0.0.1:{self.port} ssl http2;
+                ssl_certificate {directory}/c.pem;
+                ssl_certificate_key {directory}/k.pem;
+                location = /nginx_status {{ stub_status; }}
+                location / {{ return 200 "hello\\n"; }}
+              }}
+            }}
+        """))
+        self.process = start_nginx(directory, [self.port])
+        self.url = f"https://127.0.0.1:{self.port}"
+
+    def requests_served(self):
+        """nginx's own count, less the status requests made (curl, which takes the
+        certificate as it is: the check that users' other tool agrees)."""
+        self.status_requests += 1
+        text = subprocess.run(["curl", "-sS", "--cacert", str(self.certificate), self.url + "/nginx_status"],
+                              capture_output=True, text=True, check=True).stdout
+        return int(text.splitlines()[2].split()[2]) - self.status_requests
+
+    def stop(self):
+        stop_process(self.process)
+
+
+@pytest.fixture(scope="module")
+def openssl_nginx(tmp_path_factory):
+    server = OpensslNginx(tmp_path_factory.mktemp("openssl-nginx"))
+    yield server
+    server.stop()
+
+
+def test_a_certificate_made_by_openssl_req_is_trusted_with_cacert_as_curl_trusts_it(horde, openssl_nginx, tmp_path):
+    # Issue 23: refused, even with --cacert that very file, as Other(OtherError(CaUsedAsEndEntity)).
+    certificate = str(openssl_nginx.certificate)
+    text = subprocess.run(["openssl", "x509", "-in", certificate, "-noout", "-text"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "CA:TRUE" in text, "openssl's default certificate is a CA's: the case under test"
+    before = openssl_nginx.requests_served()
+    result = horde("http", openssl_nginx.url + "/", "-c", "2", "-n", "20", "--cacert", certificate, "--http2", "-q")
+    assert result.code == OK, result.stderr
+    assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (20, 0), result.summary["errors"]
+    assert openssl_nginx.requests_served() - before == 20
+    # A simulation's ca_file, the same way.
+    sim = tmp_path / "pinned.py"
+    sim.write_text(textwrap.dedent(f"""
+        from horde import at_once_users, http, scenario, setup, substring
+        setup(scenario("s").exec(http("hello").get("/").check(substring("hello"))).inject(at_once_users(3)),
+              protocol=http.base_url("{openssl_nginx.url}").ca_file("{certificate}"))
+    """))
+    run = horde("run", sim, "-q")
+    assert run.code == OK, run.stderr
+    assert (run.summary["global"]["ok"], run.summary["global"]["ko"]) == (3, 0), run.summary["errors"]
+
+
+def test_a_pinned_certificate_still_needs_the_name_and_is_explained_when_not_given(horde, openssl_nginx):
+    certificate = str(openssl_nginx.certificate)
+    # By a name the certificate does not hold: refused in words, as curl refuses it.
+    by_name = f"https://localhost:{openssl_nginx.port}/"
+    wrong_name = horde("http", by_name, "-c", "1", "-n", "2", "--cacert", certificate, "-q")
+    assert kinds(wrong_name.summary) == {"tls_certificate": 2}, wrong_name.summary["errors"]
+    message = wrong_name.summary["errors"][0]["message"]
+    assert "not valid for the name localhost (it names 127.0.0.1)" in message and "--resolve" in message, message
+    assert subprocess.run(["curl", "-sS", "--cacert", certificate, by_name], capture_output=True).returncode != 0
+    insecure = horde("http", by_name, "-c", "1", "-n", "2", "-k", "-q")
+    assert insecure.summary["global"]["ok"] == 2, insecure.summary["errors"]
+    # Not given: what it is and how to trust it, not a library's words.
+    untrusted = horde("http", openssl_nginx.url + "/", "-c", "1", "-n", "1", "-q")
+    message = untrusted.summary["errors"][0]["message"]
+    assert "CA:TRUE" in message and "openssl req -x509" in message and "--cacert FILE" in message, message
+    assert "OtherError" not in message
+
+
+def test_run_and_sweep_take_the_transport_flags_over_the_simulation(horde, tls_target, tmp_path):
+    # Issue 23: trust and HTTP/2 had to be written into each simulation.
+    sim = tmp_path / "plain.py"
+    sim.write_text(textwrap.dedent(f"""
+        from horde import at_once_users, http, jsonpath, scenario, setup
+        setup(scenario("s").exec(http("item").get("/api/items/1").check(jsonpath("$.id").is_("1")))
+              .inject(at_once_users(2)), protocol=http.base_url("{tls_target.url}"))
+    """))
+    untrusted = horde("run", sim, "-q")
+    assert kinds(untrusted.summary) == {"tls_certificate": 2}, untrusted.summary["errors"]
+    assert "--cacert FILE" in untrusted.summary["errors"][0]["message"]
+    before = tls_target.stats()
+    run = horde("run", sim, "--cacert", tls_target.cert_path, "--http2", "-q")
+    assert run.code == OK, run.stderr
+    assert (run.summary["global"]["ok"], run.summary["global"]["ko"]) == (2, 0), run.summary["errors"]
+    protocol = run.summary["plan"]["protocol"]
+    assert protocol["http2"] == "negotiate" and protocol["tls"]["ca_file"] == str(tls_target.cert_path)
+    after = tls_target.stats()
+    assert after["http2_connections"] - before["http2_connections"] == 2, after
+    assert after["tls_connections"] - before["tls_connections"] >= 2, after
+    insecure = horde("run", sim, "-k", "-q")
+    assert insecure.summary["global"]["ok"] == 2 and insecure.summary["plan"]["protocol"]["tls"]["verify"] is False
+    # A sweep's levels are runs of the same plan, flags included.
+    before = tls_target.stats()
+    sweep = horde("sweep", sim, "--users", "1", "--level-duration", "300ms", "--warmup", "0s",
+                  "--cacert", tls_target.cert_path, "--http2", "-q")
+    assert sweep.code == OK, sweep.stderr
+    after = tls_target.stats()
+    assert after["http2_connections"] > before["http2_connections"], after
+    assert after["by_route"]["GET /api/items/{id}"] > before["by_route"]["GET /api/items/{id}"]

@@ -12,22 +12,13 @@ import time
 
 import pytest
 
-from conftest import EXAMPLES, wait_until
+from conftest import CHROMIUM, EXAMPLES, wait_until
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = os.environ.get("HORDE_CHROMIUM", "/usr/bin/chromium")
 ATTACK = "</script><img src=x onerror=alert(1)>"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed (apt-get install chromium)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 class Report:

@@ -327,3 +327,89 @@ def test_session_functions_read_and_set_variables_and_their_cost_is_in_the_summa
     refused = horde("run", tmp_path / "plan.json")
     assert refused.code == INVALID_INPUT
     assert "session functions" in refused.stderr and "next_item#" in refused.stderr
+
+
+def test_gatling_hash_brace_templates_carry_the_view_state(horde, target, tmp_path):
+    # Gatling 3.7 and later write #{viewState}: every POST must carry the page's latest
+    # ViewState, which the target checks (a stale or literal one is refused with a 500).
+    body = """
+        view_state = regex(r'name="javax.faces.ViewState"[^>]*value="([^"]*)"').save_as("viewState")
+        scn = (scenario("jsf")
+               .exec(http("login page").get("/login").check(view_state))
+               .exec(http("login").post("/login").form_param("javax.faces.ViewState", "#{viewState}")
+                     .form_param("username", "#{who}").form_param("password", "ash")
+                     .check(css("p#user").is_("#{who}"), view_state))
+               .exec(http("comment").post("/account").form_param("javax.faces.ViewState", "#{viewState}")
+                     .form_param("comment", "##{literal} and ${who}")
+                     .check(css("#message").is_("Saved: ##{literal} and #{who}"))))
+    """.replace('scn = (scenario("jsf")', 'scn = (scenario("jsf").set(who="sawyer")', 1)
+    result = run_simulation(horde, tmp_path, body, target.url, users=3)
+    assert result.code == OK, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    stats = target.stats()
+    assert (stats["logins"], stats["view_state_rejections"]) == (3, 0), stats
+
+
+def test_a_template_pause_waits_as_long_as_the_session_says(horde, target, tmp_path):
+    # Each user's pause comes from a feeder (seconds, or with a unit) and from a function of
+    # the session. A pause ends at its intended time, counted from the user's intended start,
+    # so a user that started a few milliseconds late pauses that much less: the bounds allow it.
+    body = """
+        waits = inline([{"t": "0.3"}, {"t": "1200ms"}])
+        scn = (scenario("s")
+               .feed(waits)
+               .group("by template", pause("#{t}"))
+               .group("by function", pause(lambda session: 0.5 if session.user_id == 0 else timedelta(milliseconds=700)))
+               .exec(http("after").get("/api/items/1")))
+    """
+    result = run_simulation(horde, tmp_path, "from datetime import timedelta\n" + textwrap.dedent(body), target.url,
+                            users=2)
+    assert result.code == OK, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    by_group = groups(result.summary)
+    template = by_group["by template"]["duration"]
+    assert template["count"] == 2
+    assert 280_000 <= template["min_us"] < 1_000_000 and template["max_us"] >= 1_180_000, template
+    function = by_group["by function"]["duration"]
+    assert 480_000 <= function["min_us"] < 650_000 and function["max_us"] >= 680_000, function
+    assert rows(result.summary)["after"]["ok"] == 2
+    assert result.summary["generator"]["session_functions"]["calls"] == 2
+
+
+def test_a_pause_that_is_no_duration_fails_the_user_in_words(horde, target, tmp_path):
+    body = """
+        scn = scenario("s").set(t="soon").pause("${t}").exec(http("after").get("/api/items/1"))
+    """
+    result = run_simulation(horde, tmp_path, body, target.url, users=2)
+    assert result.code == OK, result.stderr
+    assert kinds(result.summary) == {("pause ${t}", "invalid_pause"): 2}, result.summary["errors"]
+    assert '"soon" is not a duration' in result.summary["errors"][0]["message"]
+    # As a failed check, a failed pause is counted and the user goes on, as in Gatling.
+    assert rows(result.summary)["after"]["ok"] == 2
+
+
+def test_normal_pauses_have_the_mean_and_spread_asked_for(horde, target, tmp_path):
+    # 400 pauses of N(300 ms, 50 ms): the mean's standard error is 2.5 ms. The bounds above
+    # are loose, as a busy machine can only add to the durations.
+    body = """
+        scn = scenario("s").group("think", pause(0.3, std_dev=0.05))
+    """
+    result = run_simulation(horde, tmp_path, body, target.url, users=400)
+    assert result.code == OK, result.stderr
+    duration = groups(result.summary)["think"]["duration"]
+    assert duration["count"] == 400
+    assert 290_000 <= duration["mean_us"] <= 340_000, duration
+    assert 40_000 <= duration["stddev_us"] <= 75_000, duration
+    assert result.summary["plan"]["scenarios"][0]["steps"][0]["steps"][0] == {
+        "type": "pause_normal", "mean_ms": 300, "std_dev_ms": 50}
+
+
+def test_an_unreadable_feeder_file_is_the_one_problem_named(horde, tmp_path):
+    # Issue 23: the file's columns are unknown, and "${user} is never set" was said too.
+    body = """
+        scn = scenario("s").feed(csv("missing.csv")).exec(http("r").get("/x/${user}"))
+    """
+    result = run_simulation(horde, tmp_path, body, "http://127.0.0.1:9")
+    assert result.code == INVALID_INPUT
+    assert "(1 problem)" in result.stderr and "missing.csv" in result.stderr, result.stderr
+    assert "never set" not in result.stderr, result.stderr

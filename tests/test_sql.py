@@ -73,13 +73,24 @@ def test_sqlite_autocommit_row_by_row(horde):
     assert result.row("update row")["count"] == rows + 2 * 2
 
 
+def test_alter_takes_a_list_of_strategies_as_populate_and_update_do(horde):
+    # Issue 23: --alter in-place,rebuild was refused as one strategy's name.
+    rows = 1000
+    result = horde("sql", "--rows", rows, "--phases", "create,populate,alter,update", "--populate", "batch",
+                   "--alter", "in-place,rebuild", "--update", "server", timeout=120)
+    assert result.code == 0, result.stderr
+    assert phases(result) == [("create", "single"), ("populate", "batch"), ("alter", "in-place"),
+                              ("alter", "rebuild"), ("update", "server"), ("drop", "single")]
+    assert_every_phase_checked(result, rows)
+
+
 @pytest.mark.parametrize("server_name", ["postgres", "mariadb"])
 def test_every_strategy_against_a_real_server(horde, request, server_name):
     server = request.getfixturevalue(server_name)
     rows = 30_000
     populate = ALL_POPULATE + (",pipeline" if server_name == "postgres" else "")
     result = horde("sql", "--url", server.url, "--rows", rows, "--threads", "3", "--batch-size", "4000",
-                   "--populate", populate, "--update", ALL_UPDATE, "--alter", "rebuild", "--keep", "--replace",
+                   "--populate", populate, "--update", ALL_UPDATE, "--alter", "in-place,rebuild", "--keep", "--replace",
                    timeout=600)
     assert result.code == 0, result.stderr + result.stdout
     assert_every_phase_checked(result, rows)

@@ -220,3 +220,34 @@ setup(scn.inject(at_once_users(2)), protocol=sql.url(param("url")))
     finally:
         server.stop()
         shutil.rmtree(server.directory, ignore_errors=True)
+
+
+def test_a_certificate_made_by_openssl_req_is_trusted_as_sslrootcert(horde, postgres_tls, transport_sim, tmp_path):
+    """`openssl req -x509`'s certificate (basicConstraints CA:TRUE) as the server's own and as
+    sslrootcert, as libpq takes it (psql says so): the same verifier as HTTPS."""
+    certs = postgres_tls.server.directory / "certs"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "openssl.key",
+                    "-out", "openssl.pem", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   cwd=certs, check=True, capture_output=True)
+    for name, mode in (("openssl.pem", 0o644), ("openssl.key", 0o600)):
+        shutil.chown(certs / name, "postgres")
+        (certs / name).chmod(mode)
+    # The client's copy, where the test's user reads it.
+    root = tmp_path / "root.pem"
+    shutil.copy(certs / "openssl.pem", root)
+    postgres_tls.files["openssl"] = (certs / "openssl.pem", certs / "openssl.key")
+    postgres_tls.serve_certificate("openssl")
+    try:
+        url = postgres_tls.url(f"sslmode=verify-full&sslrootcert={root}")
+        libpq = subprocess.run(["psql", url, "-tA", "-c", "SELECT 1"], capture_output=True, text=True)
+        assert libpq.stdout.strip() == "1", libpq.stderr
+        assert_transport(horde, url, "tls")
+        assert_transport(horde, postgres_tls.url(f"sslmode=verify-ca&sslrootcert={root}"), "tls")
+        # The name is still checked under verify-full.
+        wrong_name = horde("run", "transport.py", "-D",
+                           f"url={postgres_tls.url(f'sslmode=verify-full&sslrootcert={root}', host='localhost')}",
+                           "-D", "expect=tls")
+        assert wrong_name.code == 3, wrong_name.stderr
+        assert "not valid for the name localhost (it names 127.0.0.1)" in wrong_name.stderr
+    finally:
+        postgres_tls.serve_certificate("server")

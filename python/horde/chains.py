@@ -9,7 +9,10 @@ seed 000's ``jsfGet``/``jsfPost`` are ordinary functions returning requests or c
 
 import functools
 import inspect
+import itertools
+import re
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from ._durations import to_ms
 from .cookies import CookieStep
@@ -57,10 +60,22 @@ class Chain:
         """Append requests or chains (lists of them work too)."""
         return self._then(*_steps_of(items, "exec()"))
 
-    def pause(self, duration, max_duration=None, *, exponential=False):
-        """Wait ``duration`` seconds; with ``max_duration``, a uniform draw between the two; with
-        ``exponential=True``, an exponential draw of mean ``duration``."""
-        return self._then(_pause_step(duration, max_duration, exponential))
+    def pause(self, duration, max_duration=None, *, exponential=False, std_dev=None):
+        """Wait ``duration`` seconds (a number or a timedelta); with ``max_duration``, a uniform
+        draw between the two; with ``exponential=True``, an exponential draw of mean
+        ``duration``; with ``std_dev`` (seconds), a normal draw of mean ``duration``, a draw
+        below 0 being 0 (Gatling's ``normalPausesWithStdDevDuration``).
+
+        ``duration`` may also come from the session at each pass: a template
+        (``"${think_time}"``, ``"#{t}"``, ``"${t}ms"``; a bare number is seconds, or it carries
+        its unit: ``ms``, ``s``, ``m``, ``h``), or a function of the session returning seconds,
+        a timedelta or such text (Gatling's ``pause(session -> ...)``; a session function,
+        counted and timed as one).
+
+        >>> [s["type"] for s in pause(1).pause(1, 2).pause(2, std_dev=0.5).pause("#{t}").to_steps()]
+        ['pause', 'pause_uniform', 'pause_normal', 'pause_template']
+        """
+        return self._then(*_pause_steps(duration, max_duration, exponential, std_dev))
 
     def pace(self, duration):
         """Wait so that successive passes through this step are at least ``duration`` seconds
@@ -319,14 +334,59 @@ def _batch_step(requests):
     return {"type": "batch", "requests": [r.to_request() for r in requests]}
 
 
-def _pause_step(duration, max_duration, exponential):
+def _pause_steps(duration, max_duration, exponential, std_dev):
+    if isinstance(duration, str) or _is_session_function(duration):
+        if max_duration is not None or exponential or std_dev is not None:
+            raise DslError("pause(): a duration from the session takes no range, exponential or std_dev")
+        if isinstance(duration, str):
+            if "${" in duration or "#{" in duration:
+                return [{"type": "pause_template", "duration": duration}]
+            return [{"type": "pause", "duration_ms": _text_duration_ms(duration)}]
+        return _pause_function_steps(duration)
     if exponential:
+        if max_duration is not None or std_dev is not None:
+            raise DslError("pause(): an exponential pause takes a mean, not a range or a std_dev")
+        return [{"type": "pause_exponential", "mean_ms": to_ms(duration, "pause()")}]
+    if std_dev is not None:
         if max_duration is not None:
-            raise DslError("pause(): an exponential pause takes a mean, not a range")
-        return {"type": "pause_exponential", "mean_ms": to_ms(duration, "pause()")}
+            raise DslError("pause(): a normal pause takes a mean and a std_dev, not a range")
+        return [{"type": "pause_normal", "mean_ms": to_ms(duration, "pause()"),
+                 "std_dev_ms": to_ms(std_dev, "pause() std_dev")}]
     if max_duration is not None:
-        return {"type": "pause_uniform", "min_ms": to_ms(duration, "pause()"), "max_ms": to_ms(max_duration, "pause()")}
-    return {"type": "pause", "duration_ms": to_ms(duration, "pause()")}
+        return [{"type": "pause_uniform", "min_ms": to_ms(duration, "pause()"), "max_ms": to_ms(max_duration, "pause()")}]
+    return [{"type": "pause", "duration_ms": to_ms(duration, "pause()")}]
+
+
+_UNIT_MS = {"": 1000, "s": 1000, "ms": 1, "m": 60_000, "h": 3_600_000}
+
+
+def _text_duration_ms(text):
+    """``"1.5"`` (seconds), ``"500ms"``, ``"2m"``: as a pause template's value is read."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", text)
+    if not match:
+        raise DslError(f"pause(): {text!r} is not a duration: seconds (a number), a timedelta, text such as '500ms' "
+                       "or '2s', a template ('${think_time}', '#{t}ms') or a function of the session")
+    return int(round(float(match.group(1)) * _UNIT_MS[match.group(2) or ""]))
+
+
+_pause_functions = itertools.count(1)
+
+
+def _pause_function_steps(function):
+    """A session function that saves the pause's length in a variable of its own (a name no
+    Python identifier takes), then a pause of that length."""
+    variable = f"horde-pause-{next(_pause_functions)}"
+
+    def save_pause(session):
+        value = function(session)
+        if isinstance(value, timedelta):
+            value = value.total_seconds()
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise DslError(f"a pause function returns seconds, a timedelta or text such as '500ms', not {value!r}")
+        session.set(variable, value)
+
+    return [{"type": "session_function", "name": describe(function), "function": register(save_pause, "pause()")},
+            {"type": "pause_template", "duration": "${" + variable + "}"}]
 
 
 def _starts_with(method):
@@ -367,8 +427,8 @@ def exec_(*items):
     return Chain().exec(*items)
 
 
-def pause(duration, max_duration=None, *, exponential=False):
-    return Chain().pause(duration, max_duration, exponential=exponential)
+def pause(duration, max_duration=None, *, exponential=False, std_dev=None):
+    return Chain().pause(duration, max_duration, exponential=exponential, std_dev=std_dev)
 
 
 def repeat(times, *items, counter=None):

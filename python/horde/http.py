@@ -205,10 +205,18 @@ class _RequestName:
     def __init__(self, name):
         self._name = _name(name, "http")
 
-    def _request(self, method, url):
+    def _request(self, method, url, where=None):
         if not isinstance(url, str) or not url:
-            raise DslError(f"http({self._name!r}).{method.lower()}() needs a URL, got {url!r}")
+            raise DslError(f"http({self._name!r}).{where or method.lower()}() needs a URL, got {url!r}")
         return HttpRequest(self._name, method, url)
+
+    def request(self, method, url):
+        """Any method: ``http("purge").request("PURGE", "/cache/item")``, as Gatling's
+        ``httpRequest(method, url)`` and k6's ``http.request(method, url)``. A method is a
+        token (RFC 9110: letters, digits and ``!#$%&'*+-.^_`|~``) and is case-sensitive."""
+        if not isinstance(method, str) or not method:
+            raise DslError(f"http({self._name!r}).request() needs a method such as 'PURGE', got {method!r}")
+        return self._request(method, url, "request")
 
     def get(self, url):
         return self._request("GET", url)

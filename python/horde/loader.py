@@ -20,10 +20,12 @@ def load_simulation(path, params=None):
     if not path.is_file():
         raise SimulationError(f"simulation file not found: {path}")
     loading = _simulation._loading
-    saved = (loading.params, loading.simulation, loading.base_dir)
+    saved = (loading.params, loading.read, loading.simulation, loading.base_dir, loading.module_name)
     loading.params = dict(params or {})
+    loading.read = set()
     loading.simulation = None
     loading.base_dir = str(path.resolve().parent)
+    loading.module_name = SIMULATION_MODULE
     # The simulation may import helpers sitting next to it.
     sys.path.insert(0, loading.base_dir)
     try:
@@ -31,7 +33,7 @@ def load_simulation(path, params=None):
             # stdout carries the plan (`horde plan sim.py > plan.json`): what the simulation
             # prints goes to stderr.
             with contextlib.redirect_stdout(sys.stderr):
-                runpy.run_path(str(path), run_name="__horde_simulation__")
+                runpy.run_path(str(path), run_name=SIMULATION_MODULE)
         except KeyboardInterrupt:
             raise
         except SystemExit as exit:
@@ -41,13 +43,34 @@ def load_simulation(path, params=None):
             raise SimulationError(_describe(path, error)) from None
         if loading.simulation is None:
             raise SimulationError(f"{path}: the simulation never called setup(...)")
+        unread = sorted(set(loading.params) - loading.read)
+        if unread:
+            raise SimulationError(_unread_parameters(path, unread, loading.read))
         try:
             return json.dumps(loading.simulation.to_plan())
         except HordeError as error:
             raise SimulationError(f"{path}: {error}") from None
     finally:
         sys.path.remove(loading.base_dir)
-        loading.params, loading.simulation, loading.base_dir = saved
+        loading.params, loading.read, loading.simulation, loading.base_dir, loading.module_name = saved
+
+
+# The name the simulation file runs under (its `__name__`).
+SIMULATION_MODULE = "__horde_simulation__"
+
+
+def _unread_parameters(path, unread, read):
+    """`-D USER`: not a parameter of the simulation, with the names it does read."""
+    import difflib
+
+    problems = []
+    for name in unread:
+        close = difflib.get_close_matches(name, sorted(read), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"-D {name}: the simulation does not read this parameter{hint}")
+    known = ", ".join(sorted(read)) if read else "none"
+    return (f"{path}: " + "; ".join(problems) + f". It reads: {known} (with horde.param(NAME)); a parameter read "
+            "only under some condition counts when that condition held for this load")
 
 
 def _where(path, error):

@@ -38,8 +38,14 @@ class _Loading:
 
     def __init__(self):
         self.params = {}
+        # The names param() was asked for: a -D that none of them is, is a typo.
+        self.read = set()
         self.simulation = None
         self.base_dir = None
+        # The module run as the simulation (the loader's run_name): setup() called while
+        # another module is being imported (a helper taken from another simulation) is not
+        # this simulation's.
+        self.module_name = None
 
 
 _loading = _Loading()
@@ -47,7 +53,9 @@ _loading = _Loading()
 
 def param(name, default=None, type=None):
     """A simulation parameter: ``-D name=value``, else the environment variable ``name``,
-    else ``default``. Converted to ``type``, or to the type of ``default``."""
+    else ``default``. Converted to ``type``, or to the type of ``default``. A ``-D`` that no
+    ``param()`` call of the simulation asks for is refused as a typo (exit 2)."""
+    _loading.read.add(name)
     if name in _loading.params:
         raw = _loading.params[name]
     elif name in os.environ:
@@ -237,9 +245,26 @@ def setup(*populations, protocol=None, name=None, **options):
             raise DslError(f"setup(): unknown option {key!r} (known: {', '.join(sorted(_OPTION_NAMES))})")
         plan_key, convert = _OPTION_NAMES[key]
         converted.append((plan_key, convert(value)))
-    if _loading.base_dir is not None and _loading.simulation is not None:
-        raise DslError("setup() was already called: a simulation has one setup(...); pass every population to it")
     http_protocol, databases = _split_protocols([protocol] if protocol is not None else [])
     simulation = Simulation(tuple(flat), http_protocol or HttpProtocol(), name, tuple(converted), databases=databases)
+    if _loading.module_name is not None and _importing_another_module(_loading.module_name):
+        # Helpers imported from another simulation file: its setup() is that file's, not the
+        # one being loaded (as `if __name__ == "__main__":` code does not run on import).
+        return simulation
+    if _loading.base_dir is not None and _loading.simulation is not None:
+        raise DslError("setup() was already called: a simulation has one setup(...); pass every population to it")
     _loading.simulation = simulation
     return simulation
+
+
+def _importing_another_module(simulation_module):
+    """Whether the nearest module-level code calling us belongs to a module other than the
+    simulation's: one it is importing."""
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return frame.f_globals.get("__name__") != simulation_module
+        frame = frame.f_back
+    return False

@@ -101,6 +101,8 @@ pub struct RunArgs {
     #[arg(short = 'D', value_name = "NAME=VALUE")]
     pub params: Vec<String>,
     #[command(flatten)]
+    pub transport: TransportArgs,
+    #[command(flatten)]
     pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -299,7 +301,8 @@ pub struct HttpArgs {
     /// start, as wrk2 and oha -q do.
     #[arg(long, allow_hyphen_values = true, value_name = "R")]
     pub rate: Option<String>,
-    #[arg(short = 'm', long, default_value = "GET")]
+    /// The request method: GET, POST, ... or any other token (PURGE, PROPFIND), as curl's -X.
+    #[arg(short = 'm', long, short_alias = 'X', default_value = "GET")]
     pub method: String,
     /// A request header, 'Name: value'; repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
@@ -316,20 +319,8 @@ pub struct HttpArgs {
     /// Do not follow redirects.
     #[arg(long)]
     pub no_follow: bool,
-    /// https: accept any certificate (the summary says verification was off).
-    #[arg(long, short = 'k')]
-    pub insecure: bool,
-    /// https: also trust the certificate authorities of this PEM file.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<String>,
-    /// Connect to ADDRESS for HOST:PORT instead of resolving HOST, as curl; repeatable.
-    #[arg(long, value_name = "HOST:PORT:ADDRESS")]
-    pub resolve: Vec<String>,
-    /// Speak HTTP/2: on https offered by ALPN (a server without it gets HTTP/1.1, and the
-    /// summary says so); on http:// h2c with prior knowledge (a server without it: KO
-    /// http2_not_supported).
-    #[arg(long)]
-    pub http2: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
     /// With --http2: requests in flight at once on each connection, as h2load's -m and oha's -p (each
     /// connection sends them together and waits for all, then again). Default 1.
     #[arg(long, value_name = "S")]
@@ -344,6 +335,30 @@ pub struct HttpArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+/// Whom https trusts, where names lead and which HTTP version is spoken: `horde http`'s flags,
+/// which `run` and `sweep` take too, over what the plan or simulation says.
+#[derive(Args, Debug, Default, Clone)]
+pub struct TransportArgs {
+    /// https: accept any certificate (the summary says verification was off); over a plan's
+    /// `tls.verify`.
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+    /// https: also trust the certificates of this PEM file: certificate authorities, or the
+    /// server's own certificate (a self-signed one, as curl accepts it); over a plan's
+    /// `tls.ca_file`.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<String>,
+    /// Connect to ADDRESS for HOST:PORT instead of resolving HOST, as curl; repeatable; added
+    /// to a plan's `resolve`.
+    #[arg(long, value_name = "HOST:PORT:ADDRESS")]
+    pub resolve: Vec<String>,
+    /// Speak HTTP/2: on https offered by ALPN (a server without it gets HTTP/1.1, and the
+    /// summary says so); on http:// h2c with prior knowledge (a server without it: KO
+    /// http2_not_supported). For a plan, prior knowledge when its base URL is http://.
+    #[arg(long)]
+    pub http2: bool,
 }
 
 #[derive(Args, Debug)]
@@ -397,6 +412,8 @@ pub struct SweepArgs {
     /// whole sweep, each sample labelled with its level (level="25", level_run="1").
     #[arg(long, value_name = "ADDRESS")]
     pub metrics: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub transport: TransportArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -496,9 +513,10 @@ pub struct SqlArgs {
     /// Update strategies: row (autocommit: slow), row-txn, temp-join, swap, server.
     #[arg(long, value_delimiter = ',', default_value = "row-txn,temp-join,swap,server")]
     pub update: Vec<String>,
-    /// How the alter phase adds the column: in-place, or rebuild (a rewrite of every row).
-    #[arg(long, default_value = "in-place")]
-    pub alter: String,
+    /// Alter strategies, how the phase adds the column: in-place, rebuild (a rewrite of every
+    /// row).
+    #[arg(long, value_delimiter = ',', default_value = "in-place")]
+    pub alter: Vec<String>,
     /// The table (created by the create phase; it must not exist unless --replace).
     #[arg(long, default_value = "bulktest")]
     pub table: String,

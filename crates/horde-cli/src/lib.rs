@@ -23,6 +23,7 @@ mod signals;
 mod sql;
 mod sweep;
 mod target_certificate;
+mod transport;
 mod trials;
 
 pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
@@ -117,7 +118,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Run(args) => match (args.trials, args.files.as_slice()) {
             (Some(count), _) => trials::trials(&args, count, loader),
             (None, [file]) => {
-                let program = load_program(file, &args.params, &args.thresholds.thresholds, loader)?;
+                let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
                 execute(program, &args.output, Some(&args.exports), &args.thresholds, &loader.front_end())
             }
             (None, _) => Err(Failure::Invalid(
@@ -127,7 +128,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Compare(args) => compare::compare(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Plan { file, params } => {
-            let program = load_program(&file, &params, &[], loader)?;
+            let program = load_program(&file, &params, &[], &args::TransportArgs::default(), loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));
             Ok(exit::OK)
         }
@@ -151,7 +152,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 format!("ca_file={}", certificate.path().display()),
                 "http2=1".to_string(),
             ];
-            let program = load_program(&simulation, &params, &[], loader)?;
+            let program = load_program(&simulation, &params, &[], &args::TransportArgs::default(), loader)?;
             let code = execute(program, &output, None, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
@@ -300,12 +301,14 @@ fn load_failure(error: LoadError) -> Failure {
     }
 }
 
-/// Reads a plan file or runs a simulation, adds the command line's thresholds, then validates
-/// and lowers it; every problem is listed with its path.
+/// Reads a plan file or runs a simulation, adds the command line's thresholds and puts its
+/// transport flags over the plan's protocol, then validates and lowers it; every problem is
+/// listed with its path.
 pub(crate) fn load_program(
     file: &Path,
     params: &[String],
     thresholds: &[String],
+    transport: &args::TransportArgs,
     loader: &dyn SimulationLoader,
 ) -> Result<Program, Failure> {
     let text = match input_kind(file)? {
@@ -330,6 +333,7 @@ pub(crate) fn load_program(
     }
     let mut plan = Plan::from_json(&text).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
     plan.thresholds.extend(thresholds.iter().cloned());
+    transport.apply(&mut plan.protocol, None).map_err(invalid_flags)?;
     if plan.base_dir.is_none() {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -515,8 +519,22 @@ fn ci_reports(summary: &horde_report::Summary, gate: &args::GateArgs) -> Result<
 pub(crate) fn results_directory(output: &args::OutputArgs, plan_name: &str) -> Result<PathBuf, Failure> {
     match &output.results_dir {
         Some(dir) => exact_results_dir(dir),
-        None => Ok(create_results_dir(&output.results, plan_name)?),
+        None => Ok(create_results_dir(results_parent(output)?, plan_name)?),
     }
+}
+
+/// `--results DIR`, where runs' directories are made: a file there is the user's mistake,
+/// named as such (exit 2), not a directory that cannot be made.
+pub(crate) fn results_parent(output: &args::OutputArgs) -> Result<&Path, Failure> {
+    let parent = output.results.as_path();
+    if parent.exists() && !parent.is_dir() {
+        return Err(Failure::Invalid(format!(
+            "--results {}: this is a file, not a directory (--results names the directory in which each run gets a \
+             directory of its own; it is made when missing)",
+            parent.display()
+        )));
+    }
+    Ok(parent)
 }
 
 /// `--results-dir DIR`: used as it is, created if missing. One that holds anything but hidden

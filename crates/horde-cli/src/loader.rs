@@ -65,7 +65,7 @@ impl PythonSubprocessLoader {
             return Err(LoadError::interrupted());
         }
         if !output.status.success() {
-            return Err(LoadError::new(String::from_utf8_lossy(&output.stderr).trim()));
+            return Err(LoadError::new(explain_python_failure(&self.python, String::from_utf8_lossy(&output.stderr).trim())));
         }
         // What the simulation printed (the loader sends it to stderr, keeping stdout for the
         // plan) is shown as it would be in-process.
@@ -114,5 +114,40 @@ impl SimulationLoader for PythonSubprocessLoader {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+}
+
+/// What a child `python -m horde....` printed when it failed; when that interpreter cannot
+/// import horde at all, how to give it one that can: the message alone ("No module named
+/// 'horde'") does not say that `$HORDE_PYTHON` chose the interpreter.
+pub(crate) fn explain_python_failure(python: &str, stderr: &str) -> String {
+    let lacks_horde = stderr.contains("No module named 'horde'") || stderr.contains("No module named horde");
+    if !lacks_horde {
+        return stderr.to_string();
+    }
+    let chosen = match std::env::var("HORDE_PYTHON") {
+        Ok(value) if !value.is_empty() => format!("HORDE_PYTHON={value}"),
+        _ => "the default python3 (HORDE_PYTHON is not set)".to_string(),
+    };
+    format!(
+        "{python} cannot import horde: horde's Python workers run in {chosen}, which must have horde installed. \
+         Install it there ({python} -m pip install horde), or set HORDE_PYTHON to an interpreter that has it \
+         (the one horde runs from is set by default). {python} said: {stderr}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interpreter_without_horde_is_named_with_the_way_out() {
+        let said = "/usr/bin/python3: Error while finding module specification for 'horde.loader' \
+                    (ModuleNotFoundError: No module named 'horde')";
+        let explained = explain_python_failure("/usr/bin/python3", said);
+        assert!(explained.starts_with("/usr/bin/python3 cannot import horde"), "{explained}");
+        assert!(explained.contains("-m pip install horde") && explained.contains("HORDE_PYTHON"), "{explained}");
+        assert!(explained.ends_with(said));
+        assert_eq!(explain_python_failure("python3", "sim.py:3: NameError: x"), "sim.py:3: NameError: x");
     }
 }

@@ -4,7 +4,7 @@
 use crate::args::{at_least_one, workers, HttpArgs};
 use crate::output::status;
 use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
-use horde_plan::{HostMapping, Http2Mode, HttpProtocol, TlsOptions, BROWSER_ACCEPT_ENCODING, MAX_DURATION_MS, PLAN_VERSION};
+use horde_plan::{HttpProtocol, BROWSER_ACCEPT_ENCODING, MAX_DURATION_MS, PLAN_VERSION};
 
 /// Connections when -c is not given, as oha.
 const DEFAULT_CONNECTIONS: u64 = 50;
@@ -37,27 +37,15 @@ pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
 
 /// The request URL of quick mode and of `horde sweep URL`: absolute, http or https, with a host.
 pub(crate) fn check_url(url: &str) -> Result<(), String> {
-    let parsed = url::Url::parse(url).map_err(|err| format!("{url:?} is not a URL: {err}"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("{url:?}: only http:// and https:// URLs are supported"));
+    // The plan's own rule first: the URL parser reads `http:///path` as the host "path".
+    if let Some(problem) = horde_plan::http_url_problem(url) {
+        return Err(problem);
     }
+    let parsed = url::Url::parse(url).map_err(|err| format!("{url:?} is not a URL: {err}"))?;
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("{url:?} has no host"));
     }
     Ok(())
-}
-
-/// `host:port:address`, as curl's `--resolve` (an IPv6 address may be in brackets).
-pub(crate) fn parse_host_mapping(text: &str) -> Result<HostMapping, String> {
-    let (host, rest) = text.split_once(':').ok_or("expected host:port:address")?;
-    let (port, address) = rest.split_once(':').ok_or("expected host:port:address")?;
-    let port: u16 = port.parse().map_err(|_| format!("{port:?} is not a port"))?;
-    let address = address.trim_start_matches('[').trim_end_matches(']');
-    address.parse::<std::net::IpAddr>().map_err(|_| format!("{address:?} is not an IP address"))?;
-    if host.is_empty() {
-        return Err("no host name".into());
-    }
-    Ok(HostMapping { host: host.to_string(), port, address: address.to_string() })
 }
 
 /// Where each plan path of a quick-mode plan came from, to name problems by their flag.
@@ -98,7 +86,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     let requests = count("-n/--requests", &args.requests);
     let connections_given = count("-c/--connections", &args.connections);
     let streams = count("--streams", &args.streams).unwrap_or(1);
-    if streams > 1 && !args.http2 {
+    if streams > 1 && !args.transport.http2 {
         problems.push(
             "--streams: needs --http2 (HTTP/1.1 has one request in flight per connection: raise -c instead)".into(),
         );
@@ -142,7 +130,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     let mut headers = Vec::new();
     for header in &args.headers {
         match header.split_once(':') {
-            Some((name, value)) => headers.push(NameValue::new(name.trim(), value.trim())),
+            Some((name, value)) => headers.push(NameValue::new(name.trim(), horde_plan::escape_template(value.trim()))),
             None => problems.push(format!("-H {header:?}: expected 'Name: value'")),
         }
     }
@@ -162,18 +150,10 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
                 }
                 None => text.clone(),
             };
-            Some(Body::Raw { text: text.replace('$', "$$") })
+            Some(Body::Raw { text: horde_plan::escape_template(&text) })
         }
     };
     let throttle = rate.map(|rps| vec![ThrottleStep::JumpToRps { rps }]).unwrap_or_default();
-    let mut resolve = Vec::new();
-    for mapping in &args.resolve {
-        match parse_host_mapping(mapping) {
-            Ok(mapping) => resolve.push(mapping),
-            Err(problem) => problems.push(format!("--resolve {mapping:?}: {problem}")),
-        }
-    }
-    let tls = TlsOptions { verify: !args.insecure, ca_file: args.cacert.clone(), ..TlsOptions::default() };
     // More connections than requests would open connections that never send: one per
     // request is all -n can use.
     let connections = match (connections_given, requests) {
@@ -185,10 +165,19 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     };
     // Streams beyond what -n leaves each connection would never be sent.
     let streams = streams.min(requests.map_or(u64::MAX, |n| n.div_ceil(connections.max(1)))).max(1);
+    let mut protocol = HttpProtocol {
+        request_timeout_ms: timeout_ms,
+        follow_redirects: !args.no_follow,
+        accept_encoding: if args.compressed { BROWSER_ACCEPT_ENCODING.to_string() } else { String::new() },
+        ..HttpProtocol::default()
+    };
+    if let Err(flag_problems) = args.transport.apply(&mut protocol, Some(&args.url)) {
+        problems.extend(flag_problems);
+    }
     let request = Request {
         name: format!("{} {}", args.method.to_uppercase(), args.url),
         method: args.method.to_uppercase(),
-        url: args.url.replace("${", "$${"),
+        url: horde_plan::escape_template(&args.url),
         headers,
         query: vec![],
         body,
@@ -212,19 +201,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         feeders: Vec::new(),
         databases: Vec::new(),
         thresholds: args.thresholds.thresholds.clone(),
-        protocol: HttpProtocol {
-            request_timeout_ms: timeout_ms,
-            follow_redirects: !args.no_follow,
-            tls,
-            resolve,
-            http2: match (args.http2, args.url.to_ascii_lowercase().starts_with("https:")) {
-                (false, _) => Http2Mode::Off,
-                (true, true) => Http2Mode::Negotiate,
-                (true, false) => Http2Mode::PriorKnowledge,
-            },
-            accept_encoding: if args.compressed { BROWSER_ACCEPT_ENCODING.to_string() } else { String::new() },
-            ..HttpProtocol::default()
-        },
+        protocol,
         scenarios: vec![Scenario {
             name: "http".into(),
             steps,
@@ -273,15 +250,6 @@ mod tests {
         assert!(parse_duration_ms("10 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_duration_ms("soon").is_err());
         assert!(parse_duration_ms("99999999999999999999h").unwrap_err().contains("365 days"));
-    }
-
-    #[test]
-    fn host_mappings_read_as_curl_writes_them() {
-        let mapping = parse_host_mapping("example.org:443:127.0.0.1").unwrap();
-        assert_eq!((mapping.host.as_str(), mapping.port, mapping.address.as_str()), ("example.org", 443, "127.0.0.1"));
-        assert_eq!(parse_host_mapping("example.org:443:[::1]").unwrap().address, "::1");
-        assert!(parse_host_mapping("example.org:x:127.0.0.1").unwrap_err().contains("not a port"));
-        assert!(parse_host_mapping("example.org:443:nowhere").unwrap_err().contains("not an IP address"));
     }
 
     #[test]

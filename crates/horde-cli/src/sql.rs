@@ -68,6 +68,9 @@ impl Experiment {
                 }
                 chosen
             };
+        if let Some(problem) = horde_plan::sql_table_name_problem(&args.table) {
+            problems.push(format!("--table {:?}: {problem}", args.table));
+        }
         let mut phases = Vec::new();
         for name in args.phases.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
             let phase = match name {
@@ -76,10 +79,7 @@ impl Experiment {
                     (SqlPhase::Populate, strategies("--populate", SqlPhase::Populate, &args.populate, &mut problems))
                 }
                 "select" => (SqlPhase::Select, vec![SqlStrategy::Single]),
-                "alter" => (
-                    SqlPhase::Alter,
-                    strategies("--alter", SqlPhase::Alter, std::slice::from_ref(&args.alter), &mut problems),
-                ),
+                "alter" => (SqlPhase::Alter, strategies("--alter", SqlPhase::Alter, &args.alter, &mut problems)),
                 "update" => (SqlPhase::Update, strategies("--update", SqlPhase::Update, &args.update, &mut problems)),
                 other => {
                     problems

@@ -144,9 +144,11 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let model = settings.model;
     // A simulation's session functions run at every level.
     let (mut plan, functions) = if args.target.contains("://") {
-        (url_plan(&args.target, model), None)
+        let mut plan = url_plan(&args.target, model);
+        args.transport.apply(&mut plan.protocol, Some(&args.target)).map_err(invalid_flags)?;
+        (plan, None)
     } else {
-        let program = load_program(Path::new(&args.target), &args.params, &[], loader)?;
+        let program = load_program(Path::new(&args.target), &args.params, &[], &args.transport, loader)?;
         (program.plan, program.session_functions)
     };
     if args.workers.is_some() {
@@ -437,7 +439,7 @@ fn url_plan(url: &str, model: Model) -> Plan {
     let request = Step::Request(Request {
         name: format!("GET {url}"),
         method: "GET".into(),
-        url: url.replace("${", "$${"),
+        url: horde_plan::escape_template(url),
         headers: vec![],
         query: vec![],
         body: None,

@@ -36,7 +36,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     let front_end = loader.front_end();
     let mut arms = Vec::new();
     for (file, label) in args.files.iter().zip(["A", "B"]) {
-        let program = load_program(file, &args.params, &args.thresholds.thresholds, loader)?;
+        let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
         arms.push(Arm { label, file, plan: program.plan, functions: program.session_functions });
@@ -52,7 +52,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         Some((address, live)) => Some(crate::metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
-    let parent = create_results_dir(&args.output.results, &parent_name)?;
+    let parent = create_results_dir(crate::results_parent(&args.output)?, &parent_name)?;
     status!("horde: {count} trials of {}; results in {}", describe(&arms), parent.display());
     if let Some(endpoint) = &endpoint {
         status!("horde: live metrics at http://{}/metrics, labelled by trial", endpoint.address);

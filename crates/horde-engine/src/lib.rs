@@ -26,6 +26,7 @@ mod descriptors;
 mod failure;
 mod injection;
 pub mod lower;
+mod pause;
 mod precise_timer;
 mod protocol;
 mod request_log;

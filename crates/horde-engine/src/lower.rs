@@ -274,12 +274,7 @@ pub struct RetryProgram {
     pub body: Vec<StepProgram>,
 }
 
-#[derive(Clone, Copy)]
-pub enum PauseKind {
-    Fixed(Duration),
-    Uniform(Duration, Duration),
-    Exponential(Duration),
-}
+pub use crate::pause::{PauseKind, TemplatePause};
 
 pub struct RequestProgram {
     /// The statistics row; requests inside groups are named `group / request`.
@@ -512,8 +507,10 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
         .collect();
-    // A session function may set any variable: then what it sets cannot be known here.
-    if lowering.session_function_keys.is_empty() {
+    // A session function may set any variable, and a feeder that could not be read any of
+    // its columns: then what the plan sets cannot be known here (the unreadable file is
+    // named already).
+    if lowering.session_function_keys.is_empty() && lowering.feeders.len() == plan.feeders.len() {
         lowering.never_set_variables();
     }
     // ALPN: what HTTP versions https connections offer, most wanted first.
@@ -875,6 +872,15 @@ impl Lowering {
                     )),
                     Step::PauseExponential { mean_ms } => {
                         StepProgram::Pause(PauseKind::Exponential(Duration::from_millis(*mean_ms)))
+                    }
+                    Step::PauseNormal { mean_ms, std_dev_ms } => StepProgram::Pause(PauseKind::Normal {
+                        mean: Duration::from_millis(*mean_ms),
+                        std_dev: Duration::from_millis(*std_dev_ms),
+                    }),
+                    Step::PauseTemplate { duration } => {
+                        let row_id = self.row(format!("{group_prefix}pause {duration}").into());
+                        let duration = self.template(duration);
+                        StepProgram::Pause(PauseKind::Template(Box::new(TemplatePause { duration, row_id })))
                     }
                     Step::Pace { duration_ms } => {
                         self.paces += 1;

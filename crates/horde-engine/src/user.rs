@@ -12,7 +12,7 @@ use crate::worker::{WorkerContext, WorkerMetrics};
 use horde_metrics::RequestTiming;
 use horde_plan::OnCheckFailure;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -155,10 +155,13 @@ impl VirtualUser {
                     }
                     flow
                 }
-                StepProgram::Pause(kind) => {
-                    self.pause(*kind).await;
-                    Flow::Next
-                }
+                StepProgram::Pause(kind) => match self.pause_duration(kind) {
+                    Ok(duration) => {
+                        self.pause(duration).await;
+                        Flow::Next
+                    }
+                    Err(flow) => flow,
+                },
                 StepProgram::Pace { id, duration } => {
                     self.pace(*id, *duration).await;
                     Flow::Next
@@ -310,12 +313,21 @@ impl VirtualUser {
         origin
     }
 
-    async fn pause(&mut self, kind: PauseKind) {
-        let duration = match kind {
-            PauseKind::Fixed(d) => d,
-            PauseKind::Uniform(min, max) => min + (max - min).mul_f64(self.session.rng.random::<f64>()),
-            PauseKind::Exponential(mean) => mean.mul_f64(-(1.0 - self.session.rng.random::<f64>()).ln()),
-        };
+    /// How long this pause lasts: drawn, or rendered from the session. A template that
+    /// renders to no duration fails the user, counted in the pause's row.
+    fn pause_duration(&mut self, kind: &PauseKind) -> Result<Duration, Flow> {
+        if let Some(duration) = kind.draw(&mut self.session.rng) {
+            return Ok(duration);
+        }
+        let PauseKind::Template(pause) = kind else { unreachable!("only a template needs the session") };
+        let text = pause.duration.render(&mut self.session).map_err(|error| self.step_failed(pause.row_id, error))?;
+        horde_plan::parse_duration(&text).map_err(|problem| {
+            let failure = Failure::unsent("invalid_pause", problem);
+            self.step_error(pause.row_id, &failure, 0)
+        })
+    }
+
+    async fn pause(&mut self, duration: Duration) {
         // From now: the pause follows the answer, as Gatling's does. A late wake-up is the
         // generator's and is not charged to the next request.
         tokio::time::sleep_until(Instant::now() + duration).await;

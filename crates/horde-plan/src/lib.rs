@@ -19,6 +19,7 @@
 //! plan comes from or names, bounded ([`input`]).
 
 mod couchdb;
+mod duration;
 mod feeder;
 pub mod input;
 mod schema_check;
@@ -28,17 +29,18 @@ mod threshold;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
+pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use sql::{
-    sql_placeholders, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind, SqlStrategy, SqlTransaction,
+    sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind, SqlStrategy, SqlTransaction,
     SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
 };
 pub use template::{
-    is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
+    escape_template, is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
     Segment,
 };
 pub use threshold::{Comparison, LatencySource, LatencyStat, MetricUnit, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec};
-pub use validate::MAX_DURATION_MS;
+pub use validate::{http_url_problem, MAX_DURATION_MS};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -116,8 +118,22 @@ impl Plan {
             vec![PlanError::new("", message)]
         })?;
         static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        let errors = schema_check::check_against_schema(&value, SCHEMA.get_or_init(Plan::json_schema));
+        let check = schema_check::check_against_schema(&value, SCHEMA.get_or_init(Plan::json_schema));
+        let mut errors = check.errors;
         if !errors.is_empty() {
+            // Every problem, not the type errors alone: the plan with its wrong values mended
+            // is validated too, and what that finds away from them is added (a bad method
+            // beside a URL that is no string). At or around a mended value, validation would
+            // judge the stand-in, not the plan.
+            if let Ok(plan) = serde_json::from_value::<Plan>(check.mended) {
+                let nested = |inner: &str, outer: &str| {
+                    inner.strip_prefix(outer).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+                };
+                let near_mended = |path: &str| {
+                    path.is_empty() || check.mended_paths.iter().any(|m| nested(path, m) || nested(m, path))
+                };
+                errors.extend(plan.validate().into_iter().filter(|e| !near_mended(&e.path)));
+            }
             return Err(errors);
         }
         // The schema is generated from these types, so this rarely fails; when it does, serde
@@ -487,6 +503,21 @@ pub enum Step {
     /// A pause drawn from an exponential distribution (think times of independent users).
     PauseExponential {
         mean_ms: u64,
+    },
+    /// A pause drawn from a normal distribution of mean `mean_ms` and standard deviation
+    /// `std_dev_ms` (Gatling's `normalPausesWithStdDevDuration`); a draw below 0 is a pause of 0,
+    /// as in Gatling.
+    PauseNormal {
+        mean_ms: u64,
+        std_dev_ms: u64,
+    },
+    /// A pause as long as a template says at each pass: a session value (`"${think_time}"`,
+    /// `"#{t}"`), an expression (`"${__random_int(1, 5)}"`) or text with them
+    /// (`"${t}ms"`). It renders to a number of seconds, or a number with its unit (`ms`, `s`,
+    /// `m`, `h`); what renders to anything else fails the user, counted in the row
+    /// `pause {duration}`.
+    PauseTemplate {
+        duration: String,
     },
     /// Wait so that successive passes through this step are at least `duration_ms` apart:
     /// pacing for closed-model loops.

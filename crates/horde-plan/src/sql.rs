@@ -150,6 +150,56 @@ fn default_text_length() -> u32 {
     45
 }
 
+/// Words PostgreSQL, MariaDB/MySQL or SQLite reserve, which an unquoted table name cannot be
+/// (the experiment's statements name the table unquoted, as the seed's do).
+const RESERVED_WORDS: &[&str] = &[
+    "ABORT", "ACCESSIBLE", "ADD", "ALL", "ALTER", "ANALYSE", "ANALYZE", "AND", "ANY", "ARRAY", "AS", "ASC",
+    "ASYMMETRIC", "AUTHORIZATION", "AUTOINCREMENT", "BEFORE", "BETWEEN", "BIGINT", "BINARY", "BLOB", "BOTH", "BY",
+    "CALL", "CASCADE", "CASE", "CAST", "CHANGE", "CHAR", "CHARACTER", "CHECK", "COLLATE", "COLLATION", "COLUMN",
+    "COMMIT", "CONCURRENTLY", "CONDITION", "CONSTRAINT", "CONTINUE", "CONVERT", "CREATE", "CROSS", "CUBE",
+    "CURRENT", "CURRENT_CATALOG", "CURRENT_DATE", "CURRENT_ROLE", "CURRENT_SCHEMA", "CURRENT_TIME",
+    "CURRENT_TIMESTAMP", "CURRENT_USER", "CURSOR", "DATABASE", "DATABASES", "DECIMAL", "DECLARE", "DEFAULT",
+    "DEFERRABLE", "DELAYED", "DELETE", "DENSE_RANK", "DESC", "DESCRIBE", "DETERMINISTIC", "DISTINCT",
+    "DISTINCTROW", "DIV", "DO", "DOUBLE", "DROP", "DUAL", "EACH", "ELSE", "ELSEIF", "EMPTY", "ENCLOSED", "END",
+    "ESCAPE", "ESCAPED", "EXCEPT", "EXISTS", "EXIT", "EXPLAIN", "FALSE", "FETCH", "FLOAT", "FOR",
+    "FORCE", "FOREIGN", "FREEZE", "FROM", "FULL", "FULLTEXT", "FUNCTION", "GENERATED", "GET", "GLOB", "GRANT",
+    "GROUP", "GROUPING", "GROUPS", "HAVING", "IF", "IGNORE", "ILIKE", "IN", "INDEX", "INFILE", "INITIALLY",
+    "INNER", "INOUT", "INSERT", "INT", "INTEGER", "INTERSECT", "INTERVAL", "INTO", "IS", "ISNULL", "ITERATE",
+    "JOIN", "KEY", "KEYS", "KILL", "LATERAL", "LEADING", "LEAVE", "LEFT", "LIKE", "LIMIT", "LINEAR", "LINES",
+    "LOAD", "LOCALTIME", "LOCALTIMESTAMP", "LOCK", "LONG", "LOOP", "MATCH", "MOD", "NATURAL", "NOT", "NOTNULL",
+    "NULL", "NUMERIC", "OF", "OFFSET", "ON", "ONLY", "OPTIMIZE", "OPTION", "OR", "ORDER", "OUT", "OUTER",
+    "OUTFILE", "OVER", "OVERLAPS", "PARTITION", "PLACING", "PRECISION", "PRIMARY", "PROCEDURE", "PURGE", "RANGE",
+    "RANK", "READ", "REAL", "RECURSIVE", "REFERENCES", "REGEXP", "RELEASE", "RENAME", "REPEAT", "REPLACE",
+    "REQUIRE", "RESTRICT", "RETURN", "RETURNING", "REVOKE", "RIGHT", "RLIKE", "ROLLBACK", "ROW", "ROWS",
+    "ROW_NUMBER", "SCHEMA", "SCHEMAS", "SELECT", "SESSION_USER", "SET", "SHOW", "SIGNAL", "SIMILAR", "SMALLINT",
+    "SOME", "SQL", "SYMMETRIC", "SYSTEM", "SYSTEM_USER", "TABLE", "TABLESAMPLE", "THEN", "TO", "TRAILING",
+    "TRANSACTION", "TRIGGER", "TRUE", "UNION", "UNIQUE", "UNLOCK", "UNSIGNED", "UPDATE", "USAGE", "USE", "USER",
+    "USING", "VALUES", "VARCHAR", "VARIADIC", "VARYING", "VERBOSE", "VIEW", "VIRTUAL", "WHEN", "WHERE", "WHILE",
+    "WINDOW", "WITH", "WRITE", "XOR", "ZEROFILL",
+];
+
+/// What is wrong with `name` as the experiment's table, if anything: it must be a plain
+/// identifier (a letter or `_`, then letters, digits or `_`, at most 48, leaving room for the
+/// names derived from it) that no supported database reserves.
+///
+/// ```
+/// assert_eq!(horde_plan::sql_table_name_problem("bulktest"), None);
+/// assert!(horde_plan::sql_table_name_problem("Select").unwrap().contains("reserved"));
+/// ```
+pub fn sql_table_name_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let identifier = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 48;
+    if !identifier {
+        return Some("not a table name horde uses: a letter or _, then letters, digits or _ (at most 48)".into());
+    }
+    let upper = name.to_ascii_uppercase();
+    RESERVED_WORDS.contains(&upper.as_str()).then(|| {
+        format!("{upper} is a reserved word of SQL (in PostgreSQL, MariaDB/MySQL or SQLite): name the table otherwise")
+    })
+}
+
 /// The widest column the table gets: the seed's `varchar(45)` grows to fit longer text.
 pub const MAX_SQL_TEXT_LENGTH: u32 = 4096;
 

@@ -147,20 +147,23 @@ pub fn parse_template(text: &str) -> Result<Vec<Segment>, String> {
     let mut segments = Vec::new();
     let mut literal = String::new();
     let mut position = 0;
-    while let Some(found) = text[position..].find('$') {
+    while let Some(found) = text[position..].find(['$', '#']) {
         let start = position + found;
         literal.push_str(&text[position..start]);
         let after = &text[start..];
-        if after.starts_with("$${") {
-            literal.push_str("${");
+        let sigil = &after[..1];
+        if after[1..].starts_with(sigil) && after[2..].starts_with('{') {
+            // `$${` and `##{` stand for a literal `${` and `#{`.
+            literal.push_str(sigil);
+            literal.push('{');
             position = start + 3;
-        } else if after.starts_with("${") {
+        } else if after[1..].starts_with('{') {
             let mut parser = Parser { text, position: start + 2 };
             let expression = parser.expression().map_err(|e| format!("{e} in {text:?}"))?;
             parser.skip_spaces();
             if !parser.eat('}') {
                 return Err(match parser.peek() {
-                    None => format!("unclosed '${{' at byte {start} in {text:?}"),
+                    None => format!("unclosed '{sigil}{{' at byte {start} in {text:?} (write {sigil}{sigil}{{ for a literal {sigil}{{)"),
                     Some(c) => format!("unexpected {c:?} at byte {} in {text:?}", parser.position),
                 });
             }
@@ -170,7 +173,7 @@ pub fn parse_template(text: &str) -> Result<Vec<Segment>, String> {
             segments.push(Segment::Expression(expression));
             position = parser.position;
         } else {
-            literal.push('$');
+            literal.push_str(sigil);
             position = start + 1;
         }
     }
@@ -179,6 +182,18 @@ pub fn parse_template(text: &str) -> Result<Vec<Segment>, String> {
         segments.push(Segment::Literal(literal));
     }
     Ok(segments)
+}
+
+/// `text` as a template that renders to exactly `text`: every `${` and `#{` escaped, for
+/// text that comes from a user as it is (a URL or a body given on the command line).
+///
+/// ```
+/// use horde_plan::{escape_template, parse_template, Segment};
+/// let escaped = escape_template("cost $5, ${not} #{this}");
+/// assert_eq!(parse_template(&escaped).unwrap(), vec![Segment::Literal("cost $5, ${not} #{this}".into())]);
+/// ```
+pub fn escape_template(text: &str) -> String {
+    text.replace("${", "$${").replace("#{", "##{")
 }
 
 /// Parses a condition.
@@ -549,15 +564,16 @@ impl Parser<'_> {
     fn operand(&mut self) -> Result<Vec<Segment>, String> {
         self.skip_spaces();
         match self.peek() {
-            Some('$') => {
+            Some(sigil @ ('$' | '#')) => {
                 let start = self.position;
-                if !self.eat_str("${") {
-                    return Err(self.expected("'${'"));
+                self.position += 1;
+                if !self.eat('{') {
+                    return Err(format!("expected '{{' after '{sigil}' at byte {start}"));
                 }
                 let expression = self.expression()?;
                 self.skip_spaces();
                 if !self.eat('}') {
-                    return Err(format!("unclosed '${{' at byte {start}"));
+                    return Err(format!("unclosed '{sigil}{{' at byte {start}"));
                 }
                 Ok(vec![Segment::Expression(expression)])
             }
@@ -572,7 +588,7 @@ impl Parser<'_> {
                         return Ok(vec![Segment::Literal(word.to_string())]);
                     }
                 }
-                Err(self.expected("a value (${...}, 'text', a number, true or false)"))
+                Err(self.expected("a value (${...} or #{...}, 'text', a number, true or false)"))
             }
         }
     }
@@ -604,6 +620,41 @@ mod tests {
     #[test]
     fn escaped_dollar_brace_is_literal() {
         assert_eq!(parse_template("$${x}").unwrap(), vec![Segment::Literal("${x}".into())]);
+        assert_eq!(parse_template("##{x}").unwrap(), vec![Segment::Literal("#{x}".into())]);
+        assert_eq!(parse_template("a # b #1 $$5").unwrap(), vec![Segment::Literal("a # b #1 $$5".into())]);
+    }
+
+    #[test]
+    fn gatling_hash_brace_is_a_template_too() {
+        assert_eq!(parse_template("#{viewState}").unwrap(), parse_template("${viewState}").unwrap());
+        assert_eq!(
+            parse_template("/items/#{id}?q=${q.url_encode()}").unwrap(),
+            vec![
+                Segment::Literal("/items/".into()),
+                Segment::Expression(var(&["id"])),
+                Segment::Literal("?q=".into()),
+                Segment::Expression(Expr::Method { target: Box::new(var(&["q"])), method: Method::UrlEncode, args: vec![] }),
+            ]
+        );
+        assert_eq!(parse_condition("#{n} > 3").unwrap(), parse_condition("${n} > 3").unwrap());
+        let unclosed = parse_template("color: #{red").unwrap_err();
+        assert!(unclosed.contains("unclosed '#{'") && unclosed.contains("##{"), "{unclosed}");
+    }
+
+    #[test]
+    fn escaping_gives_back_the_text() {
+        for text in ["${a}", "#{a}", "$${a}", "##{a}", "$#{", "#${x}", "cost $5 #1", "$", "#", "${", "#{"] {
+            let escaped = escape_template(text);
+            let rendered: String = parse_template(&escaped)
+                .unwrap()
+                .into_iter()
+                .map(|segment| match segment {
+                    Segment::Literal(text) => text,
+                    Segment::Expression(e) => panic!("{text:?} gave an expression {e:?}"),
+                })
+                .collect();
+            assert_eq!(rendered, text);
+        }
     }
 
     #[test]

@@ -39,10 +39,44 @@ fn structural_errors_name_their_path() {
             "method": "GET", "url": 5}], "injection": []}]}"#,
     )
     .unwrap_err();
-    // The schema check goes inside the tagged step, where serde's own path would stop.
-    assert_eq!(err.len(), 1);
+    // The schema check goes inside the tagged step, where serde's own path would stop; the
+    // empty injection, which only validation finds, is named beside it.
+    assert_eq!(err.len(), 2, "{err:?}");
     assert_eq!(err[0].path, "scenarios[0].steps[0].url");
     assert!(err[0].message.contains("expected a string"), "{}", err[0].message);
+    assert_eq!(err[1].path, "scenarios[0].injection");
+}
+
+#[test]
+fn type_errors_do_not_hide_the_other_problems_of_the_plan() {
+    let problems = |text: &str| -> Vec<String> {
+        Plan::from_json(text).unwrap_err().iter().map(|e| format!("{}: {}", e.path, e.message)).collect()
+    };
+    // Issue 23: a URL that is no string and a method that is no token, in one step.
+    let found = problems(
+        r#"{"version": 1, "protocol": {"base_url": "http://127.0.0.1:1"}, "scenarios": [{"name": "s",
+            "steps": [{"type": "request", "name": "r", "method": "GE T", "url": 42},
+                      {"type": "pause_uniform", "min_ms": 5, "max_ms": 1},
+                      {"type": "pause_uniform", "min_ms": "5", "max_ms": 1}],
+            "injection": [{"type": "at_once_users", "users": 1}]}]}"#,
+    );
+    assert_eq!(
+        found,
+        vec![
+            "scenarios[0].steps[0].url: expected a string, found 42",
+            "scenarios[0].steps[2].min_ms: expected an integer, found \"5\"",
+            "scenarios[0].steps[0].method: \"GE T\" is not an HTTP method: a method is a token (letters, digits and \
+             !#$%&'*+-.^_`|~), such as GET or PURGE",
+            "scenarios[0].steps[1]: min_ms 5 is more than max_ms 1",
+        ]
+    );
+    // What is judged near a stand-in is left out: the mended step of unknown type, the
+    // scenario whose name was mended.
+    let found = problems(
+        r#"{"version": 1, "scenarios": [{"name": 5, "steps": [{"type": "sleep", "ms": 5}],
+            "injection": [{"type": "at_once_users", "users": 1}]}]}"#,
+    );
+    assert_eq!(found.len(), 2, "{found:?}");
 }
 
 #[test]
@@ -52,7 +86,7 @@ fn validation_collects_every_problem_with_its_path() {
     plan.protocol.base_url = None;
     plan.scenarios[0].steps.push(Step::Request(Request {
         name: "".into(),
-        method: "FETCH".into(),
+        method: "FE TCH".into(),
         url: "/x/${unclosed".into(),
         headers: vec![],
         query: vec![],

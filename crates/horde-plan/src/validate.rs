@@ -1,10 +1,12 @@
 //! Semantic validation: every problem, each with its JSON path, in one pass.
 
-use crate::template::{is_variable_name, parse_condition, parse_template};
+use crate::template::{is_variable_name, parse_condition, parse_template, Segment};
 use crate::{crud_rule_violations, Select, ThrottleStep, Validation, PLAN_VERSION};
 use crate::{AwaitMessages, Body, FeederSource, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
 
-const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+/// Methods RFC 9110 and RFC 5789 define; any other token is a method too (PURGE, PROPFIND,
+/// REPORT), but one of these in another case is a typo: methods are case-sensitive.
+const STANDARD_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT"];
 
 /// The longest duration anywhere in a plan: 365 days.
 pub const MAX_DURATION_MS: u64 = 365 * 24 * 3600 * 1000;
@@ -42,6 +44,22 @@ impl Validator {
     fn template(&mut self, path: &str, text: &str) {
         if let Err(message) = parse_template(text) {
             self.error(path, message);
+        }
+    }
+
+    /// A pause's template parses; without expressions, its text is a duration already.
+    fn pause_template(&mut self, path: &str, text: &str) {
+        match parse_template(text) {
+            Err(message) => self.error(path, message),
+            Ok(segments) => match segments.as_slice() {
+                [] => self.error(path, "a pause needs a duration: \"${think_time}\", \"#{t}ms\", \"1.5\" (seconds)"),
+                [Segment::Literal(fixed)] => {
+                    if let Err(message) = crate::parse_duration(fixed) {
+                        self.error(path, message);
+                    }
+                }
+                _ => {}
+            },
         }
     }
 
@@ -103,8 +121,8 @@ impl Validator {
         }
         let has_base_url = match &plan.protocol.base_url {
             Some(base) => {
-                if !is_http_url(base) {
-                    self.error("protocol.base_url", format!("{base:?} is not an http:// or https:// URL"));
+                if let Some(problem) = http_url_problem(base) {
+                    self.error("protocol.base_url", problem);
                 }
                 true
             }
@@ -296,6 +314,8 @@ impl Validator {
                         self.error(format!("{path}.mean_ms"), "must be more than 0");
                     }
                 }
+                Step::PauseNormal { .. } => {}
+                Step::PauseTemplate { duration } => self.pause_template(&format!("{path}.duration"), duration),
                 Step::Pace { duration_ms } => {
                     if *duration_ms == 0 {
                         self.error(format!("{path}.duration_ms"), "must be more than 0");
@@ -419,7 +439,7 @@ impl Validator {
                 }
                 Step::Foreach { list, element, counter, steps } => {
                     match crate::template::parse_template(list) {
-                        Ok(segments) if matches!(segments.as_slice(), [crate::template::Segment::Expression(_)]) => {}
+                        Ok(segments) if matches!(segments.as_slice(), [Segment::Expression(_)]) => {}
                         Ok(_) => self.error(format!("{path}.list"), format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\"")),
                         Err(message) => self.error(format!("{path}.list"), message),
                     }
@@ -626,17 +646,8 @@ impl Validator {
             self.error(format!("{path}.name"), "must not be empty");
         }
         self.database_url(&format!("{path}.url"), &step.url);
-        let identifier = |name: &str| {
-            let mut chars = name.chars();
-            chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && name.len() <= 48
-        };
-        if !identifier(&step.table) {
-            self.error(
-                format!("{path}.table"),
-                format!("{:?} is not a table name horde uses: a letter or _, then letters, digits or _ (at most 48)", step.table),
-            );
+        if let Some(problem) = crate::sql_table_name_problem(&step.table) {
+            self.error(format!("{path}.table"), format!("{:?}: {problem}", step.table));
         }
         if !step.phase.strategies().contains(&step.strategy) {
             let names: Vec<&str> = step.phase.strategies().iter().map(|s| s.as_str()).collect();
@@ -714,7 +725,7 @@ impl Validator {
             if !schemes.iter().any(|s| lower.starts_with(s)) {
                 self.error(path, format!("{url:?}: only {} URLs are supported here", schemes.join(" and ")));
             }
-        } else if !has_base_url && !url.starts_with("${") {
+        } else if !has_base_url && !starts_with_template(url) {
             self.error(path, format!("{url:?} is relative but the protocol has no base_url"));
         }
         self.template(path, url);
@@ -782,17 +793,16 @@ impl Validator {
         if request.name.trim().is_empty() {
             self.error(format!("{path}.name"), "a request needs a name");
         }
-        if !METHODS.contains(&request.method.as_str()) {
-            self.error(format!("{path}.method"), format!("{:?} is not one of {}", request.method, METHODS.join(", ")));
-        }
+        self.method(&format!("{path}.method"), &request.method);
         let url_path = format!("{path}.url");
         if request.url.is_empty() {
             self.error(&url_path, "a request needs a URL");
         } else if request.url.contains("://") || request.url.starts_with("//") {
-            if !is_http_url(&request.url) {
-                self.error(&url_path, format!("{:?}: only http:// and https:// URLs are supported", request.url));
+            let absolute = if request.url.starts_with("//") { format!("http:{}", request.url) } else { request.url.clone() };
+            if let Some(problem) = http_url_problem(&absolute) {
+                self.error(&url_path, problem);
             }
-        } else if !has_base_url && !request.url.starts_with("${") {
+        } else if !has_base_url && !starts_with_template(&request.url) {
             self.error(&url_path, format!("{:?} is relative but the protocol has no base_url", request.url));
         }
         self.template(&url_path, &request.url);
@@ -819,6 +829,21 @@ impl Validator {
             if !resource.resources.is_empty() {
                 self.error(format!("{path}.resources"), "a resource has no resources of its own");
             }
+        }
+    }
+
+    /// Any token is a method (RFC 9110, section 9.1), as Gatling's `httpRequest(method, url)`
+    /// and k6's `http.request(method, ...)` take it.
+    fn method(&mut self, path: &str, method: &str) {
+        if !is_token(method) {
+            self.error(
+                path,
+                format!("{method:?} is not an HTTP method: a method is a token (letters, digits and !#$%&'*+-.^_`|~), such as GET or PURGE"),
+            );
+        } else if method == "CONNECT" {
+            self.error(path, "CONNECT opens a tunnel through a proxy, which horde does not do");
+        } else if let Some(standard) = STANDARD_METHODS.iter().find(|m| m.eq_ignore_ascii_case(method) && **m != method) {
+            self.error(path, format!("{method:?}: methods are case-sensitive, and the standard one is {standard}"));
         }
     }
 
@@ -1034,11 +1059,67 @@ impl Validator {
     }
 }
 
+/// A URL that begins with an expression may be absolute once rendered.
+fn starts_with_template(url: &str) -> bool {
+    url.starts_with("${") || url.starts_with("#{")
+}
+
+/// RFC 9110's token: what a method or a header name is made of.
+fn is_token(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 fn is_base64(text: &str) -> bool {
     let text = text.trim_end_matches('=');
     text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 fn is_http_url(url: &str) -> bool {
-    url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).is_some_and(|rest| !rest.is_empty())
+    http_url_problem(url).is_none()
+}
+
+/// What keeps `url` from being an absolute http:// or https:// URL to request, in words that
+/// name it, if anything: another scheme, no host (`http:///path`, `HTTP://`), a port that is
+/// no port or is 0. The scheme's case does not matter (`HTTP://` is `http://`). What lies in a
+/// template is judged once rendered.
+///
+/// ```
+/// assert_eq!(horde_plan::http_url_problem("HTTPS://shop.test:8443/cart"), None);
+/// assert!(horde_plan::http_url_problem("http:///path").unwrap().contains("no host"));
+/// assert!(horde_plan::http_url_problem("http://127.0.0.1:0/").unwrap().contains("port 0"));
+/// ```
+pub fn http_url_problem(url: &str) -> Option<String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Some(format!("{url:?} is not an absolute URL (http://HOST[:PORT]/PATH or https://...)"));
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Some(format!("{url:?}: only http:// and https:// URLs are supported"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host_port)| host_port);
+    if host_port.contains("${") || host_port.contains("#{") {
+        return None;
+    }
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => return Some(format!("{url:?}: the IPv6 address has no closing ']'")),
+        },
+        None => match host_port.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        },
+    };
+    if host.is_empty() {
+        let lower = scheme.to_ascii_lowercase();
+        return Some(format!("{url:?} has no host: write {lower}://HOST[:PORT]/PATH (a host between // and the path)"));
+    }
+    match port {
+        None | Some("") => None,
+        Some(port) => match port.parse::<u32>() {
+            Ok(0) => Some(format!("{url:?}: port 0 is no port a server listens on")),
+            Ok(n) if n <= u32::from(u16::MAX) => None,
+            _ => Some(format!("{url:?}: {port:?} is not a port (1 to 65535)")),
+        },
+    }
 }

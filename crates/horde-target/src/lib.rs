@@ -19,13 +19,16 @@
 //! `http/1.1`); in cleartext, a client speaking HTTP/2 from its first bytes (h2c with prior
 //! knowledge) gets HTTP/2. The certificate is self-signed, for 127.0.0.1, ::1 and localhost.
 //!
-//! Every HTML page carries a hidden `javax.faces.ViewState` that changes at each page load;
-//! a POST must send back the latest one of its session, or it gets JSF's
-//! ViewExpiredException page (status 500). Routes:
+//! Every HTML page's forms each carry a hidden `javax.faces.ViewState`, as JSF renders them
+//! (so a browser can be clicked through it, and recorded), that changes at each page load; a
+//! POST must send back the latest one of its session, or it gets JSF's ViewExpiredException
+//! page (status 500). Every page starts with a search form. Routes:
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | home page, public |
+//! | `GET /` | home page, public, with a newsletter form |
+//! | `POST /newsletter` | the home page, saying `Subscribed {email}` |
+//! | `POST /search` | the items whose name holds `q` |
 //! | `GET /login`, `POST /login` | login form; username + any non-empty password; sets the session, 302 to `/account` |
 //! | `GET /account`, `POST /account` | a form for a logged-in user (302 to `/login` otherwise) |
 //! | `POST /upload` | multipart form: fields, the ViewState and a file; answers with the file's name and size |

@@ -413,6 +413,11 @@ async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body
         return html(status, format!("<p>status {}</p>", status.as_u16()));
     }
 
+    // Anything else a browser asks for (its /favicon.ico) neither makes a session nor renews
+    // the view: a request beside the page would make the page's ViewState stale.
+    if !PAGES.contains(&(method.as_str(), path.as_str())) {
+        return html(StatusCode::NOT_FOUND, "<p>not found</p>".into());
+    }
     // Pages live in a session, created on first sight as JSF does.
     let mut rng = rand::rng();
     let (sid, new_session) = match cookie_session.filter(|s| state.sessions.contains_key(s)) {
@@ -431,6 +436,19 @@ async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body
     }
     response
 }
+
+/// The site's pages, which live in a session and render a new view (a new ViewState) each.
+const PAGES: [(&str, &str); 9] = [
+    ("GET", "/"),
+    ("POST", "/newsletter"),
+    ("POST", "/search"),
+    ("GET", "/login"),
+    ("POST", "/login"),
+    ("GET", "/account"),
+    ("POST", "/account"),
+    ("POST", "/upload"),
+    ("GET", "/logout"),
+];
 
 /// A POSTed form: its fields, and the first file's name and size.
 type Form = (HashMap<String, String>, Option<(String, usize)>);
@@ -471,7 +489,19 @@ fn page(
     session.view_state = Some(view_state.clone());
     let user = session.user.clone();
     match (method.as_str(), path) {
-        ("GET", "/") => html(StatusCode::OK, pages::home(&view_state)),
+        ("GET", "/") => html(StatusCode::OK, pages::home(&view_state, "")),
+        ("POST", "/newsletter") => {
+            let email = fields.get("email").cloned().unwrap_or_default();
+            let message = if email.contains('@') { format!("Subscribed {email}") } else { "No email given".to_string() };
+            html(StatusCode::OK, pages::home(&view_state, &message))
+        }
+        ("POST", "/search") => {
+            let query = fields.get("q").cloned().unwrap_or_default();
+            let needle = query.trim().to_lowercase();
+            let found: Vec<&str> =
+                ITEMS.iter().map(|(_, name, _)| *name).filter(|name| name.contains(needle.as_str())).collect();
+            html(StatusCode::OK, pages::search(&view_state, &query, &found))
+        }
         ("GET", "/login") => html(StatusCode::OK, pages::login(&view_state)),
         ("POST", "/login") => {
             let username = fields.get("username").cloned().unwrap_or_default();

@@ -33,8 +33,9 @@ fn call(args: &[&str]) -> Result<serde_json::Value, WorkerError> {
         _ if crate::signals::interrupted() => return Err(WorkerError::Interrupted),
         _ => {
             return Err(WorkerError::Failed(format!(
-                "the benchmark worker ({python} -m horde.bench_worker) failed ({}): {stderr}",
-                output.status
+                "the benchmark worker ({python} -m horde.bench_worker) failed ({}): {}",
+                output.status,
+                crate::loader::explain_python_failure(&python, &stderr)
             )))
         }
     }

@@ -4,7 +4,7 @@
 //! does) unless the plan shares resumption; and handshake failures as KOs of stable kinds.
 
 use crate::failure::Failure;
-use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate};
+use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, TrustGiven};
 use horde_plan::{PlanError, TlsOptions, TlsVersion};
 use rustls::client::Resumption;
 use rustls::pki_types::pem::PemObject;
@@ -64,21 +64,17 @@ impl TlsSetup {
             .with_protocol_versions(if versions.is_empty() { rustls::DEFAULT_VERSIONS } else { &versions })
             .expect("ring supports TLS 1.2 and 1.3");
         let builder = if options.verify {
-            let mut roots = system_roots().clone();
-            if let Some(file) = &options.ca_file {
-                let path = resolve(base_dir, file);
-                match read_certificates(&path) {
-                    Ok(certs) => {
-                        for cert in certs {
-                            if let Err(err) = roots.add(cert) {
-                                errors.push(PlanError::new("protocol.tls.ca_file", format!("{}: {err}", path.display())));
-                            }
-                        }
-                    }
-                    Err(why) => errors.push(PlanError::new("protocol.tls.ca_file", why)),
-                }
+            // The CA file's certificates are trusted as curl trusts them: the server's own too.
+            let given = options.ca_file.as_deref().map(|file| resolve(base_dir, file)).and_then(|path| {
+                let trust = read_certificates(&path)
+                    .and_then(|given| TrustGiven::new(system_roots().clone(), given, provider.clone()))
+                    .map_err(|why| format!("{}: {why}", path.display()));
+                trust.map_err(|why| errors.push(PlanError::new("protocol.tls.ca_file", why))).ok()
+            });
+            match given {
+                Some(trust) => builder.dangerous().with_custom_certificate_verifier(Arc::new(trust)),
+                None => builder.with_root_certificates(system_roots().clone()),
             }
-            builder.with_root_certificates(roots)
         } else {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
         };

@@ -669,6 +669,14 @@ async fn prepare(connection: &mut Connection, step: &SqlWorkloadProgram) -> Resu
         SqlPhase::Populate => {
             connection.execute(&kind.empty_table(table)).await.map_err(|e| context("emptying the table", e))?;
         }
+        SqlPhase::Alter => {
+            // Every strategy adds the column to a table without it: an earlier one's is dropped.
+            let has_column = connection.execute(&format!("SELECT hashval FROM {table} WHERE 1 = 0")).await.is_ok();
+            if has_column {
+                let drop = format!("ALTER TABLE {table} DROP COLUMN hashval");
+                connection.execute(&drop).await.map_err(|e| context("dropping an earlier strategy's column", e))?;
+            }
+        }
         SqlPhase::Update => {
             // Every strategy starts from no hash at all.
             let reset = format!("UPDATE {table} SET hashval = NULL WHERE hashval IS NOT NULL");

@@ -15,10 +15,9 @@
 //! A Unix-socket host never speaks TLS (libpq neither: the socket is on the same machine).
 
 use super::super::database::take_parameters;
-use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, VerifyChainOnly};
-use rustls::client::WebPkiServerVerifier;
+use crate::tls_trust::{read_certificates, system_roots, AcceptAnyCertificate, TrustGiven};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::PrivateKeyDer;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -104,11 +103,12 @@ impl PgTls {
         // The roots: the URL's, or libpq's default file when it exists. As libpq, any roots
         // make the chain checked, whatever the mode; verify-ca and verify-full need some.
         let default_root = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".postgresql/root.crt"));
+        // A file's certificates are trusted as curl and libpq trust them: the server's own too.
         let roots = match &root {
-            Some(_) if system => Some(system_roots().clone()),
-            Some(root) => Some(read_roots(&resolve(base_dir, root))?),
+            Some(_) if system => Some((system_roots().clone(), Vec::new())),
+            Some(root) => Some((RootCertStore::empty(), read_roots(&resolve(base_dir, root))?)),
             None => match default_root.filter(|path| path.exists()) {
-                Some(path) => Some(read_roots(&path)?),
+                Some(path) => Some((RootCertStore::empty(), read_roots(&path)?)),
                 None if matches!(mode, SslMode::VerifyCa | SslMode::VerifyFull) => {
                     return Err("sslmode=verify-ca and verify-full need trusted roots: sslrootcert=FILE (PEM), or \
                          sslrootcert=system for the system's, or ~/.postgresql/root.crt"
@@ -122,12 +122,11 @@ impl PgTls {
             .with_safe_default_protocol_versions()
             .expect("ring supports TLS 1.2 and 1.3");
         let builder = match (roots, mode) {
-            (Some(roots), SslMode::VerifyFull) => builder.with_root_certificates(roots),
-            (Some(roots), _) => {
-                let chain = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .map_err(|err| format!("sslrootcert: {err}"))?;
-                builder.dangerous().with_custom_certificate_verifier(Arc::new(VerifyChainOnly(chain)))
+            (Some((roots, given)), SslMode::VerifyFull) if given.is_empty() => builder.with_root_certificates(roots),
+            (Some((roots, given)), mode) => {
+                let trust = TrustGiven::new(roots, given, provider).map_err(|err| format!("sslrootcert: {err}"))?;
+                let trust = if mode == SslMode::VerifyFull { trust } else { trust.chain_only() };
+                builder.dangerous().with_custom_certificate_verifier(Arc::new(trust))
             }
             (None, _) => builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
         };
@@ -156,12 +155,8 @@ impl PgTls {
     }
 }
 
-fn read_roots(path: &Path) -> Result<RootCertStore, String> {
-    let mut roots = RootCertStore::empty();
-    for cert in read_certificates(path).map_err(|why| format!("sslrootcert: {why}"))? {
-        roots.add(cert).map_err(|err| format!("sslrootcert: {}: {err}", path.display()))?;
-    }
-    Ok(roots)
+fn read_roots(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    read_certificates(path).map_err(|why| format!("sslrootcert: {why}"))
 }
 
 fn resolve(base_dir: Option<&Path>, file: &str) -> PathBuf {
