@@ -205,7 +205,7 @@ def test_every_example_is_covered():
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
-               "sql_over_tls.py"}
+               "sql_over_tls.py", "record_and_import.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -456,3 +456,14 @@ def test_bench_on_machines(tmp_path):
     assert "here: log_rounds=4" in completed.stdout
     page = (tmp_path / "results" / "compare.html").read_text()
     assert 'id="bench-table"' in page and "hashpw: Score" in page
+
+
+def test_record_and_import(target, tmp_path):
+    run_example(["bash", EXAMPLES / "record_and_import.sh", target.url, tmp_path], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    stats = target.stats()
+    # The recorded journey once, then 20 buyers: each logs in, reads and cancels its own order.
+    assert stats["api_logins"] == 21 and stats["orders_read"] == 21 and stats["orders_cancelled"] == 21
+    assert stats["unauthorized"] == 0
+    assert "bearer token rule" in (tmp_path / "orders_import.md").read_text()

@@ -70,6 +70,13 @@ pub enum Command {
     /// fresh processes, JMH's table with honest error bars, the machine recorded; `compare`
     /// puts machines side by side.
     Bench(crate::bench::BenchArgs),
+    /// Turn a HAR recording of a browser journey into a simulation that replays it: requests,
+    /// pauses, bodies and uploads, with CSRF tokens, ViewStates, bearer tokens and ids
+    /// correlated (docs/record-import.md).
+    Import(ImportArgs),
+    /// Record a journey: an HTTP and HTTPS proxy that writes every exchange to a HAR file, whole
+    /// bodies included, until Ctrl-C; then `horde import` it.
+    Record(RecordArgs),
     /// Print the console summary of a saved run, or write its report.html (--html).
     Report {
         /// A results directory or its summary.json (a sweep's directory with --html).
@@ -153,6 +160,77 @@ pub struct CompareArgs {
     /// Names for the two sides, in the console, the JSON and the page (default A and B).
     #[arg(long, value_name = "A_NAME,B_NAME")]
     pub names: Option<String>,
+}
+
+/// `horde import`: read by the Python package (horde.recording), which gets these flags as JSON.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The recording: HAR 1.1 or 1.2 from a browser's DevTools, Playwright, mitmproxy, Charles
+    /// or `horde record`.
+    pub har: PathBuf,
+    /// The simulation to write [default: the recording's name with .py, in the current
+    /// directory]; its data (feeder, upload files, report) goes beside it.
+    #[arg(short = 'o', long, value_name = "SIM.py")]
+    pub output: Option<PathBuf>,
+    /// The site to replay against, instead of the recording's most used origin (Origin and
+    /// Referer follow it); `-D base_url=...` changes it again at run time.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// A folder holding the files uploaded during the recording, matched by file name: browser
+    /// recordings leave uploaded bytes out.
+    #[arg(long, value_name = "DIR")]
+    pub files: Option<PathBuf>,
+    /// Static resources (scripts, styles, images, fonts): `keep` them as the resources of their
+    /// page, `infer` them from each page's HTML at run time, or `drop` them.
+    #[arg(long, value_parser = ["keep", "infer", "drop"], default_value = "keep")]
+    pub resources: String,
+    /// Replay every value as recorded: no correlation, no generated values (a control that
+    /// shows what correlation does).
+    #[arg(long)]
+    pub no_correlate: bool,
+    /// Replay the simulation with one user against this site, compare each response with the
+    /// recording, correlate what the differences reveal, and repeat until every status matches.
+    #[arg(long, value_name = "URL")]
+    pub validate: Option<String>,
+    /// A second recording of the same journey: values that differ between the two are dynamic.
+    #[arg(long, value_name = "HAR")]
+    pub second: Option<PathBuf>,
+    /// With --validate: at most this many replays.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub rounds: u32,
+    /// The scenario's name [default: the recording's file name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Overwrite the simulation and its data if they exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `horde record`: run by the Python package (horde.recording), which gets these flags as JSON.
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// The proxy's port (0 picks a free one; the first line printed names it).
+    #[arg(long, default_value_t = 8888)]
+    pub port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The HAR file written at Ctrl-C.
+    #[arg(short = 'o', long, default_value = "recording.har", value_name = "HAR")]
+    pub output: PathBuf,
+    /// Start Chromium through the proxy on this page (with a profile of its own, trusting the
+    /// proxy's certificate authority); closing it ends the recording too.
+    #[arg(long, value_name = "URL")]
+    pub browser: Option<String>,
+    /// With --browser: no window (for scripts and CI).
+    #[arg(long, requires = "browser")]
+    pub headless: bool,
+    /// With --browser: the Chromium to start [default: chromium or chromium-browser on PATH].
+    #[arg(long, value_name = "PATH", requires = "browser")]
+    pub chromium: Option<PathBuf>,
+    /// Where the proxy's certificate authority is kept (made at first start) [default:
+    /// ~/.horde/recorder].
+    #[arg(long, value_name = "DIR")]
+    pub ca_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -166,6 +166,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             Ok(code)
         }
         Command::Target(args) => serve_target(args),
+        Command::Import(args) => python_command("import", &import_flags(&args), loader),
+        Command::Record(args) => python_command("record", &record_flags(&args), loader),
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Sql(args) => sql::sql(&args),
@@ -190,6 +192,52 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             Ok(exit::OK)
         }
     }
+}
+
+/// `horde import` and `horde record` live in Python (horde.recording): the flags parsed here
+/// go to it as JSON, and it answers with the exit code. It handles Ctrl-C itself (the recorder
+/// writes its file then).
+fn python_command(command: &str, flags: &serde_json::Value, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
+    let _quiet = signals::while_python_command();
+    loader.run_python_command(command, &flags.to_string()).map_err(|error| {
+        if error.interrupted {
+            Failure::Interrupted(if command == "record" { "while recording" } else { "while importing" })
+        } else {
+            Failure::Runtime(anyhow::anyhow!(error.message))
+        }
+    })
+}
+
+fn path_text(path: &Option<PathBuf>) -> serde_json::Value {
+    path.as_ref().map(|p| p.to_string_lossy().into_owned()).into()
+}
+
+fn import_flags(args: &args::ImportArgs) -> serde_json::Value {
+    serde_json::json!({
+        "har": args.har.to_string_lossy(),
+        "output": path_text(&args.output),
+        "base_url": args.base_url,
+        "files": path_text(&args.files),
+        "resources": args.resources,
+        "correlate": !args.no_correlate,
+        "validate": args.validate,
+        "second": path_text(&args.second),
+        "rounds": args.rounds,
+        "name": args.name,
+        "force": args.force,
+    })
+}
+
+fn record_flags(args: &args::RecordArgs) -> serde_json::Value {
+    serde_json::json!({
+        "host": args.host,
+        "port": args.port,
+        "output": args.output.to_string_lossy(),
+        "browser": args.browser,
+        "headless": args.headless,
+        "chromium": path_text(&args.chromium),
+        "ca_dir": path_text(&args.ca_dir),
+    })
 }
 
 /// `horde target`: serves the built-in target until Ctrl-C or SIGTERM.

@@ -33,6 +33,9 @@ pub trait SimulationLoader {
     fn demo_simulation(&self) -> Result<PathBuf, LoadError>;
     /// What made the plan, for the environment block of the results.
     fn front_end(&self) -> String;
+    /// Runs a command written in Python (`import`, `record`: horde.recording) with its flags as
+    /// JSON, its output going straight to the terminal; returns its exit code.
+    fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, LoadError>;
     /// The session functions and run hooks of the simulation just loaded, when it has any
     /// and this loader can run them (in-process Python can; a child process cannot).
     fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
@@ -90,6 +93,27 @@ impl SimulationLoader for PythonSubprocessLoader {
 
     fn front_end(&self) -> String {
         format!("{} (subprocess)", self.python)
+    }
+
+    fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, LoadError> {
+        let started = |e: std::io::Error| LoadError::new(format!("cannot start {}: {e}", self.python));
+        let mut child =
+            Command::new(&self.python).args(["-m", "horde.recording", command, flags_json]).spawn().map_err(started)?;
+        let mut forwarded = false;
+        loop {
+            if let Some(status) = child.try_wait().map_err(started)? {
+                return Ok(status.code().unwrap_or(LOADER_INTERRUPTED));
+            }
+            // Ctrl-C at a terminal reaches the child too; a signal sent to horde alone (kill,
+            // a CI runner's SIGTERM) must reach it as well: the recorder writes its file then.
+            if !forwarded && crate::signals::interrupted() {
+                forwarded = true;
+                if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

@@ -15,6 +15,24 @@ static CURRENT_RUN: Mutex<Option<Weak<RunControl>>> = Mutex::new(None);
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// A simulation is being loaded: nothing has run, nothing is to be saved.
 static LOADING: AtomicBool = AtomicBool::new(false);
+/// A command written in Python runs (`horde record`): it takes Ctrl-C itself (Python's own
+/// handler still runs, or the child process gets the signal too), so this one says nothing.
+static PYTHON_COMMAND: AtomicBool = AtomicBool::new(false);
+
+/// While the returned guard lives, a first signal is left to the Python command running; a
+/// second one still ends the process at once.
+pub fn while_python_command() -> PythonCommandGuard {
+    PYTHON_COMMAND.store(true, Ordering::SeqCst);
+    PythonCommandGuard
+}
+
+pub struct PythonCommandGuard;
+
+impl Drop for PythonCommandGuard {
+    fn drop(&mut self) {
+        PYTHON_COMMAND.store(false, Ordering::SeqCst);
+    }
+}
 
 /// While the returned guard lives, a signal ends the command at once (exit 130): a simulation
 /// that loops or waits while it loads must not hold horde up, and there is nothing to save.
@@ -87,6 +105,9 @@ pub fn listen() {
                     }
                     if INTERRUPTED.swap(true, Ordering::SeqCst) {
                         std::process::exit(exit::INTERRUPTED);
+                    }
+                    if PYTHON_COMMAND.load(Ordering::SeqCst) {
+                        continue;
                     }
                     if LOADING.load(Ordering::SeqCst) {
                         status!("\nhorde: interrupted while loading the simulation");

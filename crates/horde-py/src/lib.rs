@@ -56,6 +56,25 @@ impl horde_cli::SimulationLoader for InProcessLoader {
         Some(std::sync::Arc::new(PythonFunctions { call }) as std::sync::Arc<dyn horde_engine::SessionFunctions>)
     }
 
+    fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, horde_cli::LoadError> {
+        let (command, flags_json) = (command.to_string(), flags_json.to_string());
+        Python::attach(|py| {
+            let result = (|| {
+                let module = py.import("horde.recording.cli")?;
+                module.getattr("run")?.call1((command.as_str(), flags_json.as_str()))?.extract::<i32>()
+            })();
+            result.map_err(|err| {
+                if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                    horde_cli::LoadError::interrupted()
+                } else {
+                    // A bug of the command's own: the traceback says where.
+                    err.print(py);
+                    horde_cli::LoadError::new(format!("internal error in horde {command}"))
+                }
+            })
+        })
+    }
+
     fn front_end(&self) -> String {
         Python::attach(|py| {
             let version = py

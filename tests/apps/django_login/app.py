@@ -12,8 +12,22 @@ Routes:
 - ``GET /signup/``: a sign-up form with the CSRF token; ``POST /signup/``: ``username``,
   ``password`` and the token create the user (a row of Django's ``auth_user`` table), then a 302
   to ``/login/``; a name already taken gets the form again (200) with an error;
+- ``GET /upload/``: (logged in) a multipart form with the CSRF token, a ``title`` and a
+  ``document`` file; ``POST /upload/`` stores nothing but counts the file: its name, size and
+  SHA-256, and answers a page saying so (``Received NAME (N bytes, sha256 HEX)``), which also
+  holds the notes widget: JavaScript that reads the ``csrftoken`` cookie and POSTs a note as
+  JSON with ``X-CSRFToken`` (the AJAX pattern Django documents), with a client-made uuid and a
+  ``_=<epoch ms>`` cache buster;
+- ``POST /api/notes/``: (logged in, ``X-CSRFToken``) JSON ``{"text": ..., "client_id": ...}``
+  creates a note: ``{"id": N, ...}`` (ids count up across the site); ``GET /api/notes/N/``: that
+  note, 404 unless it is the user's own;
+- ``GET /confirm/``: a form with the CSRF token and a hidden ``challenge``: a word, the next of a
+  list at each visit, so two visits never get the same (a value that looks like no token: only a
+  replay shows that it changes); ``POST /confirm/``
+  with the same word: a 302 to ``/account/``, counted; another word: 400;
 - ``GET /stats/``: JSON, no login needed: successful logins and logouts per username, failed
-  logins, sign-ups, requests refused by the CSRF check, and the number of users.
+  logins, sign-ups, requests refused by the CSRF check, the number of users, the uploads (user,
+  file name, size, sha256) and the notes created and read per username.
 
 The users come from a CSV file with ``username`` and ``password`` columns (examples/users.csv),
 created at start in a fresh SQLite database in ``DJANGO_LOGIN_DATA_DIR`` (a new temporary
@@ -78,11 +92,60 @@ SIGNUP_PAGE = """<!doctype html>
 ACCOUNT_PAGE = """<!doctype html>
 <title>Account</title>
 <p id="welcome">Welcome, {{ user.username }}</p>
+<p><a id="upload" href="/upload/">Upload a document</a></p>
 <form method="post" action="/logout/">
   {% csrf_token %}
   <button type="submit">Log out</button>
 </form>
 """
+
+
+UPLOAD_PAGE = """<!doctype html>
+<title>Upload</title>
+<h1>Upload a document</h1>
+{% if received %}<p id="received">Received {{ received.name }} ({{ received.size }} bytes, sha256 {{ received.sha256 }})</p>{% endif %}
+<form method="post" action="/upload/" enctype="multipart/form-data">
+  {% csrf_token %}
+  <input type="text" name="title" id="id_title">
+  <input type="file" name="document" id="id_document">
+  <button type="submit" id="send">Upload</button>
+</form>
+<p><input type="text" id="note"> <button type="button" id="add-note">Add a note</button></p>
+<p id="note-saved"></p>
+<script>
+// Django's documented AJAX pattern: the token is read from the csrftoken cookie.
+function cookie(name) {
+  const pair = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+  return pair ? decodeURIComponent(pair.split("=")[1]) : null;
+}
+document.getElementById("add-note").addEventListener("click", async () => {
+  const created = await fetch("/api/notes/?_=" + Date.now(), {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "X-CSRFToken": cookie("csrftoken")},
+    body: JSON.stringify({text: document.getElementById("note").value, client_id: crypto.randomUUID()}),
+  });
+  const note = await created.json();
+  const read = await fetch("/api/notes/" + note.id + "/");
+  document.getElementById("note-saved").textContent = "Saved note " + (await read.json()).id;
+});
+</script>
+<form method="post" action="/logout/">
+  {% csrf_token %}
+  <button type="submit" id="logout">Log out</button>
+</form>
+"""
+
+
+CONFIRM_PAGE = """<!doctype html>
+<title>Confirm</title>
+<form method="post" action="/confirm/">
+  {% csrf_token %}
+  <input type="hidden" name="challenge" value="{{ challenge }}">
+  <button type="submit">Confirm</button>
+</form>
+"""
+
+CHALLENGE_WORDS = ("walnut", "alder", "birch", "cedar", "maple", "rowan", "spruce", "hazel", "larch", "poplar")
 
 
 def configure(data_dir):
@@ -114,7 +177,7 @@ def configure(data_dir):
                     "loaders": [
                         ("django.template.loaders.locmem.Loader",
                          {"registration/login.html": LOGIN_PAGE, "account.html": ACCOUNT_PAGE,
-                          "signup.html": SIGNUP_PAGE}),
+                          "signup.html": SIGNUP_PAGE, "upload.html": UPLOAD_PAGE, "confirm.html": CONFIRM_PAGE}),
                     ],
                     "context_processors": ["django.contrib.auth.context_processors.auth"],
                 },
@@ -138,6 +201,11 @@ _logouts = Counter()
 _failed_logins = [0]
 _signups = [0]
 _csrf_failures = [0]
+_uploads = []
+_notes = {}  # id -> (username, text, client_id)
+_notes_read = Counter()
+_confirmations = [0]
+_challenges = [0]
 
 
 def _count(counter, key):
@@ -178,6 +246,10 @@ def stats(request):
             "failed_logins": _failed_logins[0],
             "signups": _signups[0],
             "csrf_failures": _csrf_failures[0],
+            "uploads": list(_uploads),
+            "notes_created": dict(Counter(user for user, _, _ in _notes.values())),
+            "notes_read": dict(_notes_read),
+            "confirmations": _confirmations[0],
         }
     body["users"] = User.objects.count()
     return JsonResponse(body)
@@ -207,6 +279,70 @@ def signup(request):
     with _lock:
         _signups[0] += 1
     return HttpResponseRedirect("/login/")
+
+
+def upload(request):
+    import hashlib
+
+    from django.shortcuts import render
+
+    if request.method != "POST":
+        return render(request, "upload.html")
+    document = request.FILES.get("document")
+    if document is None:
+        return render(request, "upload.html", status=400)
+    data = document.read()
+    received = {"user": request.user.get_username(), "name": document.name, "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(), "title": request.POST.get("title", "")}
+    with _lock:
+        _uploads.append(received)
+    return render(request, "upload.html", {"received": received})
+
+
+def notes(request):
+    import json
+
+    from django.http import JsonResponse
+
+    if request.method != "POST":
+        return JsonResponse({"error": "POST a note"}, status=405)
+    try:
+        body = json.loads(request.body)
+        text, client_id = str(body["text"]), str(body["client_id"])
+    except (ValueError, KeyError, TypeError):
+        return JsonResponse({"error": "expected JSON with text and client_id"}, status=400)
+    with _lock:
+        note_id = len(_notes) + 1
+        _notes[note_id] = (request.user.get_username(), text, client_id)
+    return JsonResponse({"id": note_id, "text": text, "client_id": client_id}, status=201)
+
+
+def note(request, note_id):
+    from django.http import JsonResponse
+
+    with _lock:
+        found = _notes.get(note_id)
+        if found is not None and found[0] == request.user.get_username():
+            _notes_read[found[0]] += 1
+    if found is None or found[0] != request.user.get_username():
+        return JsonResponse({"error": "not_found"}, status=404)
+    return JsonResponse({"id": note_id, "text": found[1], "client_id": found[2]})
+
+
+def confirm(request):
+    from django.http import HttpResponseBadRequest, HttpResponseRedirect
+    from django.shortcuts import render
+
+    if request.method != "POST":
+        with _lock:
+            _challenges[0] += 1
+            request.session["challenge"] = CHALLENGE_WORDS[_challenges[0] % len(CHALLENGE_WORDS)]
+        return render(request, "confirm.html", {"challenge": request.session["challenge"]})
+    if request.POST.get("challenge") != request.session.get("challenge"):
+        return HttpResponseBadRequest("wrong challenge")
+    with _lock:
+        _confirmations[0] += 1
+    return HttpResponseRedirect("/account/")
 
 
 def create_users(path):
@@ -247,6 +383,10 @@ def main():
         path("logout/", LogoutView.as_view()),
         path("signup/", signup),
         path("stats/", stats),
+        path("upload/", login_required(upload)),
+        path("confirm/", confirm),
+        path("api/notes/", login_required(notes)),
+        path("api/notes/<int:note_id>/", login_required(note)),
     ]
     signals.user_logged_in.connect(_on_login)
     signals.user_logged_out.connect(_on_logout)

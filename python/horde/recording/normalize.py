@@ -1,0 +1,211 @@
+"""From recorded exchanges to the steps of a journey.
+
+- sorted by start time (browsers write entries in the order responses end);
+- dropped: cancelled requests (status 0), CONNECT, what is not http(s), CORS preflights (horde
+  is no browser), beacons, browser noise and analytics hosts; WebSocket upgrades are noted;
+- redirect chains collapsed into the request that started them: the engine follows redirects,
+  so each hop is kept only for its response (cookies it set, what the chain ended on);
+- static resources (scripts, styles, images, fonts) attached to the page that loaded them
+  (by ``pageref`` when the recorder wrote pages, else the latest page before them), or dropped;
+- the pause before each step: the recorded gap from the end of the previous step (and its
+  resources) to its start, kept from 100 ms, to the tenth of a second (never truncated to
+  whole seconds).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from .exchanges import Exchange, header_value
+
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+MIN_PAUSE = 0.1
+
+# Hosts a browser talks to by itself, and the usual analytics: never part of a journey.
+NOISE_HOSTS = (
+    "safebrowsing.googleapis.com", "safebrowsing.google.com", "update.googleapis.com", "clients2.google.com",
+    "clients1.google.com", "optimizationguide-pa.googleapis.com", "content-autofill.googleapis.com",
+    "accounts.google.com", "www.gstatic.com", "detectportal.firefox.com", "incoming.telemetry.mozilla.org",
+    "firefox.settings.services.mozilla.com", "push.services.mozilla.com", "shavar.services.mozilla.com",
+    "location.services.mozilla.com", "tracking-protection.cdn.mozilla.net", "content-signature-2.cdn.mozilla.net",
+    "www.google-analytics.com", "google-analytics.com", "analytics.google.com", "www.googletagmanager.com",
+    "stats.g.doubleclick.net", "connect.facebook.net", "bat.bing.com", "static.hotjar.com", "script.hotjar.com",
+    "cdn.segment.com", "api.segment.io", "js-agent.newrelic.com", "bam.nr-data.net", "browser-intake-datadoghq.com",
+    "rum.browser-intake-datadoghq.com", "sentry.io", "plausible.io",
+)
+NOISE_HOST_SUFFIXES = (".doubleclick.net", ".google-analytics.com", ".hotjar.com", ".hotjar.io", ".ingest.sentry.io")
+
+STATIC_RESOURCE_TYPES = ("stylesheet", "script", "image", "font", "media", "manifest", "texttrack", "imageset")
+DROPPED_RESOURCE_TYPES = {"ping": "a beacon (navigator.sendBeacon, <a ping>)", "preflight": "a CORS preflight",
+                          "csp_violation_report": "a CSP report", "prefetch": "a prefetch"}
+STATIC_EXTENSIONS = (".css", ".js", ".mjs", ".map", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp",
+                     ".avif", ".bmp", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp4", ".webm", ".mp3", ".ogg",
+                     ".wasm")
+
+
+@dataclass
+class Dropped:
+    index: int
+    method: str
+    url: str
+    reason: str
+
+
+@dataclass
+class Journey:
+    steps: List[Exchange]
+    base_origin: str
+    dropped: List[Dropped] = field(default_factory=list)
+    websockets: List[Exchange] = field(default_factory=list)
+    # Static resources left for infer_html_resources() to fetch at run time.
+    infer_resources: bool = False
+
+    def origins(self) -> List[str]:
+        """Every origin the steps and resources reach, the base first."""
+        seen = {self.base_origin: None}
+        for step in self.steps:
+            for exchange in [step] + step.resources:
+                seen.setdefault(exchange.request.origin, None)
+        return list(seen)
+
+
+def normalize(exchanges: List[Exchange], resources: str = "keep") -> Journey:
+    """The journey's steps; ``resources`` is ``keep``, ``infer`` or ``drop``."""
+    dropped: List[Dropped] = []
+    websockets: List[Exchange] = []
+    kept = []
+    for exchange in sorted(exchanges, key=lambda e: (e.started, e.index)):
+        reason = _drop_reason(exchange)
+        if reason == "websocket":
+            websockets.append(exchange)
+        elif reason:
+            dropped.append(Dropped(exchange.index, exchange.request.method, exchange.request.url, reason))
+        else:
+            kept.append(exchange)
+    chains = _collapse_redirects(kept)
+    steps: List[Exchange] = []
+    for exchange in chains:
+        if is_static(exchange):
+            if resources == "drop":
+                dropped.append(Dropped(exchange.index, exchange.request.method, exchange.request.url,
+                                       "a static resource (--resources drop)"))
+                continue
+            if resources == "infer":
+                dropped.append(Dropped(exchange.index, exchange.request.method, exchange.request.url,
+                                       "a static resource, fetched by infer_html_resources() (--resources infer)"))
+                continue
+            page = _page_of(exchange, steps)
+            if page is not None:
+                page.resources.append(exchange)
+                continue
+        steps.append(exchange)
+    if not steps:
+        raise EmptyJourney(dropped)
+    _set_pauses(steps)
+    origins = Counter(step.request.origin for step in steps)
+    base = max(origins, key=lambda origin: (origins[origin], -_first_use(steps, origin)))
+    return Journey(steps, base, dropped, websockets, infer_resources=resources == "infer")
+
+
+class EmptyJourney(Exception):
+    """Every entry was dropped: the recording holds no request to replay."""
+
+    def __init__(self, dropped):
+        super().__init__("no request left to replay")
+        self.dropped = dropped
+
+
+def _first_use(steps, origin):
+    return next(i for i, step in enumerate(steps) if step.request.origin == origin)
+
+
+def _drop_reason(exchange: Exchange) -> Optional[str]:
+    request = exchange.request
+    scheme = urlsplit(request.url).scheme.lower()
+    if exchange.websocket:
+        return "websocket"
+    if request.method == "CONNECT":
+        return "a CONNECT tunnel"
+    if scheme not in ("http", "https"):
+        return f"a {scheme or 'relative'}: URL, not HTTP"
+    if exchange.response.status <= 0:
+        return "cancelled (no response)"
+    if request.method == "OPTIONS" and header_value(request.headers, "access-control-request-method"):
+        return "a CORS preflight (horde is no browser)"
+    if exchange.resource_type in DROPPED_RESOURCE_TYPES:
+        return DROPPED_RESOURCE_TYPES[exchange.resource_type]
+    host = (urlsplit(request.url).hostname or "").lower()
+    if host in NOISE_HOSTS or host.endswith(NOISE_HOST_SUFFIXES):
+        return "browser noise or analytics"
+    return None
+
+
+def _normalized(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, ""))
+
+
+def redirect_target(exchange: Exchange) -> Optional[str]:
+    if exchange.response.status not in REDIRECT_STATUSES:
+        return None
+    location = header_value(exchange.response.headers, "location") or exchange.response.redirect_url
+    return _normalized(urljoin(exchange.request.url, location)) if location else None
+
+
+def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
+    """Each redirect's follow-up becomes a hop of the request that started the chain."""
+    waiting: Dict[str, Exchange] = {}  # the URL a chain was sent to -> the chain's first request
+    heads = []
+    for exchange in exchanges:
+        url = _normalized(exchange.request.url)
+        head = waiting.pop(url, None)
+        if head is not None and exchange.started >= head.started:
+            last = head.hops[-1] if head.hops else head
+            if last.response.status in (307, 308) or exchange.request.method in ("GET", "HEAD"):
+                head.hops.append(exchange)
+                target = redirect_target(exchange)
+                if target:
+                    waiting[target] = head
+                continue
+        target = redirect_target(exchange)
+        if target:
+            waiting[target] = exchange
+        heads.append(exchange)
+    return heads
+
+
+def is_static(exchange: Exchange) -> bool:
+    if exchange.resource_type:
+        return exchange.resource_type in STATIC_RESOURCE_TYPES
+    mime = exchange.final.mime
+    if mime == "text/css" or "javascript" in mime or mime.startswith(("image/", "font/", "audio/", "video/")):
+        return exchange.request.method == "GET"
+    if mime.startswith("application/font") or mime in ("application/wasm", "application/vnd.ms-fontobject"):
+        return True
+    return exchange.request.method == "GET" and exchange.request.path.lower().endswith(STATIC_EXTENSIONS)
+
+
+def is_page(exchange: Exchange) -> bool:
+    if exchange.resource_type:
+        return exchange.resource_type == "document"
+    return exchange.final.is_html
+
+
+def _page_of(resource: Exchange, steps: List[Exchange]) -> Optional[Exchange]:
+    for step in reversed(steps):
+        if not is_page(step) or step.started > resource.started:
+            continue
+        if resource.pageref and step.pageref and resource.pageref != step.pageref:
+            continue
+        return step
+    return None
+
+
+def _set_pauses(steps: List[Exchange]) -> None:
+    for previous, step in zip(steps, steps[1:]):
+        ended = max([previous.ended] + [r.ended for r in previous.resources])
+        gap = step.started - ended
+        step.pause_before = round(gap, 1) if gap >= MIN_PAUSE else 0.0
