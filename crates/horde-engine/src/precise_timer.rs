@@ -5,13 +5,14 @@
 //! injector: a few syscalls per arrival, no thread, no spinning.
 
 use crate::descriptors::DescriptorPermit;
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
-use timerfd::{SetTimeFlags, TimerFd, TimerState};
 use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
 pub(crate) struct PreciseTimer {
-    fd: Option<AsyncFd<TimerFd>>,
+    fd: Option<AsyncFd<OwnedFd>>,
     /// The timerfd's place in the process's descriptor budget.
     _descriptor: Option<DescriptorPermit>,
 }
@@ -23,13 +24,17 @@ impl PreciseTimer {
         let Some(descriptor) = DescriptorPermit::timer() else {
             return PreciseTimer { fd: None, _descriptor: None };
         };
-        let fd = TimerFd::new_custom(timerfd::ClockId::Monotonic, true, true).ok().and_then(|fd| {
-            // `AsyncFd::new` is deprecated for types that may not own their descriptor; TimerFd
-            // owns it and moves into the AsyncFd, which keeps it open until deregistration.
-            // The safe constructor keeps the workspace free of `unsafe`.
-            #[allow(deprecated)]
-            AsyncFd::new(fd).ok()
-        });
+        let fd =
+            rustix::time::timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC)
+                .ok()
+                .and_then(|fd| {
+                    // `AsyncFd::new` is deprecated for types that may not own their descriptor
+                    // (its replacement is `unsafe`); an OwnedFd owns it and moves into the AsyncFd,
+                    // which keeps it open until deregistration. The safe constructor keeps the
+                    // workspace free of `unsafe`.
+                    #[allow(deprecated)]
+                    AsyncFd::new(fd).ok()
+                });
         PreciseTimer { _descriptor: fd.is_some().then_some(descriptor), fd }
     }
 
@@ -44,17 +49,27 @@ impl PreciseTimer {
             }
             // The fd is armed relative to now; a zero duration would disarm it.
             let wait = (deadline - now).max(Duration::from_nanos(1));
-            fd.get_mut().set_state(TimerState::Oneshot(wait), SetTimeFlags::Default);
+            if rustix::time::timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &one_shot(wait)).is_err() {
+                return tokio::time::sleep_until(deadline).await;
+            }
             match fd.readable().await {
                 Ok(mut guard) => {
                     // Reading the expiration count resets readiness; a spurious wake loops.
-                    let _ = guard.get_inner().read();
+                    let mut expirations = [0u8; 8];
+                    let _ = rustix::io::read(guard.get_inner(), &mut expirations);
                     guard.clear_ready();
                 }
                 Err(_) => return tokio::time::sleep_until(deadline).await,
             }
         }
     }
+}
+
+/// A timer that fires once, `wait` from now.
+fn one_shot(wait: Duration) -> Itimerspec {
+    let zero = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let value = Timespec { tv_sec: wait.as_secs() as _, tv_nsec: wait.subsec_nanos() as _ };
+    Itimerspec { it_interval: zero, it_value: value }
 }
 
 #[cfg(test)]
