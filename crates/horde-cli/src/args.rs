@@ -141,7 +141,11 @@ pub struct CompareArgs {
     pub paths: Vec<String>,
     /// How large a change must be to count (its whole confidence interval beyond it):
     /// latency and throughput relative, errors in percentage points.
-    #[arg(long, value_name = "latency=5%,throughput=2%,errors=0%", default_value = "latency=5%,throughput=2%,errors=0%")]
+    #[arg(
+        long,
+        value_name = "latency=5%,throughput=2%,errors=0%",
+        default_value = "latency=5%,throughput=2%,errors=0%"
+    )]
     pub tolerance: String,
     /// Significance level after Benjamini-Hochberg; the intervals are at 1 - alpha.
     #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]

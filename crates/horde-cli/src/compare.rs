@@ -24,9 +24,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<i32, Failure> {
     // The two plans of `horde run --trials N A B` differ by design: listed, as the trials
     // listed them, not refused.
     let trials_of_two_plans = trials_parent(&a, &b).is_some();
-    if !args.force
-        && (!report.plan_differences.is_empty() && !trials_of_two_plans || !differences_within.is_empty())
-    {
+    if !args.force && (!report.plan_differences.is_empty() && !trials_of_two_plans || !differences_within.is_empty()) {
         let mut message = String::from("the runs did not run the same plan (base URLs and names aside):");
         for difference in differences_within.iter().chain(&report.plan_differences) {
             message.push_str("\n  ");
@@ -142,9 +140,9 @@ fn plans_within(side: &LoadedSide) -> Vec<String> {
     side.runs[1..]
         .iter()
         .flat_map(|run| {
-            compare::plan_differences(&first.summary.plan, &run.summary.plan).into_iter().map(move |difference| {
-                format!("{} vs {}: {difference}", first.dir.display(), run.dir.display())
-            })
+            compare::plan_differences(&first.summary.plan, &run.summary.plan)
+                .into_iter()
+                .map(move |difference| format!("{} vs {}: {difference}", first.dir.display(), run.dir.display()))
         })
         .collect()
 }

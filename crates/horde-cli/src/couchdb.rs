@@ -6,13 +6,13 @@
 use crate::args::CouchdbArgs;
 use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
-use horde_report::terminal::printable;
 use horde_metrics::RunStatus;
 use horde_plan::{
     crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudRule, CrudWeights, HttpProtocol, Injection, Plan,
     RunOptions, Scenario, Step, PLAN_VERSION,
 };
 use horde_report::render_console;
+use horde_report::terminal::printable;
 
 const BULK_SCENARIO: &str = "bulk insert";
 const CRUD_SCENARIO: &str = "crud";

@@ -71,7 +71,10 @@ impl Requested {
                 .filter_map(|(name, method)| method.map(|m| (name.to_string(), m.to_string())))
                 .collect();
             let cannot = |cause: std::io::Error| {
-                Failure::Runtime(anyhow::anyhow!("--export locust:{}: cannot write its files: {cause}", prefix.display()))
+                Failure::Runtime(anyhow::anyhow!(
+                    "--export locust:{}: cannot write its files: {cause}",
+                    prefix.display()
+                ))
             };
             if let Some(parent) = prefix.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent).map_err(cannot)?;

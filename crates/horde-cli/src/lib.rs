@@ -105,7 +105,8 @@ impl From<ResultsError> for Failure {
 
 /// Problems with a command's flags, all of them, in one message.
 pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
-    let mut message = format!("invalid flags ({} problem{}):", problems.len(), if problems.len() == 1 { "" } else { "s" });
+    let mut message =
+        format!("invalid flags ({} problem{}):", problems.len(), if problems.len() == 1 { "" } else { "s" });
     for problem in problems {
         message.push_str("\n  ");
         message.push_str(&problem);
@@ -135,15 +136,17 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            let run = RunOutputs { name: &program.plan.name.clone(), output: &args.output, exports: Some(&args.exports) };
+            let run =
+                RunOutputs { name: &program.plan.name.clone(), output: &args.output, exports: Some(&args.exports) };
             execute(program, &run, &args.thresholds, "cli")
         }
         Command::Demo { users, output } => {
             // The target serves HTTPS and HTTP/2, as most real sites do: the demo verifies its
             // certificate (written for the run, removed after) and negotiates h2 by ALPN.
             let options = horde_target::TargetOptions { tls: true, ..horde_target::TargetOptions::default() };
-            let server = horde_target::TargetServer::start_with("127.0.0.1:0".parse().expect("a socket address"), options)
-                .context("starting the built-in target")?;
+            let server =
+                horde_target::TargetServer::start_with("127.0.0.1:0".parse().expect("a socket address"), options)
+                    .context("starting the built-in target")?;
             let pem = server.cert_pem().expect("a TLS target has a certificate");
             let certificate = target_certificate::write(pem, None, server.addr().port())?;
             status!("horde demo: built-in target on {} (HTTPS, HTTP/2)", server.base_url());
@@ -172,7 +175,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Sql(args) => sql::sql(&args),
         Command::Report { results, html: true } => {
-            let dir = if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
+            let dir =
+                if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
             if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
                 return Err(Failure::Invalid(format!(
                     "{} is not a results directory: it has neither summary.json nor sweep.json",
@@ -299,7 +303,10 @@ fn input_kind(file: &Path) -> Result<InputKind, Failure> {
 /// What a run's results directory is named after: the simulation's or the plan file's stem
 /// (`checkout` for checkout.py), which the user chose, rather than its first scenario.
 pub(crate) fn results_name(file: &Path) -> String {
-    file.file_stem().map(|stem| stem.to_string_lossy().into_owned()).filter(|stem| !stem.is_empty()).unwrap_or_else(|| "run".into())
+    file.file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .filter(|stem| !stem.is_empty())
+        .unwrap_or_else(|| "run".into())
 }
 
 fn load_failure(error: LoadError) -> Failure {
@@ -570,8 +577,7 @@ fn exact_results_dir(dir: &Path) -> Result<PathBuf, Failure> {
             Ok(dir.to_path_buf())
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)
-                .map_err(|cause| ResultsError::Create { path: dir.to_path_buf(), cause })?;
+            std::fs::create_dir_all(dir).map_err(|cause| ResultsError::Create { path: dir.to_path_buf(), cause })?;
             Ok(dir.to_path_buf())
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotADirectory => {

@@ -65,7 +65,10 @@ impl PythonSubprocessLoader {
             return Err(LoadError::interrupted());
         }
         if !output.status.success() {
-            return Err(LoadError::new(explain_python_failure(&self.python, String::from_utf8_lossy(&output.stderr).trim())));
+            return Err(LoadError::new(explain_python_failure(
+                &self.python,
+                String::from_utf8_lossy(&output.stderr).trim(),
+            )));
         }
         // What the simulation printed (the loader sends it to stderr, keeping stdout for the
         // plan) is shown as it would be in-process.

@@ -4,8 +4,8 @@
 
 use anyhow::Context;
 use bytes::Bytes;
-use http_body_util::Full;
 use horde_report::LiveMetrics;
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
@@ -25,7 +25,8 @@ pub(crate) struct MetricsEndpoint {
 impl MetricsEndpoint {
     /// Binds `address` now, so that a port in use is found before the run starts.
     pub fn start(address: SocketAddr, live: LiveMetrics) -> anyhow::Result<MetricsEndpoint> {
-        let listener = std::net::TcpListener::bind(address).with_context(|| format!("--metrics: cannot listen on {address}"))?;
+        let listener =
+            std::net::TcpListener::bind(address).with_context(|| format!("--metrics: cannot listen on {address}"))?;
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel();

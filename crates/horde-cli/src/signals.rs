@@ -78,12 +78,10 @@ pub fn listen() {
     LISTENING.get_or_init(|| {
         // Registered here, before this function returns, so that no signal is missed.
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let terminate = runtime.block_on(async {
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        });
-        let interrupt = runtime.block_on(async {
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        });
+        let terminate =
+            runtime.block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) });
+        let interrupt =
+            runtime.block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) });
         // A file-size limit (`ulimit -f`) reached: by default the signal kills the process
         // before the results are saved. Caught, it leaves the write failing with EFBIG, which
         // horde reports as it does a full disk (Python, hosting horde, ignores it too).

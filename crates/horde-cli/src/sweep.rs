@@ -297,7 +297,9 @@ impl Sweep<'_> {
                 );
                 status!("horde sweep: {stopped}");
                 self.stopped = Some(stopped);
-                self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
+                self.report()
+                    .write(&self.dir)
+                    .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
                 Ok(None)
             }
         }
@@ -331,7 +333,8 @@ impl Sweep<'_> {
             run => format!("{}-{}-run{run}", self.model.name(), format_level(level)),
         };
         let dir = self.dir.join(&label);
-        std::fs::create_dir_all(&dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
         status!(
             "horde sweep: level {} {} for {:.1} s (+{:.1} s warm-up){}",
             format_level(level),
@@ -354,7 +357,11 @@ impl Sweep<'_> {
             result.p99_us as f64 / 1000.0,
             result.error_rate * 100.0,
             result.throughput_rps,
-            if result.broken_slos.is_empty() { String::new() } else { format!(", broke {}", result.broken_slos.join(", ")) },
+            if result.broken_slos.is_empty() {
+                String::new()
+            } else {
+                format!(", broke {}", result.broken_slos.join(", "))
+            },
             match &result.not_delivered {
                 Some(why) => format!(", load not delivered: {why}"),
                 None => String::new(),
@@ -362,7 +369,9 @@ impl Sweep<'_> {
         );
         self.interrupted = finished.status == RunStatus::Interrupted;
         self.levels.push(result.clone());
-        self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
+        self.report()
+            .write(&self.dir)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok((!self.interrupted).then_some(result))
     }
 
@@ -436,7 +445,9 @@ impl Sweep<'_> {
         let Some(high_again) = self.measure(high.level)? else { return Ok(()) };
         let confirmed = low_again.meets_slos() && !is_good(&high_again, Some(&low_again));
         self.boundary = Some(Boundary { last_good: low.level, first_bad: high.level, confirmed });
-        self.report().write(&self.dir).map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
+        self.report()
+            .write(&self.dir)
+            .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok(())
     }
 }
@@ -486,7 +497,12 @@ fn url_plan(url: &str, model: Model) -> Plan {
         feeders: Vec::new(),
         databases: Vec::new(),
         thresholds: Vec::new(),
-        scenarios: vec![Scenario { name: "url".into(), steps, injection: vec![Injection::AtOnceUsers { users: 1 }], after: None }],
+        scenarios: vec![Scenario {
+            name: "url".into(),
+            steps,
+            injection: vec![Injection::AtOnceUsers { users: 1 }],
+            after: None,
+        }],
         options: horde_plan::RunOptions {
             on_check_failure: horde_plan::OnCheckFailure::Continue,
             ..Default::default()

@@ -11,12 +11,12 @@
 use crate::args::RunArgs;
 use crate::output::{print_text, status};
 use crate::{compare, exit, load_program, prepare, run_into, Failure, FinishedRun, SimulationLoader};
+use anyhow::Context;
 use horde_engine::SessionFunctions;
 use horde_metrics::RunStatus;
 use horde_plan::Plan;
 use horde_report::compare::{compare_sides, load_side, render, CompareOptions};
 use horde_report::{create_results_dir, LiveMetrics};
-use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -46,7 +46,13 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
-        arms.push(Arm { label, file, name: crate::results_name(file), plan: program.plan, functions: program.session_functions });
+        arms.push(Arm {
+            label,
+            file,
+            name: crate::results_name(file),
+            plan: program.plan,
+            functions: program.session_functions,
+        });
     }
     let parent_name = match arms.as_slice() {
         [a] => format!("{}-trials", a.name),
@@ -180,9 +186,8 @@ fn run_trial(
 
 fn one_line(finished: &FinishedRun) -> String {
     let global = &finished.summary.global;
-    let percentile = |p: f64| {
-        global.latency.all.percentile(p).map_or("-".to_string(), |us| format!("{:.2} ms", us as f64 / 1000.0))
-    };
+    let percentile =
+        |p: f64| global.latency.all.percentile(p).map_or("-".to_string(), |us| format!("{:.2} ms", us as f64 / 1000.0));
     format!(
         "{} requests, {} KO, p50 {}, p99 {}; {}",
         global.count,

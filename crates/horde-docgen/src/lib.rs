@@ -136,7 +136,10 @@ mod tests {
     fn the_dictionary_follows_the_rules() {
         let dictionary = Dictionary::shared();
         assert_eq!(dictionary.words().len(), 32_768);
-        assert!(dictionary.words().iter().all(|w| (3..=15).contains(&w.len()) && w.bytes().all(|b| ALPHABET.contains(&b))));
+        assert!(dictionary
+            .words()
+            .iter()
+            .all(|w| (3..=15).contains(&w.len()) && w.bytes().all(|b| ALPHABET.contains(&b))));
         let lengths: std::collections::BTreeSet<usize> = dictionary.words().iter().map(|w| w.len()).collect();
         assert_eq!(lengths.len(), 13, "every length from 3 to 15 occurs");
     }

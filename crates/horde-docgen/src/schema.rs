@@ -41,8 +41,11 @@ impl Schema {
     /// A JSON document as a template: every boolean, integer, float and string is replaced by
     /// a generated one. `_id` and `_rev` at the top are dropped, as CouchDB sets them.
     pub fn from_json(text: &str) -> Result<Schema, SchemaError> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| SchemaError::Json { line: e.line(), column: e.column(), message: e.to_string() })?;
+        let value: Value = serde_json::from_str(text).map_err(|e| SchemaError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
         let Value::Object(mut map) = value else {
             return Err(SchemaError::NotAnObject { found: kind_of(&value).into() });
         };
@@ -67,7 +70,11 @@ impl Schema {
         })?;
         let root = document.root_element();
         if root.tag_name().name() != "object" {
-            return Err(xml_error(&document, root, format!("the outermost element must be <object>, not <{}>", root.tag_name().name())));
+            return Err(xml_error(
+                &document,
+                root,
+                format!("the outermost element must be <object>, not <{}>", root.tag_name().name()),
+            ));
         }
         from_xml_type(&document, root, 0)
     }
@@ -133,7 +140,11 @@ fn single_type(
 ) -> Result<Schema, SchemaError> {
     let mut children = elements(node);
     let (Some(child), None) = (children.next(), children.next()) else {
-        return Err(xml_error(document, node, format!("<{}> must hold exactly one type element", node.tag_name().name())));
+        return Err(xml_error(
+            document,
+            node,
+            format!("<{}> must hold exactly one type element", node.tag_name().name()),
+        ));
     };
     from_xml_type(document, child, depth)
 }
@@ -167,7 +178,11 @@ fn from_xml_type(
         "array" => elements(node)
             .map(|element| {
                 if element.tag_name().name() != "element" {
-                    return Err(xml_error(document, element, format!("<array> holds <element>s, not <{}>", element.tag_name().name())));
+                    return Err(xml_error(
+                        document,
+                        element,
+                        format!("<array> holds <element>s, not <{}>", element.tag_name().name()),
+                    ));
                 }
                 single_type(document, element, depth + 1)
             })
@@ -176,7 +191,11 @@ fn from_xml_type(
         "object" => elements(node)
             .map(|entry| {
                 if entry.tag_name().name() != "entry" {
-                    return Err(xml_error(document, entry, format!("<object> holds <entry>s, not <{}>", entry.tag_name().name())));
+                    return Err(xml_error(
+                        document,
+                        entry,
+                        format!("<object> holds <entry>s, not <{}>", entry.tag_name().name()),
+                    ));
                 }
                 let name = elements(entry).find(|n| n.tag_name().name() == "name");
                 let value = elements(entry).find(|n| n.tag_name().name() == "value");
@@ -221,7 +240,8 @@ mod tests {
         assert_eq!(Schema::from_json("[1, 2]").unwrap_err(), SchemaError::NotAnObject { found: "an array".into() });
         let err = Schema::from_json("{\n  \"a\": 1,\n  \"b\": [}\n}").unwrap_err();
         assert!(matches!(err, SchemaError::Json { line: 3, .. }), "{err}");
-        let err = Schema::from_xml("<object>\n  <entry><name>a</name><value><decimal/></value></entry>\n</object>").unwrap_err();
+        let err = Schema::from_xml("<object>\n  <entry><name>a</name><value><decimal/></value></entry>\n</object>")
+            .unwrap_err();
         assert_eq!(err.to_string(), "invalid XML schema at line 2, column 31: unknown element <decimal> (object, array, boolean, integer, float, string, null)");
         let err = Schema::from_xml("<array/>").unwrap_err();
         assert!(err.to_string().contains("outermost element must be <object>"), "{err}");
@@ -234,9 +254,11 @@ mod tests {
     #[test]
     fn deep_nesting_is_refused_with_its_place() {
         let deep = 10_000;
-        let xml = format!("{}<null/>{}", "<array><element>".repeat(deep), "</element></array>".repeat(deep))
-            .replacen("<array>", "<object><entry><name>a</name><value><array>", 1)
-            + "</value></entry></object>";
+        let xml = format!("{}<null/>{}", "<array><element>".repeat(deep), "</element></array>".repeat(deep)).replacen(
+            "<array>",
+            "<object><entry><name>a</name><value><array>",
+            1,
+        ) + "</value></entry></object>";
         let err = Schema::from_xml(&xml).unwrap_err();
         assert!(err.to_string().contains("deeper than 64 levels"), "{err}");
         assert!(matches!(err, SchemaError::Xml { line: 1, .. }), "{err}");

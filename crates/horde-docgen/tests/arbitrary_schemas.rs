@@ -15,8 +15,10 @@ fn xml_fragment() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(6, 64, 4, |inner| {
         prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4)
-                .prop_map(|items| format!("<array>{}</array>", items.iter().map(|i| format!("<element>{i}</element>")).collect::<String>())),
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(|items| format!(
+                "<array>{}</array>",
+                items.iter().map(|i| format!("<element>{i}</element>")).collect::<String>()
+            )),
             proptest::collection::vec(("[a-z]{0,5}", inner), 0..4).prop_map(|entries| {
                 let body: String = entries
                     .iter()

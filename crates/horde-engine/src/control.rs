@@ -244,7 +244,8 @@ impl VirtualUser {
         let ctx = self.ctx.clone();
         let program = &ctx.program;
         let Some(functions) = program.session_functions.as_deref() else {
-            let failure = Failure::unsent("session_function_missing", format!("no front end supplied the function {key:?}"));
+            let failure =
+                Failure::unsent("session_function_missing", format!("no front end supplied the function {key:?}"));
             self.record_unsent(row_id, &failure, 0, None);
             return self.after_failure();
         };
@@ -277,4 +278,3 @@ impl VirtualUser {
         Flow::ExitUser
     }
 }
-

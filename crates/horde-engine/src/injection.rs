@@ -92,7 +92,11 @@ fn time_within(count: f64, length: f64, from: f64, to: f64) -> f64 {
     }
     let slope = (to - from) / length;
     let t = if slope.abs() < 1e-12 {
-        if from > 0.0 { count / from } else { 0.0 }
+        if from > 0.0 {
+            count / from
+        } else {
+            0.0
+        }
     } else {
         (-from + (from * from + 2.0 * slope * count).max(0.0).sqrt()) / slope
     };
@@ -149,7 +153,13 @@ fn expand_open(steps: &[Injection]) -> Vec<OpenStep> {
             Injection::StressPeakUsers { users, duration_ms } => {
                 open.push(OpenStep::Peak { users, duration: Duration::from_millis(duration_ms) })
             }
-            Injection::IncrementUsersPerSec { increment, times, level_duration_ms, ramp_duration_ms, starting_from } => {
+            Injection::IncrementUsersPerSec {
+                increment,
+                times,
+                level_duration_ms,
+                ramp_duration_ms,
+                starting_from,
+            } => {
                 for level in 0..times {
                     let rate = starting_from + f64::from(level) * increment;
                     open.push(rate_step(rate, rate, level_duration_ms, false));
@@ -265,7 +275,8 @@ fn erf(x: f64) -> f64 {
     let sign = x.signum();
     let x = x.abs();
     let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let poly =
+        t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     sign * (1.0 - poly * (-x * x).exp())
 }
 
@@ -332,7 +343,13 @@ fn closed_levels(steps: &[Injection]) -> Vec<(u64, u64, Duration)> {
             Injection::RampConcurrentUsers { from, to, duration_ms } => {
                 levels.push((from, to, Duration::from_millis(duration_ms)))
             }
-            Injection::IncrementConcurrentUsers { increment, times, level_duration_ms, ramp_duration_ms, starting_from } => {
+            Injection::IncrementConcurrentUsers {
+                increment,
+                times,
+                level_duration_ms,
+                ramp_duration_ms,
+                starting_from,
+            } => {
                 for level in 0..u64::from(times) {
                     let users = starting_from + level * increment;
                     levels.push((users, users, Duration::from_millis(level_duration_ms)));

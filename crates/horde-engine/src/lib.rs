@@ -32,16 +32,16 @@ mod protocol;
 mod request_log;
 mod run;
 mod run_limits;
+pub mod session;
 mod start_line;
 mod thresholds;
 mod tls_trust;
-pub mod session;
 mod user;
 mod worker;
 
 pub use descriptors::{connection_capacity, connections_needed_at_once};
+pub use lower::{lower, Program};
 pub use protocol::couchdb::couchdb_request;
 pub use protocol::sql::{check_connection as sql_check_connection, redacted as redacted_url};
-pub use lower::{lower, Program};
 pub use run::{run, run_with_request_log, worker_count, RunControl, RunResult};
 pub use session::functions::SessionFunctions;

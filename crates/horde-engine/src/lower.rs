@@ -5,8 +5,8 @@
 
 use bytes::Bytes;
 use horde_plan::{
-    parse_condition, parse_template, Body, BodyPart, CheckSource, CompareOp, Injection, Plan, PlanError, Request, Select,
-    Step, Transform, Validation,
+    parse_condition, parse_template, Body, BodyPart, CheckSource, CompareOp, Injection, Plan, PlanError, Request,
+    Select, Step, Transform, Validation,
 };
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
@@ -18,11 +18,11 @@ use std::time::Duration;
 use url::Url;
 
 use crate::protocol::http::cookies::{self, CookieStep};
-use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
-use crate::session::expression::{CompiledCondition, Names};
+use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
 pub use crate::session::expression::Template;
+use crate::session::expression::{CompiledCondition, Names};
 use crate::session::feeder::FeederRuntime;
 use crate::session::functions::{FunctionCost, SessionFunctions};
 
@@ -119,7 +119,11 @@ pub struct SocketStepProgram {
 }
 
 pub enum SocketAction {
-    Connect { url: Template, base: Option<Url>, headers: Vec<HeaderProgram> },
+    Connect {
+        url: Template,
+        base: Option<Url>,
+        headers: Vec<HeaderProgram>,
+    },
     SendText(Template),
     SendBinary(Bytes),
     /// Wait only.
@@ -204,9 +208,16 @@ pub enum StepProgram {
     /// Requests sent at once.
     Batch(Vec<RequestProgram>),
     /// Take a feeder's next record(s): `slots[i]` receives column `i`.
-    Feed { feeder: Arc<FeederRuntime>, slots: Vec<usize>, count: u32 },
+    Feed {
+        feeder: Arc<FeederRuntime>,
+        slots: Vec<usize>,
+        count: u32,
+    },
     /// `row_id`: where a value that cannot be computed is counted.
-    Set { values: Vec<(usize, Template)>, row_id: usize },
+    Set {
+        values: Vec<(usize, Template)>,
+        row_id: usize,
+    },
     Unset(Vec<usize>),
     /// `do_if`, `do_if_or_else`, `do_switch`, the random and round-robin switches: a choice of
     /// one branch.
@@ -215,12 +226,21 @@ pub enum StepProgram {
     /// `try_max` and `eventually`.
     Retry(Box<RetryProgram>),
     /// End the user: always, when `condition` holds, or (`if_failed`) when a request of its failed.
-    Exit { condition: Option<Box<ConditionProgram>>, if_failed: bool },
+    Exit {
+        condition: Option<Box<ConditionProgram>>,
+        if_failed: bool,
+    },
     /// A failed request leaves `body` at once; the chain goes on after it.
     ExitBlockOnFail(Vec<StepProgram>),
-    StopLoadGenerator { message: Arc<str>, condition: Option<Box<ConditionProgram>> },
+    StopLoadGenerator {
+        message: Arc<str>,
+        condition: Option<Box<ConditionProgram>>,
+    },
     /// A front end's function with the session; `row_id` counts what it raises.
-    SessionFunction { key: Arc<str>, row_id: usize },
+    SessionFunction {
+        key: Arc<str>,
+        row_id: usize,
+    },
     /// A step on one of the user's WebSockets or event streams.
     Socket(Box<SocketStepProgram>),
     /// A step on the user's cookie jar.
@@ -240,19 +260,47 @@ pub struct ConditionProgram {
 }
 
 pub enum ChoiceProgram {
-    If { condition: ConditionProgram, then: Vec<StepProgram>, otherwise: Vec<StepProgram> },
-    Switch { value: Template, row_id: usize, cases: Vec<(Template, Vec<StepProgram>)>, otherwise: Vec<StepProgram> },
+    If {
+        condition: ConditionProgram,
+        then: Vec<StepProgram>,
+        otherwise: Vec<StepProgram>,
+    },
+    Switch {
+        value: Template,
+        row_id: usize,
+        cases: Vec<(Template, Vec<StepProgram>)>,
+        otherwise: Vec<StepProgram>,
+    },
     /// `bounds[i]` is the upper end of case i's share of [0, 100); above the last, `otherwise`.
-    Random { bounds: Vec<f64>, cases: Vec<Vec<StepProgram>>, otherwise: Vec<StepProgram> },
+    Random {
+        bounds: Vec<f64>,
+        cases: Vec<Vec<StepProgram>>,
+        otherwise: Vec<StepProgram>,
+    },
     Uniform(Vec<Vec<StepProgram>>),
     /// Each pass, by any user of the run, takes the next case.
-    RoundRobin { next: Arc<AtomicU64>, cases: Vec<Vec<StepProgram>> },
+    RoundRobin {
+        next: Arc<AtomicU64>,
+        cases: Vec<Vec<StepProgram>>,
+    },
 }
 
 pub enum LoopProgram {
-    Foreach { list: Template, row_id: usize, element: usize, counter: Option<usize>, body: Vec<StepProgram> },
+    Foreach {
+        list: Template,
+        row_id: usize,
+        element: usize,
+        counter: Option<usize>,
+        body: Vec<StepProgram>,
+    },
     /// `as_long_as` tests before each pass, `do_while` after.
-    While { condition: ConditionProgram, test_first: bool, exit_on_fail: bool, counter: Option<usize>, body: Vec<StepProgram> },
+    While {
+        condition: ConditionProgram,
+        test_first: bool,
+        exit_on_fail: bool,
+        counter: Option<usize>,
+        body: Vec<StepProgram>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -415,8 +463,14 @@ pub enum Extractor {
     Status,
     Header(HeaderName),
     Substring(String),
-    Regex { regex: regex::Regex, group: usize },
-    Css { selector: scraper::Selector, attribute: Option<String> },
+    Regex {
+        regex: regex::Regex,
+        group: usize,
+    },
+    Css {
+        selector: scraper::Selector,
+        attribute: Option<String>,
+    },
     JsonPath(serde_json_path::JsonPath),
     JmesPath(jmespath::Expression<'static>),
     XPath(crate::protocol::http::xpath::XPath),
@@ -491,7 +545,8 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         }
     }
     let accept_encoding = http::header::ACCEPT_ENCODING;
-    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|h| h.name == accept_encoding) {
+    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|h| h.name == accept_encoding)
+    {
         let value = lowering.template(&plan.protocol.accept_encoding);
         let fixed = lowering.fixed_header_value("protocol.accept_encoding", &value);
         lowering.default_headers.push(HeaderProgram { name: accept_encoding, value, fixed });
@@ -523,7 +578,10 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     let thresholds = crate::thresholds::resolve(plan, &lowering.rows, &lowering.groups, &mut lowering.errors);
     for error in std::mem::take(&mut lowering.errors) {
         let named_already = errors.iter().any(|known| {
-            error.path.strip_prefix(known.path.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            error
+                .path
+                .strip_prefix(known.path.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
         });
         if !named_already {
             errors.push(error);
@@ -803,7 +861,9 @@ impl Lowering {
                 .iter()
                 .map(|f| format!("feeder {:?} ({}) has {}", f.name, f.origin, f.columns.join(", ")))
                 .collect();
-            let mut message = format!("${{{name}}} is never set: no check saves it, no feeder has it as a column, no set or loop names it");
+            let mut message = format!(
+                "${{{name}}} is never set: no check saves it, no feeder has it as a column, no set or loop names it"
+            );
             if !feeders.is_empty() {
                 message.push_str(&format!("; {}", feeders.join("; ")));
             } else if !known.is_empty() {
@@ -850,7 +910,9 @@ impl Lowering {
                             .resources
                             .iter()
                             .enumerate()
-                            .map(|(i, resource)| self.request(&format!("{path}.resources[{i}]"), resource, group_prefix))
+                            .map(|(i, resource)| {
+                                self.request(&format!("{path}.resources[{i}]"), resource, group_prefix)
+                            })
                             .collect();
                         page.infers_resources = self.infer_html_resources;
                         page.needs_body |= page.infers_resources;
@@ -909,24 +971,50 @@ impl Lowering {
                             (Some(text), _) => SocketAction::SendText(self.template(text)),
                             (None, Some(data)) => {
                                 use base64::Engine;
-                                let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
-                                    self.errors.push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
-                                    Vec::new()
-                                });
+                                let bytes =
+                                    base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
+                                        self.errors
+                                            .push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
+                                        Vec::new()
+                                    });
                                 SocketAction::SendBinary(Bytes::from(bytes))
                             }
                             (None, None) => SocketAction::SendText(self.template("")),
                         };
                         let messages = step.await_messages.as_ref();
-                        self.socket_step(&path, SocketKind::WebSocket, &step.name, &step.socket, action, messages, group_prefix)
+                        self.socket_step(
+                            &path,
+                            SocketKind::WebSocket,
+                            &step.name,
+                            &step.socket,
+                            action,
+                            messages,
+                            group_prefix,
+                        )
                     }
                     Step::WsAwait(step) | Step::SseAwait(step) => {
-                        let kind = if matches!(step_ref, Step::WsAwait(_)) { SocketKind::WebSocket } else { SocketKind::EventStream };
+                        let kind = if matches!(step_ref, Step::WsAwait(_)) {
+                            SocketKind::WebSocket
+                        } else {
+                            SocketKind::EventStream
+                        };
                         let messages = Some(&step.await_messages);
-                        self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Await, messages, group_prefix)
+                        self.socket_step(
+                            &path,
+                            kind,
+                            &step.name,
+                            &step.socket,
+                            SocketAction::Await,
+                            messages,
+                            group_prefix,
+                        )
                     }
                     Step::WsClose(step) | Step::SseClose(step) => {
-                        let kind = if matches!(step_ref, Step::WsClose(_)) { SocketKind::WebSocket } else { SocketKind::EventStream };
+                        let kind = if matches!(step_ref, Step::WsClose(_)) {
+                            SocketKind::WebSocket
+                        } else {
+                            SocketKind::EventStream
+                        };
                         self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
                     }
                     Step::Feed { feeder, count } => match self.feeder(feeder) {
@@ -945,7 +1033,11 @@ impl Lowering {
                     }
                     Step::Unset { names } => StepProgram::Unset(names.iter().map(|n| self.slot(n)).collect()),
                     Step::DoIf { condition, steps, else_steps } => {
-                        let condition = self.condition(&format!("{path}.condition"), condition, &format!("{group_prefix}do_if {condition}"));
+                        let condition = self.condition(
+                            &format!("{path}.condition"),
+                            condition,
+                            &format!("{group_prefix}do_if {condition}"),
+                        );
                         let then = self.steps(&format!("{path}.steps"), steps, group_prefix);
                         let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
                         StepProgram::Choose(Box::new(ChoiceProgram::If { condition, then, otherwise }))
@@ -1011,8 +1103,11 @@ impl Lowering {
                             Step::AsLongAs { exit_on_fail, .. } => (true, *exit_on_fail, "as_long_as"),
                             _ => (false, false, "do_while"),
                         };
-                        let condition =
-                            self.condition(&format!("{path}.condition"), condition, &format!("{group_prefix}{kind} {condition}"));
+                        let condition = self.condition(
+                            &format!("{path}.condition"),
+                            condition,
+                            &format!("{group_prefix}{kind} {condition}"),
+                        );
                         StepProgram::Loop(Box::new(LoopProgram::While {
                             condition,
                             test_first,
@@ -1050,7 +1145,11 @@ impl Lowering {
                     Step::ExitHereIfFailed => StepProgram::Exit { condition: None, if_failed: true },
                     Step::ExitHere { condition } => {
                         let condition = condition.as_ref().map(|c| {
-                            Box::new(self.condition(&format!("{path}.condition"), c, &format!("{group_prefix}exit_here_if {c}")))
+                            Box::new(self.condition(
+                                &format!("{path}.condition"),
+                                c,
+                                &format!("{group_prefix}exit_here_if {c}"),
+                            ))
                         });
                         StepProgram::Exit { condition, if_failed: false }
                     }
@@ -1099,8 +1198,12 @@ impl Lowering {
                             bulk_documents_per_user: step.bulk_documents_per_user,
                         }))
                     }
-                    Step::SqlWorkload(step) => StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix))),
-                    Step::Sql(step) => StepProgram::SqlStatement(Box::new(self.sql_statement(&path, step, group_prefix))),
+                    Step::SqlWorkload(step) => {
+                        StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix)))
+                    }
+                    Step::Sql(step) => {
+                        StepProgram::SqlStatement(Box::new(self.sql_statement(&path, step, group_prefix)))
+                    }
                     Step::SqlTransaction(step) => {
                         let row = format!("{group_prefix}{}", step.action.statement()).into();
                         StepProgram::SqlTransaction(Box::new(crate::protocol::sql::SqlTransactionProgram {
@@ -1217,13 +1320,14 @@ impl Lowering {
                 .enumerate()
                 .map(|(i, message)| {
                     let path = format!("{path}.await.messages[{i}]");
-                    let checks = |lowering: &mut Lowering, kind: &str, checks: &[horde_plan::Check]| -> Vec<CheckProgram> {
-                        checks
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(j, check)| lowering.check(&format!("{path}.{kind}[{j}]"), check))
-                            .collect()
-                    };
+                    let checks =
+                        |lowering: &mut Lowering, kind: &str, checks: &[horde_plan::Check]| -> Vec<CheckProgram> {
+                            checks
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(j, check)| lowering.check(&format!("{path}.{kind}[{j}]"), check))
+                                .collect()
+                        };
                     MessageProgram {
                         row_id: self.row(format!("{group_prefix}{}", message.name).into()),
                         matching: checks(self, "matching", &message.matching),
@@ -1264,7 +1368,12 @@ impl Lowering {
                         .map_err(|message| self.errors.push(PlanError::new(format!("{path}.domain"), message)))
                         .ok()
                 });
-                CookieStep::Get(cookies::GetCookie { name: get.name.clone(), domain, slot: self.slot(&get.save_as), row_id })
+                CookieStep::Get(cookies::GetCookie {
+                    name: get.name.clone(),
+                    domain,
+                    slot: self.slot(&get.save_as),
+                    row_id,
+                })
             }
             Step::FlushCookieJar => CookieStep::FlushJar,
             _ => CookieStep::FlushSession,
@@ -1345,13 +1454,23 @@ impl Lowering {
         name.and_then(|name| self.database_names.iter().position(|known| known == name)).unwrap_or(0)
     }
 
-    fn sql_statement(&mut self, path: &str, step: &horde_plan::SqlStatement, group_prefix: &str) -> crate::protocol::sql::SqlStatementProgram {
+    fn sql_statement(
+        &mut self,
+        path: &str,
+        step: &horde_plan::SqlStatement,
+        group_prefix: &str,
+    ) -> crate::protocol::sql::SqlStatementProgram {
         let database = self.database_index(step.database.as_deref());
-        let kind = self.database_kinds.get(database).copied().unwrap_or(crate::protocol::sql::database::DatabaseKind::Sqlite);
+        let kind =
+            self.database_kinds.get(database).copied().unwrap_or(crate::protocol::sql::database::DatabaseKind::Sqlite);
         let (sql, bind_order) = crate::protocol::sql::translate_placeholders(&step.sql, kind, step.params.len());
         let params = step.params.iter().map(|p| self.template(p)).collect();
-        let checks: Vec<CheckProgram> =
-            step.checks.iter().enumerate().filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check)).collect();
+        let checks: Vec<CheckProgram> = step
+            .checks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check))
+            .collect();
         let mut columns: Vec<String> = Vec::new();
         for check in &checks {
             if let Extractor::Column(name) = &check.extractor {
@@ -1582,14 +1701,16 @@ impl Lowering {
             CheckSource::Jmespath { expression } => match jmespath::compile(expression) {
                 Ok(compiled) => (Extractor::JmesPath(compiled), format!("jmespath({expression:?})")),
                 Err(err) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.expression"), format!("invalid JMESPath: {err}")));
+                    self.errors
+                        .push(PlanError::new(format!("{path}.source.expression"), format!("invalid JMESPath: {err}")));
                     return None;
                 }
             },
             CheckSource::Xpath { expression } => match crate::protocol::http::xpath::XPath::compile(expression) {
                 Ok(compiled) => (Extractor::XPath(compiled), format!("xpath({expression:?})")),
                 Err(err) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
+                    self.errors
+                        .push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
                     return None;
                 }
             },
@@ -1600,7 +1721,9 @@ impl Lowering {
             CheckSource::Sha1 => (Extractor::Sha1, "sha1".to_string()),
             CheckSource::Sha256 => (Extractor::Sha256, "sha256".to_string()),
             CheckSource::CurrentLocation => (Extractor::CurrentLocation, "current_location".to_string()),
-            CheckSource::ResponseTimeInMillis => (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string()),
+            CheckSource::ResponseTimeInMillis => {
+                (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string())
+            }
             CheckSource::RowCount => (Extractor::RowCount, "row_count".to_string()),
             CheckSource::Column { name } => (Extractor::Column(name.clone()), format!("column({name:?})")),
         };
@@ -1612,7 +1735,10 @@ impl Lowering {
         };
         // Expected values and the default are templates: errors in them are the check's.
         let step_path = std::mem::replace(&mut self.current_path, path.to_string());
-        let expected = |lowering: &mut Lowering, text: &str| Expected { template: lowering.template(text), source: text.to_string() };
+        let expected = |lowering: &mut Lowering, text: &str| Expected {
+            template: lowering.template(text),
+            source: text.to_string(),
+        };
         let validation = match &check.validate {
             Validation::Exists => ValidationProgram::Exists,
             Validation::NotExists => ValidationProgram::NotExists,
@@ -1686,7 +1812,8 @@ fn css_error(error: &scraper::error::SelectorErrorKind) -> String {
     match error {
         SelectorErrorKind::UnexpectedSelectorParseError(kind) => {
             let debug = format!("{kind:?}");
-            let (name, detail) = debug.split_once('(').map_or((debug.as_str(), ""), |(n, d)| (n, d.trim_end_matches(')')));
+            let (name, detail) =
+                debug.split_once('(').map_or((debug.as_str(), ""), |(n, d)| (n, d.trim_end_matches(')')));
             let mut words = String::new();
             for (i, c) in name.chars().enumerate() {
                 if c.is_uppercase() && i > 0 {
@@ -1738,7 +1865,10 @@ mod tests {
         plan.protocol.accept_encoding = "gzip\u{1}".into();
         let errors = lower(&plan).err().unwrap();
         let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!(paths, ["protocol.headers[0].value", "protocol.accept_encoding", "scenarios[0].steps[1].headers[0].value"]);
+        assert_eq!(
+            paths,
+            ["protocol.headers[0].value", "protocol.accept_encoding", "scenarios[0].steps[1].headers[0].value"]
+        );
     }
 
     #[test]

@@ -109,7 +109,12 @@ impl WorkerContext {
     pub(crate) fn log_request(&self, logged: Logged<'_>) {
         let Some(log) = &self.request_log else { return };
         let mut log = log.borrow_mut();
-        log.active.publish(self.worker, logged.scenario, self.scenario_users_now(logged.scenario), self.active_users_now());
+        log.active.publish(
+            self.worker,
+            logged.scenario,
+            self.scenario_users_now(logged.scenario),
+            self.active_users_now(),
+        );
         let (scenario_users, all_users) = log.active.read(logged.scenario);
         let since_start = logged.started.saturating_duration_since(self.start).as_micros() as u64;
         let record = RequestRecord {

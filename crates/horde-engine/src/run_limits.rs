@@ -155,7 +155,6 @@ impl WorkerLimits {
         }
     }
 
-
     /// The intended start of the next request under the run's throttle, if there is one.
     pub fn next_throttle_slot(&self) -> Option<Instant> {
         let throttle = self.ledger.throttle.as_ref()?;
@@ -232,7 +231,8 @@ mod tests {
 
     #[test]
     fn slots_are_leased_about_a_millisecond_at_a_time_where_the_schedule_is() {
-        let throttle = |steps: &[ThrottleStep]| RunLedger::new(None, steps, 2).throttle.as_ref().map(|t| t.schedule.clone());
+        let throttle =
+            |steps: &[ThrottleStep]| RunLedger::new(None, steps, 2).throttle.as_ref().map(|t| t.schedule.clone());
         let lease = |steps: &[ThrottleStep], at: u64| {
             let ledger = RunLedger::new(None, steps, 2);
             ledger.throttle.as_ref().unwrap().lease_size(at)

@@ -26,7 +26,13 @@ pub(crate) fn resolve(
                 errors.push(PlanError::new(path, unknown_scope(text, name, rows, groups)));
                 continue;
             }
-            if is_group && !is_row && matches!(spec.metric, ThresholdMetric::Latency(LatencySource::Phase(_) | LatencySource::Uncorrected, _)) {
+            if is_group
+                && !is_row
+                && matches!(
+                    spec.metric,
+                    ThresholdMetric::Latency(LatencySource::Phase(_) | LatencySource::Uncorrected, _)
+                )
+            {
                 errors.push(PlanError::new(
                     path,
                     format!(
@@ -53,9 +59,8 @@ pub(crate) fn resolve(
 
 /// `login Redirect 2`: the row of a redirect hop of `login`, recorded only when it happens.
 fn is_redirect_row(name: &str, rows: &[Arc<str>]) -> bool {
-    name.rsplit_once(" Redirect ").is_some_and(|(request, hop)| {
-        hop.parse::<u32>().is_ok_and(|n| n >= 1) && rows.iter().any(|r| **r == *request)
-    })
+    name.rsplit_once(" Redirect ")
+        .is_some_and(|(request, hop)| hop.parse::<u32>().is_ok_and(|n| n >= 1) && rows.iter().any(|r| **r == *request))
 }
 
 fn unknown_scope(text: &str, name: &str, rows: &[Arc<str>], groups: &[Arc<str>]) -> String {

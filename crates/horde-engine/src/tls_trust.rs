@@ -83,7 +83,6 @@ pub(crate) fn refused_client_certificate(err: &rustls::Error) -> bool {
     )
 }
 
-
 /// How to trust a certificate, or to stop verifying, in each front end's terms.
 const TRUST_IT: &str = "trust it with --cacert FILE (a plan's tls.ca_file, PostgreSQL's sslrootcert=FILE): the \
                         certificate authority's certificate or the server's own, in PEM; or skip verification with \

@@ -4,8 +4,8 @@
 use crate::failure::Failure;
 use crate::lower::{PauseKind, StepProgram};
 use crate::precise_timer::PreciseTimer;
-use crate::request_log::Logged;
 use crate::protocol::http::HttpSession;
+use crate::request_log::Logged;
 use crate::session::expression::EvalError;
 use crate::session::Session;
 use crate::worker::{WorkerContext, WorkerMetrics};
@@ -423,7 +423,12 @@ impl VirtualUser {
     /// now is measured. What completes after the warm-up counts, wherever it began: a
     /// level's throughput is what completes in its window (requests queued in the warm-up
     /// and answered after it count; those cut at the end do not).
-    pub(crate) fn measured(&self, row_id: usize, started: Instant, timing: &RequestTiming) -> Option<std::cell::RefMut<'_, WorkerMetrics>> {
+    pub(crate) fn measured(
+        &self,
+        row_id: usize,
+        started: Instant,
+        timing: &RequestTiming,
+    ) -> Option<std::cell::RefMut<'_, WorkerMetrics>> {
         let ended = started + Duration::from_micros(timing.uncorrected_us);
         if !self.ctx.measures(ended) {
             return None;
@@ -545,4 +550,3 @@ mod tests {
         assert_eq!(corrected_start(t + ms(1), t), t);
     }
 }
-

@@ -236,7 +236,8 @@ impl WorkerMetrics {
         if let Some(&id) = self.resource_rows.get(url) {
             return id;
         }
-        let name: Arc<str> = if self.resource_rows.len() < MAX_RESOURCE_ROWS { url.into() } else { OTHER_RESOURCES.into() };
+        let name: Arc<str> =
+            if self.resource_rows.len() < MAX_RESOURCE_ROWS { url.into() } else { OTHER_RESOURCES.into() };
         if let Some(&id) = self.resource_rows.get(&name) {
             return id;
         }
@@ -463,7 +464,8 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                     for period in periods {
                         tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
-                        while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested() {
+                        while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested()
+                        {
                             let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
                             users_made.set(users_made.get() + 1);
                             let began = Instant::now();

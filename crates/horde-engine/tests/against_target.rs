@@ -242,7 +242,10 @@ fn pacing_holds_a_closed_loop_to_its_rate_and_graceful_stop_interrupts_straggler
     let elapsed = started.elapsed();
     assert_eq!(status, RunStatus::Completed);
     // The profile ends at 1 s; the users' 60 s loops are cut 200 ms later.
-    assert!(elapsed >= std::time::Duration::from_millis(1200) && elapsed < std::time::Duration::from_millis(2000), "{elapsed:?}");
+    assert!(
+        elapsed >= std::time::Duration::from_millis(1200) && elapsed < std::time::Duration::from_millis(2000),
+        "{elapsed:?}"
+    );
     assert_eq!(totals.users_interrupted, 4);
     let (ok, ko) = totals.request_counts();
     assert_eq!(ko, 0);
@@ -307,7 +310,10 @@ fn after_must_name_a_scenario_and_must_not_loop() {
     .unwrap();
     let errors = plan.validate();
     let messages: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-    assert!(messages.contains(&r#"scenarios[0].after: scenario "a" would wait for itself"#.to_string()), "{messages:?}");
+    assert!(
+        messages.contains(&r#"scenarios[0].after: scenario "a" would wait for itself"#.to_string()),
+        "{messages:?}"
+    );
     assert!(messages.contains(&r#"scenarios[2].after: no scenario is named "nobody""#.to_string()), "{messages:?}");
 }
 

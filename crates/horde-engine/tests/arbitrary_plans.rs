@@ -14,8 +14,15 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<u64>().prop_map(|n| json!(n)),
         any::<f64>().prop_filter("JSON has no NaN", |f| f.is_finite()).prop_map(|f| json!(f)),
         "[a-z_${}]{0,12}".prop_map(Value::String),
-        prop_oneof![Just("request"), Just("pause"), Just("repeat"), Just("during"), Just("group"), Just("at_once_users")]
-            .prop_map(|s| Value::String(s.into())),
+        prop_oneof![
+            Just("request"),
+            Just("pause"),
+            Just("repeat"),
+            Just("during"),
+            Just("group"),
+            Just("at_once_users")
+        ]
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![

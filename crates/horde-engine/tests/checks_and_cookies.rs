@@ -26,7 +26,11 @@ fn row<'a>(totals: &'a Totals, name: &str) -> &'a horde_metrics::Recorder {
 }
 
 fn errors(totals: &Totals) -> Vec<String> {
-    totals.errors.iter().map(|(key, record)| format!("{} {} x{}: {}", key.request, key.kind, record.count, record.message)).collect()
+    totals
+        .errors
+        .iter()
+        .map(|(key, record)| format!("{} {} x{}: {}", key.request, key.kind, record.count, record.message))
+        .collect()
 }
 
 #[test]
@@ -77,12 +81,18 @@ fn cookie_steps_add_read_and_flush_the_users_jar() {
     let server = TargetServer::start("127.0.0.1:0".parse().unwrap()).unwrap();
     let users = 4;
     let echo = |name: &str, checks: &str| {
-        format!(r#"{{"type": "request", "name": "{name}", "method": "GET", "url": "/cookies/echo", "checks": [{checks}]}}"#)
+        format!(
+            r#"{{"type": "request", "name": "{name}", "method": "GET", "url": "/cookies/echo", "checks": [{checks}]}}"#
+        )
     };
     let is = |cookie: &str, value: &str| {
-        format!(r#"{{"source": {{"type": "jsonpath", "path": "$.cookies.{cookie}"}}, "validate": {{"type": "is", "value": "{value}"}}}}"#)
+        format!(
+            r#"{{"source": {{"type": "jsonpath", "path": "$.cookies.{cookie}"}}, "validate": {{"type": "is", "value": "{value}"}}}}"#
+        )
     };
-    let absent = |path: &str| format!(r#"{{"source": {{"type": "jsonpath", "path": "{path}"}}, "validate": {{"type": "not_exists"}}}}"#);
+    let absent = |path: &str| {
+        format!(r#"{{"source": {{"type": "jsonpath", "path": "{path}"}}, "validate": {{"type": "not_exists"}}}}"#)
+    };
     let plan = format!(
         r#"{{"version": 1, "protocol": {{"base_url": "{base}"}}, "options": {{"workers": 2}},
             "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": {users}}}],
@@ -119,7 +129,8 @@ fn cookie_steps_add_read_and_flush_the_users_jar() {
         ),
         echo_persistent = echo(
             "after flush_session_cookies",
-            &[is("persistent", "p1"), absent("$.cookies.session"), absent("$.cookies.token"), absent("$.cookies.deep")].join(","),
+            &[is("persistent", "p1"), absent("$.cookies.session"), absent("$.cookies.token"), absent("$.cookies.deep")]
+                .join(","),
         ),
         echo_none = echo("after flush_cookie_jar", &absent("$.header")),
     );
@@ -130,13 +141,19 @@ fn cookie_steps_add_read_and_flush_the_users_jar() {
     assert_eq!((ok, ko), (users * 6, 0), "{:?}", errors(&totals));
     assert_eq!(row(&totals, "never").ok.len(), users, "the user goes on after the missing cookie");
     let found = errors(&totals);
-    assert_eq!(found, [format!(r#"get_cookie persistent check_failed x{users}: get_cookie("persistent"): no such cookie for 127.0.0.1"#)]);
+    assert_eq!(
+        found,
+        [format!(
+            r#"get_cookie persistent check_failed x{users}: get_cookie("persistent"): no such cookie for 127.0.0.1"#
+        )]
+    );
     let stats = server.stats();
     assert_eq!(stats.by_route.get("GET /cookies/echo"), Some(&(users * 4)), "{stats:?}");
     assert_eq!(stats.by_route.get("GET /cookies/set"), Some(&(users * 2)), "{stats:?}");
 
     // With on_check_failure = stop_iteration the user stops at the missing cookie instead.
-    let stopping = plan.replace(r#""options": {"workers": 2}"#, r#""options": {"workers": 2, "on_check_failure": "stop_iteration"}"#);
+    let stopping = plan
+        .replace(r#""options": {"workers": 2}"#, r#""options": {"workers": 2, "on_check_failure": "stop_iteration"}"#);
     assert_ne!(stopping, plan);
     let totals = run_plan(&stopping);
     assert_eq!(totals.request_counts(), (users * 5, 0), "{:?}", errors(&totals));

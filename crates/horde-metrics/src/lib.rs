@@ -14,25 +14,26 @@
 //! and merging keeps every count.
 
 mod couchdb;
-mod sql;
 mod recorder;
 mod request_log;
+mod sql;
 mod summary;
 mod threshold;
 mod timeseries;
 mod totals;
 
-pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
 pub use recorder::{
-    new_histogram, record_value, ConnectionEvents, Distribution, ErrorKey, ErrorRecord, GroupRecorder, Recorder, RequestTiming, Snapshot,
+    new_histogram, record_value, ConnectionEvents, Distribution, ErrorKey, ErrorRecord, GroupRecorder, Recorder,
+    RequestTiming, Snapshot,
 };
 pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEADER};
+pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use summary::{
-    AttemptStats, SessionFunctionStats,
-    DistributionBucket, ErrorSummary, GroupStats, LatencyStats, Percentile, PhaseStats, RequestLatency, RequestStats,
-    ConnectionStats, GeneratorStats, SchedulingStats, SummaryOptions, UserStats,
+    AttemptStats, ConnectionStats, DistributionBucket, ErrorSummary, GeneratorStats, GroupStats, LatencyStats,
+    Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats, SessionFunctionStats, SummaryOptions,
+    UserStats,
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};

@@ -96,7 +96,11 @@ impl Distribution {
 
     /// The histogram's mean (values stand for their bucket, as HdrHistogram computes it).
     pub fn mean(&self) -> f64 {
-        if self.is_empty() { 0.0 } else { self.histogram().mean() }
+        if self.is_empty() {
+            0.0
+        } else {
+            self.histogram().mean()
+        }
     }
 
     /// Adds every value recorded to `into` (a histogram of the same resolution).
@@ -228,7 +232,9 @@ impl Recorder {
         let latency = if ok { &mut self.ok } else { &mut self.ko };
         latency.record(timing.latency_us);
         self.uncorrected.record(timing.uncorrected_us);
-        for (phase, value) in [(&mut self.dns, timing.dns_us), (&mut self.connect, timing.connect_us), (&mut self.tls, timing.tls_us)] {
+        for (phase, value) in
+            [(&mut self.dns, timing.dns_us), (&mut self.connect, timing.connect_us), (&mut self.tls, timing.tls_us)]
+        {
             if let Some(value) = value {
                 phase.record(value);
             }
@@ -518,7 +524,14 @@ mod tests {
     #[test]
     fn a_row_hit_a_few_times_holds_no_histogram_and_a_busy_one_lets_it_go_on_reset() {
         let mut recorder = Recorder::default();
-        let timing = RequestTiming { latency_us: 1_500, uncorrected_us: 1_200, send_us: 10, wait_us: 1_000, receive_us: 20, ..Default::default() };
+        let timing = RequestTiming {
+            latency_us: 1_500,
+            uncorrected_us: 1_200,
+            send_us: 10,
+            wait_us: 1_000,
+            receive_us: 20,
+            ..Default::default()
+        };
         for _ in 0..FEW_VALUES {
             recorder.record(&timing, true);
         }

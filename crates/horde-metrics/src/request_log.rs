@@ -242,7 +242,11 @@ pub struct RequestLogOutput {
 mod tests {
     use super::*;
 
-    fn record<'a>(timing: &'a RequestTiming, status: Option<u16>, error: Option<(&'static str, &'a str)>) -> RequestRecord<'a> {
+    fn record<'a>(
+        timing: &'a RequestTiming,
+        status: Option<u16>,
+        error: Option<(&'static str, &'a str)>,
+    ) -> RequestRecord<'a> {
         RequestRecord {
             started_epoch_us: 1_700_000_000_123_456,
             name: "login, \"fast\"",
@@ -262,7 +266,13 @@ mod tests {
 
     #[test]
     fn jsonl_lines_are_json_objects() {
-        let timing = RequestTiming { latency_us: 2500, uncorrected_us: 2000, bytes_sent: 10, bytes_received: 20, ..Default::default() };
+        let timing = RequestTiming {
+            latency_us: 2500,
+            uncorrected_us: 2000,
+            bytes_sent: 10,
+            bytes_received: 20,
+            ..Default::default()
+        };
         let mut out = Vec::new();
         RequestLogFormat::Jsonl.append(&mut out, &record(&timing, Some(200), None));
         RequestLogFormat::Jsonl.append(&mut out, &record(&timing, None, Some(("connect_refused", "refused \"x\"\n"))));

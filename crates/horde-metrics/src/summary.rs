@@ -298,7 +298,8 @@ impl GroupRecorder {
             duration: LatencyStats::from_histogram(&all, &options.percentiles),
             attempts: (!self.attempts.is_empty()).then(|| {
                 let passes = self.attempts.len();
-                let total: u64 = self.attempts.iter_recorded().map(|v| v.value_iterated_to() * v.count_at_value()).sum();
+                let total: u64 =
+                    self.attempts.iter_recorded().map(|v| v.value_iterated_to() * v.count_at_value()).sum();
                 AttemptStats {
                     total,
                     mean: total as f64 / passes as f64,

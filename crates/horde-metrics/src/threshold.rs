@@ -124,7 +124,9 @@ impl Measure {
     fn of_requests(recorder: &Recorder, metric: ThresholdMetric) -> Measure {
         let latency = match metric {
             ThresholdMetric::Latency(LatencySource::Corrected, _) => Some(recorder.corrected()),
-            ThresholdMetric::Latency(LatencySource::Uncorrected, _) => Some(recorder.uncorrected.histogram().into_owned()),
+            ThresholdMetric::Latency(LatencySource::Uncorrected, _) => {
+                Some(recorder.uncorrected.histogram().into_owned())
+            }
             ThresholdMetric::Latency(LatencySource::Phase(phase), _) => {
                 Some(phase_distribution(recorder, phase).histogram().into_owned())
             }
@@ -429,9 +431,7 @@ impl ThresholdMonitor {
         let interval_ms = interval_ms.max(1);
         let windows = specs
             .iter()
-            .map(|spec| {
-                spec.window_ms.map(|w| Window::new(w.div_ceil(interval_ms).max(1) as usize))
-            })
+            .map(|spec| spec.window_ms.map(|w| Window::new(w.div_ceil(interval_ms).max(1) as usize)))
             .collect();
         ThresholdMonitor { specs, interval_ms, windows, seen_interval: 0, abort: None }
     }
@@ -607,7 +607,16 @@ mod tests {
         let latencies: Vec<u64> = (1..=100).collect();
         let totals = totals_with(vec![("home", recorder(&latencies, 0)), ("login", recorder(&[500], 1))], 10);
         let results = verdicts(
-            &["\"home\": p99<=100ms", "\"home\": p99<98ms", "errors<1%", "errors<=1%", "\"login\": errors<50%", "rps>=10.2", "rps>10.2", "count==102"],
+            &[
+                "\"home\": p99<=100ms",
+                "\"home\": p99<98ms",
+                "errors<1%",
+                "errors<=1%",
+                "\"login\": errors<50%",
+                "rps>=10.2",
+                "rps>10.2",
+                "count==102",
+            ],
             &totals,
         );
         let statuses: Vec<_> = results.iter().map(|r| r.status.as_str()).collect();
@@ -621,7 +630,8 @@ mod tests {
     #[test]
     fn a_scope_without_requests_fails_with_no_data() {
         let totals = totals_with(vec![("home", recorder(&[5], 0))], 1);
-        let results = verdicts(&["\"home\": p99<1s", "\"later\": p99<1s", "late_starts<1%", "connect.p99<1ms"], &totals);
+        let results =
+            verdicts(&["\"home\": p99<1s", "\"later\": p99<1s", "late_starts<1%", "connect.p99<1ms"], &totals);
         let statuses: Vec<_> = results.iter().map(|r| r.status.as_str()).collect();
         assert_eq!(statuses, ["pass", "no_data", "no_data", "no_data"]);
         assert!(!results[1].passed());
@@ -671,7 +681,8 @@ mod tests {
     #[test]
     fn a_window_keeps_its_intervals_small_and_its_sums_exact() {
         let latencies: Vec<u64> = (1..=1000).collect();
-        let interval = Measure::of_requests(&recorder(&latencies, 0), "p99<1s".parse::<ThresholdSpec>().unwrap().metric);
+        let interval =
+            Measure::of_requests(&recorder(&latencies, 0), "p99<1s".parse::<ThresholdSpec>().unwrap().metric);
         let stored = StoredMeasure::store(&interval);
         // A live histogram of these is tens of kilobytes; stored, a window of 5 minutes of
         // 1 s intervals holds 300 of these.

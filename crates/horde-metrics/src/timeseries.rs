@@ -196,7 +196,13 @@ mod tests {
         for _ in 0..requests {
             recorder.record(&RequestTiming { latency_us: 1000, uncorrected_us: 1000, ..Default::default() }, true);
         }
-        Snapshot { worker, interval, users_active: users, requests: vec![("home".into(), recorder)], ..Default::default() }
+        Snapshot {
+            worker,
+            interval,
+            users_active: users,
+            requests: vec![("home".into(), recorder)],
+            ..Default::default()
+        }
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 /// systems write one and JSON parsers refuse it.
 pub fn read_text_bounded(path: &Path, limit: u64) -> Result<String, String> {
     let bytes = read_bounded(path, limit)?;
-    let text = String::from_utf8(bytes).map_err(|err| format!("not UTF-8 text (byte {})", err.utf8_error().valid_up_to()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|err| format!("not UTF-8 text (byte {})", err.utf8_error().valid_up_to()))?;
     Ok(match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_string(),
         None => text,

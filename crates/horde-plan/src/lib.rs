@@ -30,18 +30,20 @@ mod threshold;
 mod validate;
 
 pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
-pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
+pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use sql::{
-    sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind, SqlStrategy, SqlTransaction,
-    SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
+    sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind,
+    SqlStrategy, SqlTransaction, SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
 };
 pub use template::{
-    escape_template, is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr, Function, Method,
-    Segment,
+    escape_template, is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr,
+    Function, Method, Segment,
 };
-pub use threshold::{Comparison, LatencySource, LatencyStat, MetricUnit, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec};
+pub use threshold::{
+    Comparison, LatencySource, LatencyStat, MetricUnit, Phase, ThresholdMetric, ThresholdScope, ThresholdSpec,
+};
 pub use validate::{http_url_problem, MAX_DURATION_MS};
 
 use schemars::JsonSchema;

@@ -170,7 +170,8 @@ impl<'a> Checker<'a> {
                 let fields = required
                     .filter_map(Value::as_str)
                     .map(|name| {
-                        let field = properties.and_then(|p| p.get(name)).map(|p| self.neutral(p)).unwrap_or(Value::Null);
+                        let field =
+                            properties.and_then(|p| p.get(name)).map(|p| self.neutral(p)).unwrap_or(Value::Null);
                         (name.to_string(), field)
                     })
                     .collect();
@@ -280,7 +281,8 @@ impl<'a> Checker<'a> {
             match properties.and_then(|p| p.get(name)) {
                 Some(property) => self.check(field, property, &join(path, name)),
                 None if closed => {
-                    let mut known: Vec<&str> = properties.into_iter().flat_map(|p| p.keys()).map(String::as_str).collect();
+                    let mut known: Vec<&str> =
+                        properties.into_iter().flat_map(|p| p.keys()).map(String::as_str).collect();
                     known.sort_unstable();
                     self.error(&join(path, name), format!("unknown field (known here: {})", known.join(", ")));
                     self.mended_paths.push(join(path, name));
@@ -412,7 +414,9 @@ mod tests {
 
     #[test]
     fn missing_fields_and_optional_values_are_named() {
-        let found = problems(r#"{"version": 1, "scenarios": [{"name": "s", "steps": [{"type": "request", "name": "a"}]}], "protocol": {"base_url": 3}}"#);
+        let found = problems(
+            r#"{"version": 1, "scenarios": [{"name": "s", "steps": [{"type": "request", "name": "a"}]}], "protocol": {"base_url": 3}}"#,
+        );
         assert_eq!(
             found,
             vec![

@@ -31,12 +31,25 @@ pub enum Expr {
     Variable(Vec<String>),
     /// A quoted string or a number, as text.
     Literal(String),
-    Call { function: Function, args: Vec<Expr> },
-    Method { target: Box<Expr>, method: Method, args: Vec<Expr> },
+    Call {
+        function: Function,
+        args: Vec<Expr>,
+    },
+    Method {
+        target: Box<Expr>,
+        method: Method,
+        args: Vec<Expr>,
+    },
     /// `[n]` on a list; negative counts from the end.
-    Index { target: Box<Expr>, index: i64 },
+    Index {
+        target: Box<Expr>,
+        index: i64,
+    },
     /// `.key` after something that is not a plain variable path (`x[0].id`).
-    Field { target: Box<Expr>, key: String },
+    Field {
+        target: Box<Expr>,
+        key: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +128,11 @@ pub enum Condition {
     Or(Vec<Condition>),
     And(Vec<Condition>),
     Not(Box<Condition>),
-    Compare { left: Vec<Segment>, op: CompareOp, right: Vec<Segment> },
+    Compare {
+        left: Vec<Segment>,
+        op: CompareOp,
+        right: Vec<Segment>,
+    },
     /// The variable is set (`exists(token)`).
     Exists(Vec<String>),
     /// A value alone is true when it is `true`.
@@ -633,7 +650,11 @@ mod tests {
                 Segment::Literal("/items/".into()),
                 Segment::Expression(var(&["id"])),
                 Segment::Literal("?q=".into()),
-                Segment::Expression(Expr::Method { target: Box::new(var(&["q"])), method: Method::UrlEncode, args: vec![] }),
+                Segment::Expression(Expr::Method {
+                    target: Box::new(var(&["q"])),
+                    method: Method::UrlEncode,
+                    args: vec![]
+                }),
             ]
         );
         assert_eq!(parse_condition("#{n} > 3").unwrap(), parse_condition("${n} > 3").unwrap());
@@ -670,19 +691,33 @@ mod tests {
         let [Segment::Expression(e)] = &parse_template("${order.items[0].sku}").unwrap()[..] else { panic!() };
         assert_eq!(
             *e,
-            Expr::Field { target: Box::new(Expr::Index { target: Box::new(var(&["order", "items"])), index: 0 }), key: "sku".into() }
+            Expr::Field {
+                target: Box::new(Expr::Index { target: Box::new(var(&["order", "items"])), index: 0 }),
+                key: "sku".into()
+            }
         );
         let [Segment::Expression(e)] = &parse_template("${ids.random()}").unwrap()[..] else { panic!() };
         assert_eq!(*e, Expr::Method { target: Box::new(var(&["ids"])), method: Method::Random, args: vec![] });
         let [Segment::Expression(e)] = &parse_template("${__random_int(1, 100)}").unwrap()[..] else { panic!() };
         assert_eq!(
             *e,
-            Expr::Call { function: Function::RandomInt, args: vec![Expr::Literal("1".into()), Expr::Literal("100".into())] }
+            Expr::Call {
+                function: Function::RandomInt,
+                args: vec![Expr::Literal("1".into()), Expr::Literal("100".into())]
+            }
         );
         let [Segment::Expression(e)] = &parse_template("${body.hmac_sha256('k}ey')}").unwrap()[..] else { panic!() };
-        assert!(matches!(e, Expr::Method { method: Method::HmacSha256, args, .. } if args == &[Expr::Literal("k}ey".into())]));
-        assert!(matches!(parse_template("${__user_id}").unwrap()[0], Segment::Expression(Expr::Call { function: Function::UserId, .. })));
-        assert!(matches!(parse_template("${__counter(orders)}").unwrap()[0], Segment::Expression(Expr::Call { function: Function::Counter, .. })));
+        assert!(
+            matches!(e, Expr::Method { method: Method::HmacSha256, args, .. } if args == &[Expr::Literal("k}ey".into())])
+        );
+        assert!(matches!(
+            parse_template("${__user_id}").unwrap()[0],
+            Segment::Expression(Expr::Call { function: Function::UserId, .. })
+        ));
+        assert!(matches!(
+            parse_template("${__counter(orders)}").unwrap()[0],
+            Segment::Expression(Expr::Call { function: Function::Counter, .. })
+        ));
     }
 
     #[test]

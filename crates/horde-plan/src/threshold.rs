@@ -134,7 +134,10 @@ impl ThresholdMetric {
     /// KO responses together judged on failures alone (a refused TLS handshake in 3 ms) would
     /// pass a gate the server never met.
     pub fn needs_an_ok_response(self) -> bool {
-        matches!(self, ThresholdMetric::Latency(LatencySource::Corrected | LatencySource::Uncorrected | LatencySource::Ok, _))
+        matches!(
+            self,
+            ThresholdMetric::Latency(LatencySource::Corrected | LatencySource::Uncorrected | LatencySource::Ok, _)
+        )
     }
 
     /// The metric as the grammar spells it: `p99`, `connect.p99`, `uncorrected.mean`, `errors`.
@@ -274,8 +277,8 @@ impl FromStr for ThresholdSpec {
             return Err(format!("an empty threshold: expected {GRAMMAR}"));
         }
         let (scope, rest) = split_scope(whole).map_err(problem)?;
-        let (metric_text, comparison, after_op) =
-            split_comparison(rest).ok_or_else(|| problem(format!("no comparison (<, <=, >, >=, ==, !=): expected {GRAMMAR}")))?;
+        let (metric_text, comparison, after_op) = split_comparison(rest)
+            .ok_or_else(|| problem(format!("no comparison (<, <=, >, >=, ==, !=): expected {GRAMMAR}")))?;
         let metric = parse_metric(metric_text).map_err(problem)?;
         let mut words = after_op.split_whitespace().peekable();
         // The value and its unit, written together (`500ms`) or apart (`500 ms`).
@@ -292,15 +295,20 @@ impl FromStr for ThresholdSpec {
         while let Some(word) = words.next() {
             match word {
                 "over" if window_ms.is_none() && abort_after_ms.is_none() => {
-                    let duration = words.next().ok_or_else(|| problem("`over` needs a window, such as over 30s".into()))?;
-                    window_ms = Some(parse_duration_ms(duration).map_err(|e| problem(format!("over {duration}: {e}")))?);
+                    let duration =
+                        words.next().ok_or_else(|| problem("`over` needs a window, such as over 30s".into()))?;
+                    window_ms =
+                        Some(parse_duration_ms(duration).map_err(|e| problem(format!("over {duration}: {e}")))?);
                 }
                 "abort" if abort_after_ms.is_none() => {
                     abort_after_ms = Some(0);
                     if words.peek() == Some(&"after") {
                         words.next();
-                        let duration = words.next().ok_or_else(|| problem("`abort after` needs a delay, such as abort after 10s".into()))?;
-                        abort_after_ms = Some(parse_duration_ms(duration).map_err(|e| problem(format!("after {duration}: {e}")))?);
+                        let duration = words
+                            .next()
+                            .ok_or_else(|| problem("`abort after` needs a delay, such as abort after 10s".into()))?;
+                        abort_after_ms =
+                            Some(parse_duration_ms(duration).map_err(|e| problem(format!("after {duration}: {e}")))?);
                     }
                 }
                 other => return Err(problem(format!("unexpected {other:?}: expected {GRAMMAR}"))),
@@ -330,9 +338,8 @@ fn split_scope(text: &str) -> Result<(ThresholdScope, &str), String> {
                 },
                 '"' => {
                     let rest = quoted[i + 1..].trim_start();
-                    let rest = rest
-                        .strip_prefix(':')
-                        .ok_or_else(|| format!("expected a colon after the scope \"{name}\""))?;
+                    let rest =
+                        rest.strip_prefix(':').ok_or_else(|| format!("expected a colon after the scope \"{name}\""))?;
                     if name.is_empty() {
                         return Err("an empty scope name".into());
                     }
@@ -441,7 +448,11 @@ fn parse_bound(metric: ThresholdMetric, value: &str) -> Result<f64, String> {
                 "us" | "µs" => 1.0,
                 "ms" => 1000.0,
                 "s" => 1_000_000.0,
-                "" => return Err(format!("{metric_name} is a time: write its unit, such as {number}ms, {number}us or {number}s")),
+                "" => {
+                    return Err(format!(
+                        "{metric_name} is a time: write its unit, such as {number}ms, {number}us or {number}s"
+                    ))
+                }
                 other => return Err(format!("unknown time unit {other:?} (us, ms, s)")),
             };
             Ok(number * factor)
@@ -527,13 +538,22 @@ mod tests {
         assert_eq!(t.metric, ThresholdMetric::Latency(LatencySource::Corrected, LatencyStat::Percentile(99.0)));
         assert_eq!((t.comparison, t.bound, t.window_ms, t.abort_after_ms), (Comparison::Less, 500_000.0, None, None));
         let t = parse("\"login\": p95<=300ms");
-        assert_eq!((t.scope, t.comparison, t.bound), (ThresholdScope::Named("login".into()), Comparison::LessOrEqual, 300_000.0));
+        assert_eq!(
+            (t.scope, t.comparison, t.bound),
+            (ThresholdScope::Named("login".into()), Comparison::LessOrEqual, 300_000.0)
+        );
         let t = parse("each: errors<1%");
         assert_eq!((t.scope, t.metric, t.bound), (ThresholdScope::Each, ThresholdMetric::ErrorRate, 0.01));
         let t = parse("rps>=1000");
-        assert_eq!((t.metric, t.comparison, t.bound), (ThresholdMetric::Throughput, Comparison::GreaterOrEqual, 1000.0));
+        assert_eq!(
+            (t.metric, t.comparison, t.bound),
+            (ThresholdMetric::Throughput, Comparison::GreaterOrEqual, 1000.0)
+        );
         let t = parse("connect.p99<5ms");
-        assert_eq!(t.metric, ThresholdMetric::Latency(LatencySource::Phase(Phase::Connect), LatencyStat::Percentile(99.0)));
+        assert_eq!(
+            t.metric,
+            ThresholdMetric::Latency(LatencySource::Phase(Phase::Connect), LatencyStat::Percentile(99.0))
+        );
         let t = parse("p99<2s over 30s abort");
         assert_eq!((t.bound, t.window_ms, t.abort_after_ms), (2_000_000.0, Some(30_000), Some(0)));
         let t = parse("p99.9 < 1.5 s abort after 10s");
@@ -543,9 +563,23 @@ mod tests {
     #[test]
     fn every_metric_has_a_spelling_that_reads_back() {
         for text in [
-            "p50<1ms", "p99.99<1ms", "mean<1ms", "min<1ms", "max<1ms", "stddev<1ms", "errors<1%", "errors.count<1",
-            "rps>1", "count>=10", "late_starts<5%", "uncorrected.p99<1ms", "dns.mean<1ms", "tls.max<1ms",
-            "send.p50<1ms", "wait.p90<1ms", "receive.p99<1ms",
+            "p50<1ms",
+            "p99.99<1ms",
+            "mean<1ms",
+            "min<1ms",
+            "max<1ms",
+            "stddev<1ms",
+            "errors<1%",
+            "errors.count<1",
+            "rps>1",
+            "count>=10",
+            "late_starts<5%",
+            "uncorrected.p99<1ms",
+            "dns.mean<1ms",
+            "tls.max<1ms",
+            "send.p50<1ms",
+            "wait.p90<1ms",
+            "receive.p99<1ms",
         ] {
             let t = parse(text);
             let (name, _) = text.split_once(['<', '>', '=']).unwrap();

@@ -2,7 +2,10 @@
 
 use crate::template::{is_variable_name, parse_condition, parse_template, Segment};
 use crate::{crud_rule_violations, Select, ThrottleStep, Validation, PLAN_VERSION};
-use crate::{AwaitMessages, Body, FeederSource, BodyPart, Check, CheckSource, Injection, Plan, PlanError, Request, SocketConnect, Step};
+use crate::{
+    AwaitMessages, Body, BodyPart, Check, CheckSource, FeederSource, Injection, Plan, PlanError, Request,
+    SocketConnect, Step,
+};
 
 /// Methods RFC 9110 and RFC 5789 define; any other token is a method too (PURGE, PROPFIND,
 /// REPORT), but one of these in another case is a typo: methods are case-sensitive.
@@ -96,7 +99,9 @@ impl Validator {
                         Value::Array(items) if items.iter().any(too_long) => {
                             self.error(item_path, "a duration longer than 365 days");
                         }
-                        item if too_long(item) => self.error(item_path, "longer than 365 days, the longest duration horde accepts"),
+                        item if too_long(item) => {
+                            self.error(item_path, "longer than 365 days, the longest duration horde accepts")
+                        }
                         item => self.durations(&item_path, item),
                     }
                 }
@@ -146,7 +151,10 @@ impl Validator {
         }
         for (i, mapping) in plan.protocol.resolve.iter().enumerate() {
             if mapping.address.parse::<std::net::IpAddr>().is_err() {
-                self.error(format!("protocol.resolve[{i}].address"), format!("{:?} is not an IP address", mapping.address));
+                self.error(
+                    format!("protocol.resolve[{i}].address"),
+                    format!("{:?} is not an IP address", mapping.address),
+                );
             }
             if mapping.host.trim().is_empty() {
                 self.error(format!("protocol.resolve[{i}].host"), "a mapping needs a host name");
@@ -378,7 +386,11 @@ impl Validator {
                 Step::WsClose(step) | Step::SseClose(step) => self.socket_name(&path, &step.name, &step.socket),
                 Step::Feed { feeder, count } => {
                     if !self.feeders.iter().any(|f| f == feeder) {
-                        let known = if self.feeders.is_empty() { "the plan has none".to_string() } else { self.feeders.join(", ") };
+                        let known = if self.feeders.is_empty() {
+                            "the plan has none".to_string()
+                        } else {
+                            self.feeders.join(", ")
+                        };
                         self.error(format!("{path}.feeder"), format!("no feeder is named {feeder:?} ({known})"));
                     }
                     if *count == 0 {
@@ -440,7 +452,10 @@ impl Validator {
                 Step::Foreach { list, element, counter, steps } => {
                     match crate::template::parse_template(list) {
                         Ok(segments) if matches!(segments.as_slice(), [Segment::Expression(_)]) => {}
-                        Ok(_) => self.error(format!("{path}.list"), format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\"")),
+                        Ok(_) => self.error(
+                            format!("{path}.list"),
+                            format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\""),
+                        ),
                         Err(message) => self.error(format!("{path}.list"), message),
                     }
                     self.variable_name(&format!("{path}.element"), element);
@@ -515,7 +530,10 @@ impl Validator {
                     self.cookie_domain(&path, step.domain.as_deref(), has_base_url);
                     if let Some(cookie_path) = &step.path {
                         if !cookie_path.starts_with('/') || cookie_path.contains(';') {
-                            self.error(format!("{path}.path"), format!("{cookie_path:?} is not a path (it starts with /)"));
+                            self.error(
+                                format!("{path}.path"),
+                                format!("{cookie_path:?} is not a path (it starts with /)"),
+                            );
                         }
                     }
                 }
@@ -629,7 +647,10 @@ impl Validator {
                     self.error(format!("{path}.source.name"), "a column check needs a column name");
                 }
                 CheckSource::Column { .. } if step.kind == crate::SqlStatementKind::Execute => {
-                    self.error(format!("{path}.source"), "an execute returns no rows: make the statement a query to read its columns");
+                    self.error(
+                        format!("{path}.source"),
+                        "an execute returns no rows: make the statement a query to read its columns",
+                    );
                 }
                 CheckSource::Column { .. } => {}
                 _ => self.error(
@@ -653,7 +674,12 @@ impl Validator {
             let names: Vec<&str> = step.phase.strategies().iter().map(|s| s.as_str()).collect();
             self.error(
                 format!("{path}.strategy"),
-                format!("{} is not a strategy of the {} phase: {}", step.strategy.as_str(), step.phase.as_str(), names.join(", ")),
+                format!(
+                    "{} is not a strategy of the {} phase: {}",
+                    step.strategy.as_str(),
+                    step.phase.as_str(),
+                    names.join(", ")
+                ),
             );
         }
         if step.rows == 0 {
@@ -754,7 +780,10 @@ impl Validator {
                     }
                     if kind == "matching" && check.save_as.is_some() {
                         // Skipped messages would save values too.
-                        self.error(format!("{path}.save_as"), "matching checks only choose the message: save from checks");
+                        self.error(
+                            format!("{path}.save_as"),
+                            "matching checks only choose the message: save from checks",
+                        );
                     }
                     self.check(&path, check);
                 }
@@ -798,7 +827,8 @@ impl Validator {
         if request.url.is_empty() {
             self.error(&url_path, "a request needs a URL");
         } else if request.url.contains("://") || request.url.starts_with("//") {
-            let absolute = if request.url.starts_with("//") { format!("http:{}", request.url) } else { request.url.clone() };
+            let absolute =
+                if request.url.starts_with("//") { format!("http:{}", request.url) } else { request.url.clone() };
             if let Some(problem) = http_url_problem(&absolute) {
                 self.error(&url_path, problem);
             }
@@ -819,7 +849,10 @@ impl Validator {
         for (i, check) in request.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
             if check.source.is_sql() {
-                self.error(format!("{path}.source"), "row_count and column read a SQL statement's result, not an HTTP response");
+                self.error(
+                    format!("{path}.source"),
+                    "row_count and column read a SQL statement's result, not an HTTP response",
+                );
             }
             self.check(&path, check);
         }
@@ -842,7 +875,8 @@ impl Validator {
             );
         } else if method == "CONNECT" {
             self.error(path, "CONNECT opens a tunnel through a proxy, which horde does not do");
-        } else if let Some(standard) = STANDARD_METHODS.iter().find(|m| m.eq_ignore_ascii_case(method) && **m != method) {
+        } else if let Some(standard) = STANDARD_METHODS.iter().find(|m| m.eq_ignore_ascii_case(method) && **m != method)
+        {
             self.error(path, format!("{method:?}: methods are case-sensitive, and the standard one is {standard}"));
         }
     }
@@ -935,7 +969,10 @@ impl Validator {
         }
         let validation = &check.validate;
         if check.select == Select::All
-            && !matches!(validation, Validation::Exists | Validation::NotExists | Validation::Is { .. } | Validation::Not { .. })
+            && !matches!(
+                validation,
+                Validation::Exists | Validation::NotExists | Validation::Is { .. } | Validation::Not { .. }
+            )
         {
             self.error(
                 format!("{path}.validate"),
@@ -956,10 +993,16 @@ impl Validator {
         if let Some(default) = &check.default {
             self.template(&format!("{path}.default"), default);
             if *validation == Validation::NotExists {
-                self.error(format!("{path}.default"), "a not_exists check has no use for a default: with one, something is always found");
+                self.error(
+                    format!("{path}.default"),
+                    "a not_exists check has no use for a default: with one, something is always found",
+                );
             }
             if check.optional {
-                self.error(format!("{path}.optional"), "a check with a default always finds something: optional has no effect");
+                self.error(
+                    format!("{path}.optional"),
+                    "a check with a default always finds something: optional has no effect",
+                );
             }
         }
         if check.optional && *validation == Validation::NotExists {
@@ -995,7 +1038,10 @@ impl Validator {
                 self.error(&path, format!("{users} users is more than one machine can run (at most {MAX_USERS})"));
             }
             if step.peak_rate() > MAX_RATE {
-                self.error(&path, format!("{} users per second is more than horde can start (at most {MAX_RATE})", step.peak_rate()));
+                self.error(
+                    &path,
+                    format!("{} users per second is more than horde can start (at most {MAX_RATE})", step.peak_rate()),
+                );
             }
             match step {
                 Injection::NothingFor { .. } => {}

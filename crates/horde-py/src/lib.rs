@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 struct InProcessLoader;
 
 impl InProcessLoader {
-    fn call(&self, function: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>) -> Result<String, horde_cli::LoadError> {
+    fn call(
+        &self,
+        function: &str,
+        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+    ) -> Result<String, horde_cli::LoadError> {
         Python::attach(|py| {
             let result = (|| {
                 let module = py.import("horde.loader")?;
@@ -96,7 +100,10 @@ struct PythonFunctions {
 }
 
 impl PythonFunctions {
-    fn invoke(function: &str, args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>) -> Result<Option<String>, String> {
+    fn invoke(
+        function: &str,
+        args: impl for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>>,
+    ) -> Result<Option<String>, String> {
         Python::attach(|py| {
             let result = (|| {
                 let module = py.import("horde.session")?;
@@ -137,7 +144,8 @@ impl horde_engine::SessionFunctions for PythonFunctions {
 
     fn after_run(&self, summary: &str) -> Result<(), String> {
         let summary = summary.to_string();
-        Self::invoke("_after", move |py| pyo3::types::PyTuple::new(py, [summary.into_pyobject(py)?.into_any()])).map(drop)
+        Self::invoke("_after", move |py| pyo3::types::PyTuple::new(py, [summary.into_pyobject(py)?.into_any()]))
+            .map(drop)
     }
 }
 

@@ -153,15 +153,15 @@ pub fn render(summary: &Summary) -> String {
             ms(s.start_lag.max_us)
         );
         if s.late_starts > 0 {
-            let _ = writeln!(out, ">   the generator's own lag: the load was not delivered on schedule; not in the times");
+            let _ =
+                writeln!(out, ">   the generator's own lag: the load was not delivered on schedule; not in the times");
         }
     }
     if summary.users.replacements_held_back > 0 {
         let _ = writeln!(
             out,
             "> {:<44}{:>10} (users failing fast: their slot waited)",
-            "replacement users held back",
-            summary.users.replacements_held_back
+            "replacement users held back", summary.users.replacements_held_back
         );
     }
     if g.unsent > 0 {
@@ -203,7 +203,8 @@ pub fn render(summary: &Summary) -> String {
     for bucket in &g.distribution {
         let _ = writeln!(out, "> {:<44}{:>10} ({:>3.0}%)", bucket.label, bucket.count, bucket.percent);
     }
-    let table = TableLayout::fitting(summary.requests.iter().map(|r| &r.name).chain(summary.groups.iter().map(|g| &g.name)));
+    let table =
+        TableLayout::fitting(summary.requests.iter().map(|r| &r.name).chain(summary.groups.iter().map(|g| &g.name)));
     if !summary.requests.is_empty() {
         rule(&mut out, "Requests (ms)");
         table.header(&mut out);
@@ -267,7 +268,10 @@ fn threshold_lines(out: &mut String, summary: &Summary) {
         }
         if let Some(windows) = &t.windows {
             if windows.failed > 0 {
-                let at = windows.first_failure_ms.map(|ms| format!(", first at {:.0} s", ms as f64 / 1000.0)).unwrap_or_default();
+                let at = windows
+                    .first_failure_ms
+                    .map(|ms| format!(", first at {:.0} s", ms as f64 / 1000.0))
+                    .unwrap_or_default();
                 detail.push_str(&format!(" ({} of {} windows failed{at})", windows.failed, windows.judged));
             }
         }
@@ -295,7 +299,8 @@ fn phase_lines(out: &mut String, g: &RequestStats) {
     let _ = writeln!(out, "{:<28}{:>9}{:>9}{:>9}{:>9}", "phase", "count", "mean", "p99", "max");
     for (name, stats) in phases.into_iter().filter(|(_, stats)| stats.count > 0) {
         let p99 = stats.percentile(99.0).map(ms).unwrap_or_else(|| "-".into());
-        let _ = writeln!(out, "{name:<28}{:>9}{:>9}{:>9}{:>9}", stats.count, ms_f(stats.mean_us), p99, ms(stats.max_us));
+        let _ =
+            writeln!(out, "{name:<28}{:>9}{:>9}{:>9}{:>9}", stats.count, ms_f(stats.mean_us), p99, ms(stats.max_us));
     }
 }
 
@@ -352,7 +357,6 @@ impl TableLayout {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,8 +390,14 @@ mod snapshot_tests {
         .unwrap();
         let mut home = Recorder::default();
         for us in [1_000, 2_000, 3_000, 900_000] {
-            let mut timing =
-                RequestTiming { latency_us: us, uncorrected_us: us, wait_us: us - 100, send_us: 20, receive_us: 80, ..Default::default() };
+            let mut timing = RequestTiming {
+                latency_us: us,
+                uncorrected_us: us,
+                wait_us: us - 100,
+                send_us: 20,
+                receive_us: 80,
+                ..Default::default()
+            };
             if us == 1_000 {
                 // The first request opened the connection.
                 (timing.dns_us, timing.connect_us, timing.tls_us) = (Some(90), Some(150), Some(240));
@@ -462,8 +472,14 @@ home                                5       4       1   182.17     3.00   900.10
             summary.requests.push(horde_metrics::RequestStats { name: name.to_string(), ..row.clone() });
         }
         let rendered = super::render(&summary);
-        let table: Vec<&str> =
-            rendered.split("---- Requests (ms)").nth(1).unwrap().lines().skip(1).take_while(|l| !l.starts_with("----")).collect();
+        let table: Vec<&str> = rendered
+            .split("---- Requests (ms)")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("----"))
+            .collect();
         assert_eq!(table.len(), 6, "{rendered}");
         let columns = |line: &str| crate::terminal::width(line);
         assert!(table.iter().all(|line| columns(line) == columns(table[0])), "{}", table.join("\n"));

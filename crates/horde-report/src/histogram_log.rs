@@ -52,7 +52,10 @@ impl HistogramLogWriter {
             .with_start_time(run_started)
             .with_base_time(UNIX_EPOCH)
             .begin_log_with(&mut self.file, &mut self.serializer)?;
-        writeln!(self.file, "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")?;
+        writeln!(
+            self.file,
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        )?;
         self.headers_written = true;
         Ok(())
     }
@@ -132,8 +135,8 @@ mod tests {
     use super::*;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hdrhistogram::serialization::Deserializer;
-    use horde_metrics::{RequestTiming, Snapshot};
     use horde_metrics::Recorder;
+    use horde_metrics::{RequestTiming, Snapshot};
 
     fn snapshot(interval: u64, rows: &[(&str, u64)]) -> Snapshot {
         let requests = rows

@@ -10,7 +10,12 @@ pub fn render_iron_cushion(steps: &[CouchdbStepReport]) -> String {
     let mut out = String::new();
     for step in steps {
         let title = if step.kind == "bulk_insert" { "BULK INSERT" } else { "CRUD" };
-        let _ = writeln!(out, "{title} BENCHMARK RESULTS ({}, {} connections):", crate::terminal::printable(&step.name), step.connections);
+        let _ = writeln!(
+            out,
+            "{title} BENCHMARK RESULTS ({}, {} connections):",
+            crate::terminal::printable(&step.name),
+            step.connections
+        );
         let mut field = |name: &str, value: String| {
             let _ = writeln!(out, "  {name}={value}");
         };

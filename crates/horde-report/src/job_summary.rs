@@ -15,7 +15,9 @@ pub fn render_job_summary(summary: &Summary) -> String {
         (false, n) => format!(" ❌ {n} of {} thresholds failed", summary.thresholds.len()),
     };
     let mut out = format!("### horde: {}{verdict}\n\n", cell(&summary.run.name));
-    let p = |q: f64| g.latency.all.percentile(q).map(|us| format!("{:.2}", us as f64 / 1000.0)).unwrap_or_else(|| "-".into());
+    let p = |q: f64| {
+        g.latency.all.percentile(q).map(|us| format!("{:.2}", us as f64 / 1000.0)).unwrap_or_else(|| "-".into())
+    };
     let _ = writeln!(out, "| status | duration | requests | KO | req/s | p50 (ms) | p99 (ms) |");
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
     let _ = writeln!(

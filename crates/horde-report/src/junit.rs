@@ -36,7 +36,12 @@ pub fn render_junit(summary: &Summary) -> String {
             name = format!("{} ({n})", threshold.text);
             n += 1;
         }
-        let _ = write!(out, "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"", escape(&threshold.scope), escape(&name));
+        let _ = write!(
+            out,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"0\"",
+            escape(&threshold.scope),
+            escape(&name)
+        );
         let message = verdict_message(threshold);
         match threshold.status {
             ThresholdStatus::Pass => {
@@ -59,15 +64,20 @@ pub fn render_junit(summary: &Summary) -> String {
 /// One line a person reads: `p99 was 612 ms, limit < 500 ms`.
 pub fn verdict_message(t: &ThresholdResult) -> String {
     let mut message = match (t.status, &t.observed_text, &t.note) {
-        (ThresholdStatus::NoData, _, _) => format!("{}: no request in scope {} (limit {} {})", t.text, t.scope, t.comparison, t.bound_text),
-        (_, Some(observed), _) => format!("{}: {} was {observed} (limit {} {})", t.text, t.metric, t.comparison, t.bound_text),
+        (ThresholdStatus::NoData, _, _) => {
+            format!("{}: no request in scope {} (limit {} {})", t.text, t.scope, t.comparison, t.bound_text)
+        }
+        (_, Some(observed), _) => {
+            format!("{}: {} was {observed} (limit {} {})", t.text, t.metric, t.comparison, t.bound_text)
+        }
         (_, None, Some(note)) => format!("{}: {note} (limit {} {})", t.text, t.comparison, t.bound_text),
         (_, None, None) => format!("{}: not measured", t.text),
     };
     if let Some(population) = &t.population {
         let _ = write!(message, "; judged on {population}");
     }
-    let failing: Vec<&str> = t.rows.iter().filter(|r| r.status == ThresholdStatus::Fail).map(|r| r.name.as_str()).collect();
+    let failing: Vec<&str> =
+        t.rows.iter().filter(|r| r.status == ThresholdStatus::Fail).map(|r| r.name.as_str()).collect();
     if !failing.is_empty() {
         let shown = failing.iter().take(5).map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ");
         let more = if failing.len() > 5 { format!(" and {} more", failing.len() - 5) } else { String::new() };

@@ -9,8 +9,8 @@
 
 pub mod compare;
 mod console;
-mod html;
 mod histogram_log;
+mod html;
 mod iron_cushion;
 mod job_summary;
 mod junit;
@@ -29,10 +29,10 @@ mod timeseries;
 pub use console::render as render_console;
 pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
 pub use html::{
-    render_bench, render_compare, render_html, write_bench_html, write_compare_html, write_html, BenchPage, IntervalChart,
+    render_bench, render_compare, render_html, write_bench_html, write_compare_html, write_html, BenchPage,
+    IntervalChart,
 };
 pub use iron_cushion::render_iron_cushion;
-pub use sql::render_sql;
 pub use job_summary::render_job_summary;
 pub use junit::{render_junit, verdict_message};
 pub use locust::LocustExport;
@@ -40,6 +40,7 @@ pub use openmetrics::{render_openmetrics, LiveMetrics, MAX_ERROR_LABELS, MAX_REQ
 pub use percentile_distribution::{render as render_percentile_distribution, HgrmEntry, HGRM_DIR};
 pub use request_log::RequestLogWriter;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use sql::render_sql;
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};
 pub use timeseries::TimeSeriesWriter;

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 /// Locust's PERCENTILES_TO_REPORT.
 const PERCENTILES: [f64; 11] = [0.50, 0.66, 0.75, 0.80, 0.90, 0.95, 0.98, 0.99, 0.999, 0.9999, 1.0];
-const PERCENTILE_LABELS: [&str; 11] = ["50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%"];
+const PERCENTILE_LABELS: [&str; 11] =
+    ["50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%"];
 const STATS_COLUMNS: [&str; 11] = [
     "Type",
     "Name",
@@ -283,7 +284,8 @@ mod tests {
         let mut totals = Totals::new(std::time::SystemTime::now(), 1);
         let mut recorder = Recorder::default();
         for i in 0..10u64 {
-            let timing = RequestTiming { latency_us: 2000 + i, uncorrected_us: 2000, bytes_received: 100, ..Default::default() };
+            let timing =
+                RequestTiming { latency_us: 2000 + i, uncorrected_us: 2000, bytes_received: 100, ..Default::default() };
             recorder.record(&timing, i != 0);
         }
         totals.absorb(Snapshot { interval: 1, requests: vec![("home".into(), recorder)], ..Default::default() });

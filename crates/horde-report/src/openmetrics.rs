@@ -79,7 +79,12 @@ pub fn render_openmetrics(totals: &Totals, labels: &[(String, String)]) -> Strin
     let lead = run.as_str();
     let alone = if run.is_empty() { String::new() } else { format!("{{{}}}", &run[..run.len() - 1]) };
 
-    family(&mut out, "horde_requests", "counter", "Requests with an outcome, by request row and outcome (ko includes requests never sent).");
+    family(
+        &mut out,
+        "horde_requests",
+        "counter",
+        "Requests with an outcome, by request row and outcome (ko includes requests never sent).",
+    );
     for (name, recorder) in &rows {
         let ko = recorder.ko.len() + recorder.unsent;
         let _ = writeln!(
@@ -95,7 +100,11 @@ pub fn render_openmetrics(totals: &Totals, labels: &[(String, String)]) -> Strin
     let mut errors: BTreeMap<(String, String), u64> = BTreeMap::new();
     for (key, record) in &totals.errors {
         let entry = (key.kind.to_string(), key.request.to_string());
-        let entry = if errors.len() < MAX_ERROR_LABELS || errors.contains_key(&entry) { entry } else { (OTHER.into(), OTHER.into()) };
+        let entry = if errors.len() < MAX_ERROR_LABELS || errors.contains_key(&entry) {
+            entry
+        } else {
+            (OTHER.into(), OTHER.into())
+        };
         *errors.entry(entry).or_default() += record.count;
     }
     for ((kind, request), count) in &errors {
@@ -113,7 +122,12 @@ pub fn render_openmetrics(totals: &Totals, labels: &[(String, String)]) -> Strin
     let _ = writeln!(out, "horde_users_started_total{alone} {}", totals.users_started);
     family(&mut out, "horde_scheduled_starts", "counter", "Starts with an intended time (arrivals, throttle slots).");
     let _ = writeln!(out, "horde_scheduled_starts_total{alone} {}", totals.start_lag_us.len());
-    family(&mut out, "horde_late_starts", "counter", "Starts later than their intended time by more than the late-start threshold.");
+    family(
+        &mut out,
+        "horde_late_starts",
+        "counter",
+        "Starts later than their intended time by more than the late-start threshold.",
+    );
     let _ = writeln!(out, "horde_late_starts_total{alone} {}", totals.late_starts);
 
     let _ = writeln!(out, "# TYPE horde_latency_seconds histogram");

@@ -53,7 +53,13 @@ pub fn write_percentile_distributions(dir: &Path, totals: &Totals) -> std::io::R
         let file = unique_file_name(name, &mut taken);
         let histogram = recorder.corrected();
         std::fs::write(hgrm.join(&file), render(&histogram))?;
-        entries.push(HgrmEntry { name: name.to_string(), scope: "request", index: Some(index), file, count: histogram.len() });
+        entries.push(HgrmEntry {
+            name: name.to_string(),
+            scope: "request",
+            index: Some(index),
+            file,
+            count: histogram.len(),
+        });
     }
     let index = serde_json::to_string_pretty(&entries).expect("an index serializes");
     std::fs::write(hgrm.join("index.json"), index + "\n")?;

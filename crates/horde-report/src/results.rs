@@ -28,10 +28,8 @@ pub enum ResultsError {
 /// A new, unused directory under `base` named after the plan and the time:
 /// `results/journey-20261121-062100`.
 pub fn create_results_dir(base: &Path, plan_name: &str) -> Result<PathBuf, ResultsError> {
-    let name: String = plan_name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-        .collect();
+    let name: String =
+        plan_name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let stamp: String = crate::summary::rfc3339(now.as_millis() as u64)
         .chars()

@@ -2,8 +2,8 @@
 //! Its JSON Schema is committed as docs/summary.schema.json.
 
 use horde_metrics::{
-    ConnectionStats, CouchdbStepReport, GeneratorStats, SessionFunctionStats, ErrorSummary, GroupStats, LatencyStats, RequestStats, RunStatus, SchedulingStats,
-    SummaryOptions, ThresholdResult, Totals, UserStats,
+    ConnectionStats, CouchdbStepReport, ErrorSummary, GeneratorStats, GroupStats, LatencyStats, RequestStats,
+    RunStatus, SchedulingStats, SessionFunctionStats, SummaryOptions, ThresholdResult, Totals, UserStats,
 };
 use horde_plan::Plan;
 use schemars::JsonSchema;

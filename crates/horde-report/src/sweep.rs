@@ -240,7 +240,14 @@ pub struct SweepReport {
 impl SweepReport {
     /// The conclusions from every run of the sweep. Runs whose load was not delivered are in
     /// the table, but not in the conclusions.
-    pub fn analyse(name: &str, model: &str, slos: &[String], level_duration_ms: u64, warmup_ms: u64, mut levels: Vec<SweepLevel>) -> SweepReport {
+    pub fn analyse(
+        name: &str,
+        model: &str,
+        slos: &[String],
+        level_duration_ms: u64,
+        warmup_ms: u64,
+        mut levels: Vec<SweepLevel>,
+    ) -> SweepReport {
         levels.sort_by(|a, b| a.level.total_cmp(&b.level).then(a.run.cmp(&b.run)));
         let judged = verdicts(&levels);
         let highest_meeting_slos = judged.iter().take_while(|l| l.meets_slos()).last().map(|l| l.level);
@@ -266,7 +273,11 @@ impl SweepReport {
     }
 
     fn level_label(&self) -> &'static str {
-        if self.model == "rate" { "users/s" } else { "users" }
+        if self.model == "rate" {
+            "users/s"
+        } else {
+            "users"
+        }
     }
 
     /// The knee as the conclusions say it: where throughput stops growing, or why there is none.
@@ -366,7 +377,11 @@ impl SweepReport {
                 "> boundary: between {} (good) and {} (bad), {}",
                 format_level(boundary.last_good),
                 format_level(boundary.first_bad),
-                if boundary.confirmed { "confirmed by a second run of each" } else { "NOT confirmed: a second run disagreed" }
+                if boundary.confirmed {
+                    "confirmed by a second run of each"
+                } else {
+                    "NOT confirmed: a second run disagreed"
+                }
             );
         }
         if let Some(why) = &self.stopped {
@@ -473,7 +488,10 @@ mod tests {
             level(400.0, 990.0, 2600, 40),
         ];
         let report = SweepReport::analyse("seed004", "users", &slos, 10_000, 2_000, levels);
-        assert_eq!(report.levels.iter().map(|l| l.level).collect::<Vec<_>>(), vec![10.0, 50.0, 100.0, 200.0, 300.0, 400.0]);
+        assert_eq!(
+            report.levels.iter().map(|l| l.level).collect::<Vec<_>>(),
+            vec![10.0, 50.0, 100.0, 200.0, 300.0, 400.0]
+        );
         assert_eq!(report.highest_meeting_slos, Some(50.0));
         assert_eq!(report.knee, Some(200.0));
         assert_eq!(report.errors_begin, Some(300.0));
@@ -509,8 +527,14 @@ mod tests {
         let mut cut = level(4.0, 400.0, 10, 0);
         cut.interrupted = true;
         cut.measured_ms = 2_500;
-        let report =
-            SweepReport::analyse("cut", "users", &slos, 10_000, 0, vec![level(1.0, 100.0, 10, 0), level(2.0, 120.0, 10, 0), cut]);
+        let report = SweepReport::analyse(
+            "cut",
+            "users",
+            &slos,
+            10_000,
+            0,
+            vec![level(1.0, 100.0, 10, 0), level(2.0, 120.0, 10, 0), cut],
+        );
         assert_eq!(report.highest_meeting_slos, Some(2.0));
         assert_eq!(report.knee, Some(2.0), "flattening from 1 to 2; the interrupted 400 req/s is not the best");
         assert!((report.best_throughput_rps - 120.0).abs() < 1e-9);

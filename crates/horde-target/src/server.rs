@@ -285,7 +285,12 @@ fn cookies_set(request: &Request<Incoming>) -> Response<Body> {
             Ok(value) => {
                 response.headers_mut().append(SET_COOKIE, value);
             }
-            Err(_) => return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": format!("{line:?} is no header value")})),
+            Err(_) => {
+                return json(
+                    StatusCode::BAD_REQUEST,
+                    serde_json::json!({"error": format!("{line:?} is no header value")}),
+                )
+            }
         }
     }
     response
@@ -492,7 +497,8 @@ fn page(
         ("GET", "/") => html(StatusCode::OK, pages::home(&view_state, "")),
         ("POST", "/newsletter") => {
             let email = fields.get("email").cloned().unwrap_or_default();
-            let message = if email.contains('@') { format!("Subscribed {email}") } else { "No email given".to_string() };
+            let message =
+                if email.contains('@') { format!("Subscribed {email}") } else { "No email given".to_string() };
             html(StatusCode::OK, pages::home(&view_state, &message))
         }
         ("POST", "/search") => {

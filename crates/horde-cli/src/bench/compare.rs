@@ -8,8 +8,8 @@ use super::result::{BenchResult, Cell};
 use super::stats::{self, Ratio, Verdict};
 use crate::output::{print_text, status};
 use crate::{exit, Failure};
-use horde_report::{BenchPage, IntervalChart};
 use clap::{Args, ValueEnum};
+use horde_report::{BenchPage, IntervalChart};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -245,7 +245,9 @@ pub fn compare(args: &CompareBenchArgs) -> Result<i32, Failure> {
             change.low.push(ratio.as_ref().and_then(|r| percent(r.low)));
             change.high.push(ratio.as_ref().and_then(|r| percent(r.high)));
             change.colors.push(
-                ratio.as_ref().map_or(NEUTRAL_COLOUR, |r| verdict_colour(stats::verdict(r, threshold, template.higher_is_better()))),
+                ratio.as_ref().map_or(NEUTRAL_COLOUR, |r| {
+                    verdict_colour(stats::verdict(r, threshold, template.higher_is_better()))
+                }),
             );
             row.push(match ratio {
                 Some(r) => {
@@ -388,7 +390,8 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
             for (key, cell) in cells {
                 for (machine, (colour, _)) in machines.iter().zip(MACHINE_COLOURS.iter().cycle()) {
                     let params = cell.params_text();
-                    let slot = if params.is_empty() { machine.label.clone() } else { format!("{params} {}", machine.label) };
+                    let slot =
+                        if params.is_empty() { machine.label.clone() } else { format!("{params} {}", machine.label) };
                     chart.labels.push(slot);
                     chart.colors.push(colour);
                     match find(machine, key) {

@@ -44,7 +44,10 @@ enum TemplateSegment {
     Literal(String),
     /// `${name}`: the fast path.
     Variable(usize),
-    Expression { expression: Box<Compiled>, source: Arc<str> },
+    Expression {
+        expression: Box<Compiled>,
+        source: Arc<str>,
+    },
 }
 
 impl Template {
@@ -106,7 +109,9 @@ impl Template {
     pub fn value(&self, session: &mut Session) -> Result<Value, EvalError> {
         match self.segments.as_slice() {
             [TemplateSegment::Variable(slot)] => session.variables[*slot].clone().ok_or(EvalError::Undefined(*slot)),
-            [TemplateSegment::Expression { expression, source }] => expression.eval(session).map_err(|e| e.within(source)),
+            [TemplateSegment::Expression { expression, source }] => {
+                expression.eval(session).map_err(|e| e.within(source))
+            }
             _ => self.render(session).map(Value::from),
         }
     }
@@ -116,7 +121,9 @@ impl EvalError {
     /// The message names the expression it came from.
     fn within(self, source: &str) -> EvalError {
         match self {
-            EvalError::Invalid(message) if !message.starts_with("${") => EvalError::Invalid(format!("{source}: {message}")),
+            EvalError::Invalid(message) if !message.starts_with("${") => {
+                EvalError::Invalid(format!("{source}: {message}"))
+            }
             other => other,
         }
     }
@@ -146,7 +153,9 @@ impl Compiled {
         Ok(match expression {
             Expr::Variable(path) => {
                 let (slot, used) = names.variable(&path);
-                path[used..].iter().fold(Compiled::Variable(slot), |target, key| Compiled::Field(Box::new(target), key.clone()))
+                path[used..]
+                    .iter()
+                    .fold(Compiled::Variable(slot), |target, key| Compiled::Field(Box::new(target), key.clone()))
             }
             Expr::Literal(text) => Compiled::Literal(Value::from(text)),
             Expr::Index { target, index } => Compiled::Index(compile(*target)?, index),
@@ -199,7 +208,9 @@ impl Compiled {
                 let low = integer(&low.eval(session)?)?;
                 let high = integer(&high.eval(session)?)?;
                 if low > high {
-                    return Err(EvalError::Invalid(format!("__random_int({low}, {high}): the low bound is above the high one")));
+                    return Err(EvalError::Invalid(format!(
+                        "__random_int({low}, {high}): the low bound is above the high one"
+                    )));
                 }
                 Value::from(session.rng.random_range(low..=high).to_string())
             }
@@ -221,12 +232,17 @@ impl Compiled {
             Compiled::Scenario => Value::Text(session.scenario.clone()),
             Compiled::Index(target, index) => {
                 let value = target.eval(session)?;
-                let json = value.to_json().ok_or_else(|| EvalError::Invalid(format!("[{index}] on a value that is not a list")))?;
-                let items = json.as_array().ok_or_else(|| EvalError::Invalid(format!("[{index}] on a value that is not a list")))?;
+                let json = value
+                    .to_json()
+                    .ok_or_else(|| EvalError::Invalid(format!("[{index}] on a value that is not a list")))?;
+                let items = json
+                    .as_array()
+                    .ok_or_else(|| EvalError::Invalid(format!("[{index}] on a value that is not a list")))?;
                 let position = if *index < 0 { items.len() as i64 + index } else { *index };
-                let item = usize::try_from(position).ok().and_then(|i| items.get(i)).ok_or_else(|| {
-                    EvalError::Invalid(format!("index {index} is out of a list of {}", items.len()))
-                })?;
+                let item = usize::try_from(position)
+                    .ok()
+                    .and_then(|i| items.get(i))
+                    .ok_or_else(|| EvalError::Invalid(format!("index {index} is out of a list of {}", items.len())))?;
                 Value::from_json(item.clone())
             }
             Compiled::Field(target, key) => {
@@ -236,16 +252,25 @@ impl Compiled {
                 let field = json.as_deref().and_then(|j| j.get(key.as_str())).filter(|f| !f.is_null());
                 match field {
                     Some(field) => Value::from_json(field.clone()),
-                    None => return Err(EvalError::Invalid(format!("no field {key:?} in {}", abridged(&value.as_text())))),
+                    None => {
+                        return Err(EvalError::Invalid(format!("no field {key:?} in {}", abridged(&value.as_text()))))
+                    }
                 }
             }
             Compiled::JsonPath(target, query) => {
                 let value = target.eval(session)?;
-                let json = value.to_json().ok_or_else(|| EvalError::Invalid("jsonpath() on a value that is not JSON".into()))?;
+                let json = value
+                    .to_json()
+                    .ok_or_else(|| EvalError::Invalid("jsonpath() on a value that is not JSON".into()))?;
                 let found = query.query(&json).all().into_iter().find(|v| !v.is_null()).cloned();
                 match found {
                     Some(found) => Value::from_json(found),
-                    None => return Err(EvalError::Invalid(format!("jsonpath() found nothing in {}", abridged(&value.as_text())))),
+                    None => {
+                        return Err(EvalError::Invalid(format!(
+                            "jsonpath() found nothing in {}",
+                            abridged(&value.as_text())
+                        )))
+                    }
                 }
             }
             Compiled::Method { target, method, args } => {
@@ -277,7 +302,9 @@ pub(crate) fn abridged(text: &str) -> String {
 fn list_of(value: &Value, method: &str) -> Result<Vec<serde_json::Value>, EvalError> {
     match value.to_json().map(|j| j.into_owned()) {
         Some(serde_json::Value::Array(items)) => Ok(items),
-        _ => Err(EvalError::Invalid(format!("{method}() on a value that is not a list: {}", abridged(&value.as_text())))),
+        _ => {
+            Err(EvalError::Invalid(format!("{method}() on a value that is not a list: {}", abridged(&value.as_text()))))
+        }
     }
 }
 
@@ -301,7 +328,9 @@ fn apply(method: Method, value: Value, args: &[Value], session: &mut Session) ->
         Method::Size => match value.to_json().as_deref() {
             Some(serde_json::Value::Array(items)) => Value::from(items.len().to_string()),
             Some(serde_json::Value::Object(map)) => Value::from(map.len().to_string()),
-            _ => return Err(EvalError::Invalid(format!("size() on a value that is not a list: {}", abridged(&text())))),
+            _ => {
+                return Err(EvalError::Invalid(format!("size() on a value that is not a list: {}", abridged(&text()))))
+            }
         },
         Method::Random => {
             let items = list_of(&value, "random")?;
@@ -328,12 +357,14 @@ fn apply(method: Method, value: Value, args: &[Value], session: &mut Session) ->
         Method::Sha1 => Value::from(hex(&sha1::Sha1::digest(text().as_bytes()))),
         Method::Sha256 => Value::from(hex(&sha2::Sha256::digest(text().as_bytes()))),
         Method::HmacSha1 => {
-            let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(args[0].as_text().as_bytes()).expect("any key length");
+            let mut mac =
+                hmac::Hmac::<sha1::Sha1>::new_from_slice(args[0].as_text().as_bytes()).expect("any key length");
             mac.update(text().as_bytes());
             Value::from(hex(&mac.finalize().into_bytes()))
         }
         Method::HmacSha256 => {
-            let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(args[0].as_text().as_bytes()).expect("any key length");
+            let mut mac =
+                hmac::Hmac::<sha2::Sha256>::new_from_slice(args[0].as_text().as_bytes()).expect("any key length");
             mac.update(text().as_bytes());
             Value::from(hex(&mac.finalize().into_bytes()))
         }
@@ -431,12 +462,12 @@ pub enum CompiledCondition {
 impl CompiledCondition {
     pub fn compile(condition: Condition, names: &mut dyn Names) -> Result<CompiledCondition, String> {
         Ok(match condition {
-            Condition::Or(all) => {
-                CompiledCondition::Or(all.into_iter().map(|c| CompiledCondition::compile(c, names)).collect::<Result<_, _>>()?)
-            }
-            Condition::And(all) => {
-                CompiledCondition::And(all.into_iter().map(|c| CompiledCondition::compile(c, names)).collect::<Result<_, _>>()?)
-            }
+            Condition::Or(all) => CompiledCondition::Or(
+                all.into_iter().map(|c| CompiledCondition::compile(c, names)).collect::<Result<_, _>>()?,
+            ),
+            Condition::And(all) => CompiledCondition::And(
+                all.into_iter().map(|c| CompiledCondition::compile(c, names)).collect::<Result<_, _>>()?,
+            ),
             Condition::Not(inner) => CompiledCondition::Not(Box::new(CompiledCondition::compile(*inner, names)?)),
             Condition::Compare { left, op, right } => {
                 CompiledCondition::Compare(Template::compile(left, names)?, op, Template::compile(right, names)?)
@@ -522,7 +553,13 @@ mod tests {
             }
             variables[slot] = Some(value.clone());
         }
-        Session { variables, rng: rand::rngs::SmallRng::seed_from_u64(1), user_id: 7, scenario: "shop".into(), extra: None }
+        Session {
+            variables,
+            rng: rand::rngs::SmallRng::seed_from_u64(1),
+            user_id: 7,
+            scenario: "shop".into(),
+            extra: None,
+        }
     }
 
     fn render(text: &str, values: &[(&str, Value)]) -> Result<String, EvalError> {
@@ -545,7 +582,9 @@ mod tests {
         assert_eq!(render("${order.items.size()}", &[("order", order.clone())]).unwrap(), "2");
         let err = render("${order.items[2]}", &[("order", order.clone())]).unwrap_err();
         assert_eq!(err, EvalError::Invalid("${order.items[2]}: index 2 is out of a list of 2".into()));
-        assert!(matches!(render("${order.nope}", &[("order", order)]), Err(EvalError::Invalid(m)) if m.contains("no field \"nope\"")));
+        assert!(
+            matches!(render("${order.nope}", &[("order", order)]), Err(EvalError::Invalid(m)) if m.contains("no field \"nope\""))
+        );
         // A dotted name that is a variable is that variable.
         assert_eq!(render("${a.b}", &[("a.b", Value::from("x"))]).unwrap(), "x");
         assert_eq!(render("${missing}", &[]), Err(EvalError::Undefined(0)));

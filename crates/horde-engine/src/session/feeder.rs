@@ -240,7 +240,8 @@ fn read_all(source: &FeederSource, file: &Path) -> Result<(Vec<String>, Vec<Reco
                 .map_err(|e| format!("{name}:{}:{}: not valid JSON: {e}", e.line(), e.column()))?;
             let items = value.as_array().ok_or_else(|| format!("{name}: a JSON feeder is an array of objects"))?;
             for (i, item) in items.iter().enumerate() {
-                let object = item.as_object().ok_or_else(|| format!("{name}: element {i} of the array is not an object"))?;
+                let object =
+                    item.as_object().ok_or_else(|| format!("{name}: element {i} of the array is not an object"))?;
                 builder.object(object);
             }
         }
@@ -300,7 +301,11 @@ fn csv_error(error: &csv::Error, file: &Path) -> String {
     }
 }
 
-fn jsonl_object(line: &str, file: &Path, number: usize) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
+fn jsonl_object(
+    line: &str,
+    file: &Path,
+    number: usize,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
     if line.trim().is_empty() {
         return Ok(None);
     }
@@ -331,7 +336,13 @@ enum RowSource {
 }
 
 impl BatchReader {
-    fn open(source: &FeederSource, file: &Path, batch: usize, strategy: FeederStrategy, seed: u64) -> Result<BatchReader, String> {
+    fn open(
+        source: &FeederSource,
+        file: &Path,
+        batch: usize,
+        strategy: FeederStrategy,
+        seed: u64,
+    ) -> Result<BatchReader, String> {
         Ok(BatchReader {
             source: source.clone(),
             file: file.to_path_buf(),
@@ -359,7 +370,8 @@ impl BatchReader {
             }
         } else {
             let name = self.file.display();
-            let reader = BufReader::new(File::open(&self.file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?);
+            let reader =
+                BufReader::new(File::open(&self.file).map_err(|e| format!("cannot read feeder file {name}: {e}"))?);
             let mut builder = RecordBuilder::new();
             for (number, line) in reader.lines().enumerate() {
                 let line = line.map_err(|e| format!("{name}:{}: {e}", number + 1))?;
@@ -383,7 +395,8 @@ impl BatchReader {
                 RowSource::Delimited(reader.into_records())
             }
             None => {
-                let file = File::open(&self.file).map_err(|e| format!("cannot read feeder file {}: {e}", self.file.display()))?;
+                let file = File::open(&self.file)
+                    .map_err(|e| format!("cannot read feeder file {}: {e}", self.file.display()))?;
                 RowSource::Lines(BufReader::new(file).lines().enumerate())
             }
         });
@@ -514,9 +527,7 @@ mod tests {
         let dir = temp_dir("queue");
         let path = csv_file(&dir, 25).display().to_string();
         for batch in [None, Some(7)] {
-            let runtime =
-                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Queue, batch))
-                    .unwrap();
+            let runtime = load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Queue, batch)).unwrap();
             assert_eq!(runtime.columns, ["id", "name"]);
             let taken = ids(&runtime, 26);
             let expected: Vec<Option<String>> = (0..25).map(|i| Some(i.to_string())).chain([None]).collect();
@@ -531,14 +542,12 @@ mod tests {
         let path = csv_file(&dir, 10).display().to_string();
         for batch in [None, Some(4)] {
             let circular =
-                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Circular, batch))
-                    .unwrap();
+                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Circular, batch)).unwrap();
             let taken: Vec<String> = ids(&circular, 25).into_iter().map(Option::unwrap).collect();
             let expected: Vec<String> = (0..25).map(|i| (i % 10).to_string()).collect();
             assert_eq!(taken, expected, "batch {batch:?}");
             let shuffle =
-                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Shuffle, batch))
-                    .unwrap();
+                load(feeder(FeederSource::Csv { path: path.clone() }, FeederStrategy::Shuffle, batch)).unwrap();
             let mut taken: Vec<String> = ids(&shuffle, 10).into_iter().map(Option::unwrap).collect();
             assert_ne!(taken, (0..10).map(|i| i.to_string()).collect::<Vec<_>>(), "shuffled");
             taken.sort_by_key(|id| id.parse::<u32>().unwrap());
@@ -558,8 +567,14 @@ mod tests {
         let broken = dir.join("broken.jsonl");
         std::fs::write(&broken, "{\"a\": 1}\n{\"a\": \n").unwrap();
         let cases = [
-            (FeederSource::Tsv { path: ragged.display().to_string() }, "ragged.tsv:3: a record of 1 fields where the header names 2 columns"),
-            (FeederSource::Jsonl { path: jsonl.display().to_string() }, "bad.jsonl:3: a line of a jsonl feeder is an object"),
+            (
+                FeederSource::Tsv { path: ragged.display().to_string() },
+                "ragged.tsv:3: a record of 1 fields where the header names 2 columns",
+            ),
+            (
+                FeederSource::Jsonl { path: jsonl.display().to_string() },
+                "bad.jsonl:3: a line of a jsonl feeder is an object",
+            ),
             (FeederSource::Jsonl { path: broken.display().to_string() }, "broken.jsonl:2: not valid JSON"),
             (FeederSource::Csv { path: dir.join("none.csv").display().to_string() }, "cannot read feeder file"),
         ];

@@ -107,7 +107,8 @@ fn runs_in(path: &Path) -> Result<Vec<PathBuf>, CompareInputError> {
     if path.join("summary.json").is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(path).map_err(|e| CompareInputError(format!("cannot read {}: {e}", path.display())))?;
+    let entries =
+        std::fs::read_dir(path).map_err(|e| CompareInputError(format!("cannot read {}: {e}", path.display())))?;
     let mut runs: Vec<PathBuf> =
         entries.flatten().map(|e| e.path()).filter(|p| p.join("summary.json").is_file()).collect();
     runs.sort();

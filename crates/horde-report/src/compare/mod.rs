@@ -366,8 +366,12 @@ pub fn compare(a: &SideSamples, b: &SideSamples, method: Method, options: &Compa
             ChangeKind::Ratio => v - 1.0,
             ChangeKind::Difference => v,
         };
-        let shift =
-            classify(q <= options.alpha, change.low.map(relative), change.high.map(relative), options.tolerance.of(metric));
+        let shift = classify(
+            q <= options.alpha,
+            change.low.map(relative),
+            change.high.map(relative),
+            options.tolerance.of(metric),
+        );
         comparison.verdict = metric.verdict(shift);
     }
     let mut warnings = Vec::new();
@@ -479,8 +483,8 @@ fn compare_one(row: Paired<'_>, labels: [&str; 2], method: Method, alpha: f64) -
     };
     let (log_a, log_b) = (transform(&usable_a), transform(&usable_b));
     let change = match method {
-        Method::Runs => mann_whitney(&log_a, &log_b).zip(hodges_lehmann(&log_a, &log_b, alpha)).map(|(test, shift)| {
-            Change {
+        Method::Runs => {
+            mann_whitney(&log_a, &log_b).zip(hodges_lehmann(&log_a, &log_b, alpha)).map(|(test, shift)| Change {
                 kind,
                 estimate: back(shift.estimate),
                 low: shift.low.map(back),
@@ -494,8 +498,8 @@ fn compare_one(row: Paired<'_>, labels: [&str; 2], method: Method, alpha: f64) -
                 q: test.p,
                 n_a: log_a.len(),
                 n_b: log_b.len(),
-            }
-        }),
+            })
+        }
         Method::WithinRun => welch(&log_a, &log_b, alpha).map(|test| Change {
             kind,
             estimate: back(test.difference),
@@ -533,7 +537,11 @@ fn compare_one(row: Paired<'_>, labels: [&str; 2], method: Method, alpha: f64) -
 /// Compares two loaded sides the way `horde compare` does: one value per run, or batch means
 /// within the run when each side has exactly one. Plan differences are filled in; whether they
 /// are allowed is the caller's decision.
-pub fn compare_sides(a: &LoadedSide, b: &LoadedSide, options: &CompareOptions) -> Result<CompareReport, CompareInputError> {
+pub fn compare_sides(
+    a: &LoadedSide,
+    b: &LoadedSide,
+    options: &CompareOptions,
+) -> Result<CompareReport, CompareInputError> {
     let plan_differences = plan_differences(&a.runs[0].summary.plan, &b.runs[0].summary.plan);
     let mut warnings = Vec::new();
     for run in a.runs.iter().chain(&b.runs) {
@@ -682,7 +690,8 @@ mod tests {
             let b_values = if i == 0 { [20.0, 20.1, 20.2, 20.3, 20.4] } else { [10.05, 10.15, 10.25, 10.35, 10.45] };
             b_series.push(series(&name, Metric::P50, &b_values));
         }
-        let report = compare(&side("A", a_series, 5), &side("B", b_series, 5), Method::Runs, &CompareOptions::default());
+        let report =
+            compare(&side("A", a_series, 5), &side("B", b_series, 5), Method::Runs, &CompareOptions::default());
         let first = report.comparisons[0].change.as_ref().unwrap();
         assert!((first.p - 2.0 / 252.0).abs() < 1e-12);
         assert!((first.q - 10.0 * 2.0 / 252.0).abs() < 1e-12, "{}", first.q);

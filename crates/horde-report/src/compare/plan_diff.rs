@@ -129,7 +129,13 @@ mod tests {
         let a = variant("p", "http://127.0.0.1:1", "/delay/20");
         let b = variant("p", "http://127.0.0.1:1", "/delay/24");
         assert_eq!(plan_differences(&a, &b), ["scenarios[0].steps[0].url: \"/delay/20\" -> \"/delay/24\""]);
-        let c = plan(&BASE.replace("NAME", "p").replace("BASE", "http://x").replace("URL", "/delay/20").replace("\"users\": 2", "\"users\": 3"));
+        let c = plan(
+            &BASE
+                .replace("NAME", "p")
+                .replace("BASE", "http://x")
+                .replace("URL", "/delay/20")
+                .replace("\"users\": 2", "\"users\": 3"),
+        );
         let differences = plan_differences(&a, &c);
         assert_eq!(differences, ["scenarios[0].injection[0].users: 2 -> 3"]);
     }

@@ -18,7 +18,8 @@ pub struct Series {
 /// out.
 pub fn run_series(summary: &Summary) -> Vec<Series> {
     let mut series = Vec::new();
-    let rows = std::iter::once((Scope::Global, &summary.global)).chain(summary.requests.iter().map(|r| (Scope::Request, r)));
+    let rows =
+        std::iter::once((Scope::Global, &summary.global)).chain(summary.requests.iter().map(|r| (Scope::Request, r)));
     for (scope, row) in rows {
         for metric in Metric::ALL {
             if let Some(value) = value_of(row, metric) {

@@ -181,8 +181,8 @@ pub fn welch(a: &[f64], b: &[f64], alpha: f64) -> Option<WelchTest> {
         let p = if difference == 0.0 { 1.0 } else { 0.0 };
         return Some(WelchTest { difference, low: difference, high: difference, p, degrees_of_freedom: f64::INFINITY });
     }
-    let degrees_of_freedom = (share_a + share_b).powi(2)
-        / (share_a.powi(2) / (a.len() - 1) as f64 + share_b.powi(2) / (b.len() - 1) as f64);
+    let degrees_of_freedom =
+        (share_a + share_b).powi(2) / (share_a.powi(2) / (a.len() - 1) as f64 + share_b.powi(2) / (b.len() - 1) as f64);
     let t = StudentsT::new(0.0, 1.0, degrees_of_freedom).expect("positive degrees of freedom");
     let p = (2.0 * t.sf((difference / standard_error).abs())).min(1.0);
     let half_width = t.inverse_cdf(1.0 - alpha / 2.0) * standard_error;
@@ -378,9 +378,9 @@ mod tests {
         // Mid-ranks: 1, 3, 3 | 3, 5.5, 5.5, 7 (doubled 2, 6, 6 | 6, 11, 11, 14).
         assert_eq!(ranks, vec![2, 6, 6, 6, 11, 11, 14]);
         assert_eq!(test.u, 1.0); // no a above a b; the two pairs (2, 2) count one half each
-        // Rank sums as far from their mean as 14 (doubled): the three ways to draw 2, 6, 6 and
-        // the one to draw 14, 11, 11. scipy's PermutationMethod doubles the smaller tail instead
-        // (6/35 here); the two definitions agree without ties, where the distribution is symmetric.
+                                 // Rank sums as far from their mean as 14 (doubled): the three ways to draw 2, 6, 6 and
+                                 // the one to draw 14, 11, 11. scipy's PermutationMethod doubles the smaller tail instead
+                                 // (6/35 here); the two definitions agree without ties, where the distribution is symmetric.
         assert!(close(test.p, 4.0 / 35.0, 1e-12));
     }
 

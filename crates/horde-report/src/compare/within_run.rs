@@ -372,7 +372,9 @@ mod tests {
         assert!(p50.values.iter().all(|v| (20_000.0..20_400.0).contains(v)), "{:?}", p50.values);
         let (b, _) = side("B", 24_000, 5);
         let report = compare(&a, &b, Method::WithinRun, &CompareOptions::default());
-        let verdict = |metric: Metric| report.comparisons.iter().find(|c| c.metric == metric && c.name == "home").unwrap().verdict;
+        let verdict = |metric: Metric| {
+            report.comparisons.iter().find(|c| c.metric == metric && c.name == "home").unwrap().verdict
+        };
         assert_eq!(verdict(Metric::P50), Verdict::Slower);
         assert_eq!(verdict(Metric::P99), Verdict::Slower);
         assert_eq!(verdict(Metric::Mean), Verdict::Slower);

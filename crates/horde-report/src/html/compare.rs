@@ -5,8 +5,8 @@
 //! with its interval against the tolerance band, every run's value on each side, and the
 //! table of the console's figures with p, q and n.
 
-use super::escape::html;
 use super::charts::RowsChart;
+use super::escape::html;
 use super::pages::chart;
 use super::{write_atomically, Document};
 use crate::compare::render::{change_figure, interval_figure, side_figure, title};
@@ -272,7 +272,8 @@ fn robust_range(estimates: &[Option<f64>], low: &[Option<f64>], high: &[Option<f
     let deviations: Vec<f64> = known.iter().map(|v| (v - centre).abs()).collect();
     let spread = median(&deviations).max(tolerance / 2.0).max(f64::MIN_POSITIVE);
     let kept = known.iter().copied().filter(|v| (v - centre).abs() <= OUTLIER_SPREADS * spread);
-    let (mut lo, mut hi) = kept.fold((0.0f64.min(-tolerance), 0.0f64.max(tolerance)), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (mut lo, mut hi) =
+        kept.fold((0.0f64.min(-tolerance), 0.0f64.max(tolerance)), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let span = hi - lo;
     let whiskers_lo = low.iter().flatten().copied().filter(|v| v.is_finite()).fold(lo, f64::min);
     let whiskers_hi = high.iter().flatten().copied().filter(|v| v.is_finite()).fold(hi, f64::max);

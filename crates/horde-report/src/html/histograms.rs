@@ -245,7 +245,10 @@ pub(crate) mod tests {
         );
         let log = HistogramLog::parse(&text, start, 1000);
         let all = log.series(ALL_CORRECTED);
-        assert_eq!(all.iter().map(|i| (i.start_ms, i.histogram().unwrap().len())).collect::<Vec<_>>(), vec![(0, 2), (1000, 1)]);
+        assert_eq!(
+            all.iter().map(|i| (i.start_ms, i.histogram().unwrap().len())).collect::<Vec<_>>(),
+            vec![(0, 2), (1000, 1)]
+        );
         assert_eq!(log.tag_of('r', "</script><b>", 5).as_deref(), Some("r1"));
         assert_eq!(log.tag_of('r', "GET /", 0).as_deref(), Some("r0"));
         assert_eq!(log.tag_of('g', "GET /", 0), None);

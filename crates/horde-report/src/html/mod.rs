@@ -82,7 +82,8 @@ struct Document {
 }
 
 /// Where a run report's times count from, under every page (the console says it too).
-const CLOCK_NOTE: &str = "Times count from each request's start, or, in a throttled run, from the slot the server held it \
+const CLOCK_NOTE: &str =
+    "Times count from each request's start, or, in a throttled run, from the slot the server held it \
 back from (coordinated omission); groups and <code>eventually</code> on the same clock. The generator's own lag is \
 kept out of them: it is the start lag (Environment and plan).";
 

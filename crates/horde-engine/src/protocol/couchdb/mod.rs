@@ -227,8 +227,13 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
         let mut wire = crate::protocol::http::client::WireTiming::default();
         // A status reply is small; this bounds what a misbehaving server can make us keep.
         let max_body_bytes = 1 << 20;
-        let exchange =
-            connection.round_trip(head, true, max_body_bytes, crate::protocol::http::client::KeepHeaders::CookiesAndLocation, &mut wire);
+        let exchange = connection.round_trip(
+            head,
+            true,
+            max_body_bytes,
+            crate::protocol::http::client::KeepHeaders::CookiesAndLocation,
+            &mut wire,
+        );
         let response = tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| format!("no answer from {} within 10 s", target.url))?

@@ -6,10 +6,10 @@
 
 use super::{bulk_outcome, document_id, error_kind, error_message, CrudOp, CrudPlanner, DocumentRef, Reply};
 use crate::failure::Failure;
+use crate::lower::{BulkInsertProgram, CouchdbTarget, CrudProgram, Target};
 use crate::protocol::http::client::Response;
 use crate::protocol::http::request::Prepared;
 use crate::user::{Flow, VirtualUser};
-use crate::lower::{BulkInsertProgram, CouchdbTarget, CrudProgram, Target};
 use bytes::Bytes;
 use horde_metrics::{ConnectionPhases, CouchdbStepKind, RequestTiming};
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};

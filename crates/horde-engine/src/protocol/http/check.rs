@@ -31,7 +31,16 @@ pub struct ResponseView<'a> {
 
 impl<'a> ResponseView<'a> {
     pub fn new(status: StatusCode, headers: &'a HeaderMap, body: &'a Bytes) -> Self {
-        ResponseView { status, headers, body, url: None, response_time_ms: None, html: None, json: None, jmespath: None }
+        ResponseView {
+            status,
+            headers,
+            body,
+            url: None,
+            response_time_ms: None,
+            html: None,
+            json: None,
+            jmespath: None,
+        }
     }
 
     /// What an HTTP exchange knows beside the response: the URL that answered and how long
@@ -94,7 +103,12 @@ impl CheckSubject for ResponseView<'_> {
             }
             Extractor::Regex { regex, group } => {
                 let text = self.text();
-                regex.captures_iter(&text).filter_map(|c| c.get(*group)).take(limit).map(|m| Value::from(m.as_str())).collect()
+                regex
+                    .captures_iter(&text)
+                    .filter_map(|c| c.get(*group))
+                    .take(limit)
+                    .map(|m| Value::from(m.as_str()))
+                    .collect()
             }
             Extractor::Css { selector, attribute } => {
                 let html = self.html();
@@ -120,7 +134,9 @@ impl CheckSubject for ResponseView<'_> {
                 let result = expression.search(data).map_err(|err| err.to_string())?;
                 let json = |var: &jmespath::Variable| serde_json::to_value(var).unwrap_or(serde_json::Value::Null);
                 match result.as_array() {
-                    Some(items) => items.iter().filter(|v| !v.is_null()).take(limit).map(|v| Value::from_json(json(v))).collect(),
+                    Some(items) => {
+                        items.iter().filter(|v| !v.is_null()).take(limit).map(|v| Value::from_json(json(v))).collect()
+                    }
                     None if result.is_null() => Vec::new(),
                     None => one(Value::from_json(json(&result))),
                 }
@@ -232,7 +248,8 @@ mod tests {
 
     #[test]
     fn failures_name_the_check_and_what_it_found() {
-        let (checks, slots) = lowered_checks(r#"[{"source": {"type": "status"}, "validate": {"type": "in", "values": ["200", "304"]}}]"#);
+        let (checks, slots) =
+            lowered_checks(r#"[{"source": {"type": "status"}, "validate": {"type": "in", "values": ["200", "304"]}}]"#);
         let headers = HeaderMap::new();
         let body = Bytes::new();
         let mut vars = session(slots);
@@ -240,7 +257,8 @@ mod tests {
         assert_eq!(failure.message, r#"status: expected one of ["200", "304"], found "500""#);
         assert_eq!(failure.detail, 500);
 
-        let (checks, slots) = lowered_checks(r#"[{"source": {"type": "regex", "pattern": "value=\"([^\"]*)\""}, "save_as": "v"}]"#);
+        let (checks, slots) =
+            lowered_checks(r#"[{"source": {"type": "regex", "pattern": "value=\"([^\"]*)\""}, "save_as": "v"}]"#);
         let body = Bytes::from("<html>expired</html>");
         let mut vars = session(slots);
         let failure = run_checks(&checks, &mut view(200, &headers, &body), &mut vars).unwrap_err();
@@ -266,9 +284,15 @@ mod tests {
         body: &str,
         presets: &[(&str, &str)],
     ) -> (Result<(), CheckFailure>, std::collections::HashMap<String, String>) {
-        let values: Vec<String> =
-            presets.iter().map(|(name, value)| format!(r#"{{"name": "{name}", "value": {}}}"#, serde_json::json!(value))).collect();
-        let set = if presets.is_empty() { String::new() } else { format!(r#"{{"type": "set", "values": [{}]}},"#, values.join(",")) };
+        let values: Vec<String> = presets
+            .iter()
+            .map(|(name, value)| format!(r#"{{"name": "{name}", "value": {}}}"#, serde_json::json!(value)))
+            .collect();
+        let set = if presets.is_empty() {
+            String::new()
+        } else {
+            format!(r#"{{"type": "set", "values": [{}]}},"#, values.join(","))
+        };
         let plan = Plan::from_json(&format!(
             r#"{{"version": 1, "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 1}}],
                 "steps": [{set} {{"type": "request", "name": "r", "method": "GET", "url": "http://127.0.0.1:1/", "checks": {checks}}}]}}]}}"#
@@ -310,7 +334,8 @@ mod tests {
         checked(checks, &HeaderMap::new(), body, presets).0.expect_err("the check should fail").message
     }
 
-    const LINKS: &str = r#"<ul><li><a href="/a">A</a></li><li><a>no link</a></li><li><a href="/b">B</a></li></ul> id=1 id=22 id=333"#;
+    const LINKS: &str =
+        r#"<ul><li><a href="/a">A</a></li><li><a>no link</a></li><li><a href="/b">B</a></li></ul> id=1 id=22 id=333"#;
 
     #[test]
     fn find_picks_the_nth_find_all_a_list_and_count_how_many() {
@@ -331,9 +356,14 @@ mod tests {
         assert_eq!(found["third"], "B");
         assert_eq!(found["ids_shown"], "3");
         // Past the last match is nothing, as is a find_all of no match.
-        let message = failure(r#"[{"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "nth", "index": 3}}]"#, LINKS, &[]);
+        let message = failure(
+            r#"[{"source": {"type": "regex", "pattern": "id=(\\d+)"}, "select": {"type": "nth", "index": 3}}]"#,
+            LINKS,
+            &[],
+        );
         assert_eq!(message, r#"regex("id=(\\d+)").find(3): expected to exist, found nothing"#);
-        let message = failure(r#"[{"source": {"type": "regex", "pattern": "x(y)z"}, "select": {"type": "all"}}]"#, LINKS, &[]);
+        let message =
+            failure(r#"[{"source": {"type": "regex", "pattern": "x(y)z"}, "select": {"type": "all"}}]"#, LINKS, &[]);
         assert!(message.ends_with("find_all: expected to exist, found nothing"), "{message}");
     }
 
@@ -351,7 +381,10 @@ mod tests {
             &[],
         );
         result.unwrap();
-        assert_eq!((saved["all"].as_str(), saved["n"].as_str(), saved["first"].as_str()), (r#"["a=1","b=2"]"#, "2", "a=1"));
+        assert_eq!(
+            (saved["all"].as_str(), saved["n"].as_str(), saved["first"].as_str()),
+            (r#"["a=1","b=2"]"#, "2", "a=1")
+        );
     }
 
     #[test]
@@ -383,7 +416,8 @@ mod tests {
 
     #[test]
     fn xpath_reads_the_body_as_xml() {
-        let body = r#"<catalog><book id="b1"><price>12.50</price></book><book id="b2"><price>7</price></book></catalog>"#;
+        let body =
+            r#"<catalog><book id="b1"><price>12.50</price></book><book id="b2"><price>7</price></book></catalog>"#;
         let found = saved(
             r#"[{"source": {"type": "xpath", "expression": "//book/@id"}, "select": {"type": "all"}, "save_as": "ids"},
                 {"source": {"type": "xpath", "expression": "//book[2]/price"}, "validate": {"type": "lt", "value": "10"}},
@@ -438,7 +472,11 @@ mod tests {
             r#"{"n": " 0042", "x": "2.5", "list": [1, 2, 3]}"#,
         );
         assert_eq!((json["n"].as_str(), json["x"].as_str(), json["items"].as_str()), ("42", "2.5", "3"));
-        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.x"}, "transform": ["to_int"]}]"#, r#"{"x": "2.5"}"#, &[]);
+        let message = failure(
+            r#"[{"source": {"type": "jsonpath", "path": "$.x"}, "transform": ["to_int"]}]"#,
+            r#"{"x": "2.5"}"#,
+            &[],
+        );
         assert_eq!(message, r#"jsonpath("$.x"): expected an integer, found "2.5""#);
     }
 
@@ -461,12 +499,24 @@ mod tests {
             &presets,
         );
         result.unwrap_or_else(|f| panic!("{}", f.message));
-        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "is", "value": "${me}"}}]"#, body, &[("me", "bob")]);
+        let message = failure(
+            r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "is", "value": "${me}"}}]"#,
+            body,
+            &[("me", "bob")],
+        );
         assert_eq!(message, r#"jsonpath("$.user"): expected "bob" (from "${me}"), found "alice""#);
         // 9 < 18 as numbers; as text "9" > "18".
-        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "gt", "value": "${adult}"}}]"#, body, &[("adult", "18")]);
+        let message = failure(
+            r#"[{"source": {"type": "jsonpath", "path": "$.age"}, "validate": {"type": "gt", "value": "${adult}"}}]"#,
+            body,
+            &[("adult", "18")],
+        );
         assert_eq!(message, r#"jsonpath("$.age"): expected more than "18" (from "${adult}"), found "9""#);
-        let message = failure(r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "lt", "value": "alex"}}]"#, body, &[]);
+        let message = failure(
+            r#"[{"source": {"type": "jsonpath", "path": "$.user"}, "validate": {"type": "lt", "value": "alex"}}]"#,
+            body,
+            &[],
+        );
         assert_eq!(message, r#"jsonpath("$.user"): expected less than "alex", found "alice""#);
     }
 

@@ -10,12 +10,12 @@
 //! `httparse` in the user's own task, and allocates nothing for a response whose body and
 //! headers no check needs.
 
+use super::resolve::Resolver;
+use crate::descriptors::DescriptorPermit;
+use crate::failure::Failure;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
-use crate::descriptors::DescriptorPermit;
-use crate::failure::Failure;
-use super::resolve::Resolver;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -326,7 +326,10 @@ impl Connection {
     }
 
     /// Opens an HTTP/1.1 connection to `destination`.
-    pub async fn open(destination: &Destination<'_>, timeouts: OpenTimeouts) -> Result<(Connection, OpenTiming), Failure> {
+    pub async fn open(
+        destination: &Destination<'_>,
+        timeouts: OpenTimeouts,
+    ) -> Result<(Connection, OpenTiming), Failure> {
         let opened = open_transport(destination, timeouts).await?;
         let timing = opened.timing;
         Ok((Connection::new(opened, destination.authority.clone()), timing))
@@ -436,8 +439,8 @@ impl Connection {
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
-        let sends_body = !request.body.is_empty()
-            || matches!(*request.method, Method::POST | Method::PUT | Method::PATCH);
+        let sends_body =
+            !request.body.is_empty() || matches!(*request.method, Method::POST | Method::PUT | Method::PATCH);
         if sends_body && !request.headers.contains_key(http::header::CONTENT_LENGTH) {
             out.extend_from_slice(b"Content-Length: ");
             out.extend_from_slice(itoa_u64(request.body.len() as u64, &mut [0; 20]));
@@ -526,7 +529,12 @@ impl Connection {
         }
     }
 
-    async fn read_chunked_body(&mut self, start: usize, body: &mut KeptBody, wire: &mut WireTiming) -> Result<bool, Failure> {
+    async fn read_chunked_body(
+        &mut self,
+        start: usize,
+        body: &mut KeptBody,
+        wire: &mut WireTiming,
+    ) -> Result<bool, Failure> {
         self.read_buffer.drain(..start);
         loop {
             // The chunk-size line.
@@ -541,7 +549,8 @@ impl Connection {
             };
             let line = std::str::from_utf8(&self.read_buffer[..line_end]).map_err(|_| invalid("bad chunk size"))?;
             let size_text = line.split(';').next().unwrap_or("").trim();
-            let size = u64::from_str_radix(size_text, 16).map_err(|_| invalid(format!("bad chunk size {size_text:?}")))?;
+            let size =
+                u64::from_str_radix(size_text, 16).map_err(|_| invalid(format!("bad chunk size {size_text:?}")))?;
             self.read_buffer.drain(..line_end + 2);
             if size == 0 {
                 // Trailers, then an empty line.
@@ -574,7 +583,12 @@ impl Connection {
         }
     }
 
-    async fn read_until_close(&mut self, start: usize, body: &mut KeptBody, wire: &mut WireTiming) -> Result<(), Failure> {
+    async fn read_until_close(
+        &mut self,
+        start: usize,
+        body: &mut KeptBody,
+        wire: &mut WireTiming,
+    ) -> Result<(), Failure> {
         body.extend(&self.read_buffer[start..]);
         loop {
             self.read_buffer.clear();
@@ -653,9 +667,7 @@ fn read_headers(
             // 8.6); differing lengths leave the message's end unknown.
             for text in header.value.split(|b| *b == b',') {
                 let text = std::str::from_utf8(text).unwrap_or("").trim();
-                let length: u64 = text
-                    .parse()
-                    .map_err(|_| invalid(format!("bad Content-Length {text:?}")))?;
+                let length: u64 = text.parse().map_err(|_| invalid(format!("bad Content-Length {text:?}")))?;
                 if content_length.is_some_and(|seen| seen != length) {
                     return Err(invalid(format!(
                         "conflicting Content-Length headers ({} and {length})",
@@ -685,7 +697,8 @@ fn read_headers(
             }
         };
         if wanted {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(format!("bad header name {name:?}")))?;
+            let name =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(format!("bad header name {name:?}")))?;
             let value = HeaderValue::from_bytes(header.value).map_err(|_| invalid("bad header value"))?;
             headers.append(name, value);
         }
@@ -798,7 +811,8 @@ mod tests {
 
     async fn get(connection: &mut Connection, keep: KeepHeaders) -> Result<Response, Failure> {
         let headers = HeaderMap::new();
-        let request = RequestHead { method: &Method::GET, target: "/x?y=1", host: Some("example"), headers: &headers, body: b"" };
+        let request =
+            RequestHead { method: &Method::GET, target: "/x?y=1", host: Some("example"), headers: &headers, body: b"" };
         connection.round_trip(request, true, 1 << 20, keep, &mut WireTiming::default()).await
     }
 
@@ -856,7 +870,8 @@ mod tests {
             let mut connection = open(&authority, Duration::from_secs(1)).await.unwrap();
             let mut headers = HeaderMap::new();
             headers.insert("content-type", HeaderValue::from_static("text/plain"));
-            let request = RequestHead { method: &Method::POST, target: "/", host: Some("h:1"), headers: &headers, body: b"abc" };
+            let request =
+                RequestHead { method: &Method::POST, target: "/", host: Some("h:1"), headers: &headers, body: b"abc" };
             connection.write_request(&request);
             assert_eq!(
                 connection.write_buffer,

@@ -12,13 +12,13 @@
 //! order the requests were given, so that a `save_as` of a later request wins as it would in
 //! sequence. Redirects are followed in a next round, together.
 
-use super::client::{closed_before_response, never_processed, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming};
+use super::client::{
+    closed_before_response, never_processed, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming,
+};
 use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
-use super::request::{
-    exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Prepared,
-};
+use super::request::{exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Prepared};
 use super::ConnectionSlot;
 use crate::failure::Failure;
 use crate::lower::{CheckProgram, RequestProgram, Target};
@@ -115,8 +115,10 @@ impl VirtualUser {
             }
         }
         let intended = self.latency_origin(held_since, Instant::now());
-        let fetches =
-            fetches.into_iter().map(|(request, prepared)| Fetch::new(Some(request), request.row_id, prepared, intended)).collect();
+        let fetches = fetches
+            .into_iter()
+            .map(|(request, prepared)| Fetch::new(Some(request), request.row_id, prepared, intended))
+            .collect();
         let flow = self.fetch_all(fetches).await;
         match (exhausted, failed) {
             (true, _) => Flow::Exhausted,
@@ -128,7 +130,12 @@ impl VirtualUser {
     /// After a page: its declared resources and, with `infer_html_resources`, those its HTML
     /// names (`html`), fetched together. They are part of the page's load, not requests of the
     /// run's budget: a page counts once, as in Gatling.
-    pub(crate) async fn fetch_page_resources(&mut self, page: &RequestProgram, page_url: &Url, html: Option<&scraper::Html>) -> Flow {
+    pub(crate) async fn fetch_page_resources(
+        &mut self,
+        page: &RequestProgram,
+        page_url: &Url,
+        html: Option<&scraper::Html>,
+    ) -> Flow {
         let intended = Instant::now();
         let mut fetches = Vec::new();
         for resource in &page.resources {
@@ -170,7 +177,8 @@ impl VirtualUser {
             }
             self.exchange_concurrently(&mut fetches).await;
             for fetch in fetches.iter_mut().filter(|f| !f.done) {
-                let Exchanged { result, mut timing, started } = fetch.exchanged.take().expect("every fetch was exchanged");
+                let Exchanged { result, mut timing, started } =
+                    fetch.exchanged.take().expect("every fetch was exchanged");
                 let response = match result {
                     Ok(response) => response,
                     Err(failure) => {
@@ -228,7 +236,13 @@ impl VirtualUser {
         let mut groups: Vec<HostGroup<'_>> = Vec::new();
         for (index, fetch) in fetches.iter().enumerate().filter(|(_, f)| !f.done) {
             let target = &fetch.prepared.target;
-            let job = Job { index, row_id: fetch.row_id, prepared: &fetch.prepared, keep_body: fetch.keep_body, intended: fetch.intended };
+            let job = Job {
+                index,
+                row_id: fetch.row_id,
+                prepared: &fetch.prepared,
+                keep_body: fetch.keep_body,
+                intended: fetch.intended,
+            };
             match groups.iter_mut().find(|g| same_host(&g.jobs[0].prepared.target, target)) {
                 Some(group) => group.jobs.push(job),
                 None => {
@@ -260,9 +274,9 @@ impl VirtualUser {
         }
         let max_lanes = ctx.program.protocol.max_connections_per_host;
         let outcomes: RefCell<Vec<Option<Exchanged>>> = RefCell::new((0..fetches.len()).map(|_| None).collect());
-        let returned = futures_util::future::join_all(groups.into_iter().map(|group| {
-            fetch_host(&ctx, tls.as_ref(), group, max_lanes, keep_headers, &outcomes)
-        }))
+        let returned = futures_util::future::join_all(
+            groups.into_iter().map(|group| fetch_host(&ctx, tls.as_ref(), group, max_lanes, keep_headers, &outcomes)),
+        )
         .await;
         for (slots, has_main) in returned {
             let mut slots = slots.into_iter();
@@ -368,7 +382,8 @@ async fn fetch_over_lanes(
     let next_job = Cell::new(0);
     let opening = Cell::new(opening);
     let lanes = slots.iter_mut().take(lanes).map(|slot| {
-        let lane = Lane { ctx, tls, jobs, next_job: &next_job, opening: &opening, group_started, keep_headers, outcomes };
+        let lane =
+            Lane { ctx, tls, jobs, next_job: &next_job, opening: &opening, group_started, keep_headers, outcomes };
         lane.run(slot)
     });
     futures_util::future::join_all(lanes).await;
@@ -467,7 +482,9 @@ async fn fetch_as_streams(
             })
             .collect();
         let mut streams: Vec<StreamOutcome> = pending.iter().map(|_| StreamOutcome::default()).collect();
-        connection.round_trips(heads, protocol.max_body_bytes, protocol.request_timeout, &timed_out, &mut streams).await;
+        connection
+            .round_trips(heads, protocol.max_body_bytes, protocol.request_timeout, &timed_out, &mut streams)
+            .await;
         let end = Instant::now();
         slot.idle_since = end;
         let mut resend = Vec::new();
@@ -480,9 +497,13 @@ async fn fetch_as_streams(
             let done_at = stream.progress.done_at.unwrap_or(end);
             wire_phases(timing, send_started, &stream.wire, done_at);
             // Counted as begun above: whatever happened, it is an outcome of a sent request.
-            let result = stream.result.expect("round_trips fills every outcome").map_err(|f| Failure { unsent: false, ..f });
+            let result =
+                stream.result.expect("round_trips fills every outcome").map_err(|f| Failure { unsent: false, ..f });
             if let Err(failure) = &result {
-                if attempt == 0 && closed_before_response(failure, &stream.wire) && may_resend_stream(job, failure, &stream.wire) {
+                if attempt == 0
+                    && closed_before_response(failure, &stream.wire)
+                    && may_resend_stream(job, failure, &stream.wire)
+                {
                     resend.push(index);
                     continue;
                 }
@@ -552,4 +573,3 @@ async fn fetch_as_streams(
 fn may_resend_stream(job: &Job<'_>, failure: &Failure, wire: &WireTiming) -> bool {
     never_processed(failure) || super::request::may_resend(&job.prepared.method, wire)
 }
-

@@ -83,7 +83,9 @@ impl UserConnection {
             // Boxed: an HTTP/2 exchange's state (the request as h2 takes it, the stream) is
             // large, and HTTP/1.1 users should not carry its size in their tasks. One
             // allocation beside h2's own per stream.
-            UserConnection::Http2(c) => Box::pin(c.round_trip(request, keep_body, max_body_bytes, keep_headers, wire)).await,
+            UserConnection::Http2(c) => {
+                Box::pin(c.round_trip(request, keep_body, max_body_bytes, keep_headers, wire)).await
+            }
         }
     }
 }

@@ -84,8 +84,10 @@ impl VirtualUser {
         // It goes out in a Cookie header as it is: what would break the header, or the
         // cookie's own syntax, is refused here rather than silently dropping every cookie.
         if value.contains(|c: char| c == ';' || c.is_control()) {
-            let failure =
-                Failure::unsent("invalid_cookie", format!("cookie {}: the value {value:?} holds a semicolon or a control character", add.name));
+            let failure = Failure::unsent(
+                "invalid_cookie",
+                format!("cookie {}: the value {value:?} holds a semicolon or a control character", add.name),
+            );
             return self.step_error(add.row_id, &failure, 0);
         }
         let mut cookie = RawCookie::build((add.name.clone(), value)).path(add.path.clone()).secure(add.secure);
@@ -121,7 +123,8 @@ impl VirtualUser {
                     Some(url) => format!(" for {}", url.host_str().unwrap_or_default()),
                     None => String::new(),
                 };
-                let failure = Failure::unsent("check_failed", format!("get_cookie({:?}): no such cookie{place}", get.name));
+                let failure =
+                    Failure::unsent("check_failed", format!("get_cookie({:?}): no such cookie{place}", get.name));
                 self.step_error(get.row_id, &failure, 0)
             }
         }

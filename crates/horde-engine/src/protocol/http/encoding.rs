@@ -12,9 +12,8 @@ use std::io::Read;
 /// The body as the server meant it, with the codings of `content_encoding` undone (the last
 /// applied is undone first, RFC 9110 8.4). `identity` and an empty header leave it as it is.
 pub fn decode(body: Bytes, content_encoding: &HeaderValue, limit: u64) -> Result<Bytes, Failure> {
-    let text = content_encoding
-        .to_str()
-        .map_err(|_| Failure::new("invalid_encoding", "Content-Encoding is not text"))?;
+    let text =
+        content_encoding.to_str().map_err(|_| Failure::new("invalid_encoding", "Content-Encoding is not text"))?;
     let mut body = body;
     for coding in text.rsplit(',').map(str::trim).filter(|c| !c.is_empty()) {
         body = match coding.to_ascii_lowercase().as_str() {

@@ -12,7 +12,9 @@
 //! Bytes are counted on the transport (frames, headers and control frames included), so a
 //! request's bytes are what crossed the connection while it was in flight.
 
-use super::client::{KeepHeaders, KeptBody, OpenedTransport, RequestHead, Response, Transport, WireTiming, MAX_HEAD_BYTES};
+use super::client::{
+    KeepHeaders, KeptBody, OpenedTransport, RequestHead, Response, Transport, WireTiming, MAX_HEAD_BYTES,
+};
 use crate::descriptors::DescriptorPermit;
 use crate::failure::Failure;
 use bytes::Bytes;
@@ -258,15 +260,22 @@ fn failure(err: &h2::Error, counts: &WireCounts) -> Failure {
     let reason = err.reason().unwrap_or(Reason::PROTOCOL_ERROR);
     if err.is_remote() {
         return if err.is_go_away() {
-            Failure::new("goaway", format!("the server ended the HTTP/2 connection (GOAWAY {reason:?}) before the response"))
+            Failure::new(
+                "goaway",
+                format!("the server ended the HTTP/2 connection (GOAWAY {reason:?}) before the response"),
+            )
         } else if reason == Reason::REFUSED_STREAM {
-            Failure::new("stream_refused", "the server refused the stream (RST_STREAM REFUSED_STREAM): it did not process it")
+            Failure::new(
+                "stream_refused",
+                "the server refused the stream (RST_STREAM REFUSED_STREAM): it did not process it",
+            )
         } else {
             Failure::new("stream_reset", format!("the server reset the stream (RST_STREAM {reason:?})"))
         };
     }
     let since_exchange = counts.received.get().saturating_sub(counts.exchange_start.get());
-    let header_block_reasons = matches!(reason, Reason::ENHANCE_YOUR_CALM | Reason::COMPRESSION_ERROR | Reason::PROTOCOL_ERROR);
+    let header_block_reasons =
+        matches!(reason, Reason::ENHANCE_YOUR_CALM | Reason::COMPRESSION_ERROR | Reason::PROTOCOL_ERROR);
     if err.is_library() && header_block_reasons && since_exchange >= MAX_HEAD_BYTES as u64 {
         // h2 stops a header block at `max_header_list_size`, with a reset, or a GOAWAY when it
         // runs over more CONTINUATION frames than that size needs.
@@ -318,7 +327,15 @@ impl Http2Connection {
             .handshake::<_, Bytes>(io)
             .await
             .map_err(|err| failure(&err, &counts))?;
-        Ok(Http2Connection { authority, tls: opened.tls, send, driver, ended: None, counts, _descriptor: opened.descriptor })
+        Ok(Http2Connection {
+            authority,
+            tls: opened.tls,
+            send,
+            driver,
+            ended: None,
+            counts,
+            _descriptor: opened.descriptor,
+        })
     }
 
     pub fn is_usable_for(&self, authority: &str, tls: bool) -> bool {
@@ -428,8 +445,15 @@ impl Http2Connection {
                         let result = match stream_request {
                             Err(failure) => Err(failure),
                             Ok(stream_request) => {
-                                exchange_on_stream(send, stream_request, keep_body, max_body_bytes, counts, &mut outcome.progress)
-                                    .await
+                                exchange_on_stream(
+                                    send,
+                                    stream_request,
+                                    keep_body,
+                                    max_body_bytes,
+                                    counts,
+                                    &mut outcome.progress,
+                                )
+                                .await
                             }
                         };
                         outcome.result = Some(result);
@@ -509,13 +533,15 @@ mod tests {
         let received: Vec<u64> = outcomes.iter().map(|o| o.wire.bytes_received).collect();
         assert_eq!(sent, [100 + 66, 66, 66]);
         assert_eq!(received, [4_000, 1_000, 0]);
-        let kinds: Vec<&str> = outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
+        let kinds: Vec<&str> =
+            outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
         assert_eq!(kinds, ["ok", "stream_reset", "request_timeout"]);
         // A connection that ended explains the streams it cut, never those that ended.
         let mut outcomes = [outcome(0, 0, Some(Err(Failure::new("stream_reset", "reset")))), outcome(0, 0, None)];
         let goaway = Some(Failure::new("goaway", "bye"));
         share_wire_bytes(&counts, (1_300, 7_000), &goaway, &timed_out, &mut outcomes);
-        let kinds: Vec<&str> = outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
+        let kinds: Vec<&str> =
+            outcomes.iter().map(|o| o.result.as_ref().unwrap().as_ref().err().map_or("ok", |f| f.kind)).collect();
         assert_eq!(kinds, ["stream_reset", "goaway"]);
     }
 }

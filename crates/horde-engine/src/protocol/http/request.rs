@@ -3,7 +3,9 @@
 
 use super::check::{run_checks, ResponseView};
 use super::client::{
-    closed_before_response, never_processed, Destination, KeepHeaders, OpenTimeouts, OpenTiming, RequestHead, Response, WireTiming};
+    closed_before_response, never_processed, Destination, KeepHeaders, OpenTimeouts, OpenTiming, RequestHead, Response,
+    WireTiming,
+};
 use super::connection::UserConnection;
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
@@ -52,7 +54,10 @@ pub(crate) struct Prepared {
 /// A POST that was written whole is a KO instead: the server may have done it.
 pub(crate) fn may_resend(method: &Method, wire: &WireTiming) -> bool {
     wire.bytes_sent == 0
-        || matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE)
+        || matches!(
+            *method,
+            Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+        )
 }
 
 /// The next hop of a redirect, as browsers make it: 303, and 301/302 after a POST, become a
@@ -201,8 +206,8 @@ impl VirtualUser {
             }
         };
         let response_time_ms = timing.latency_us / 1000;
-        let mut view =
-            ResponseView::new(response.status, &response.headers, &body).with_exchange(&prepared.target.url, response_time_ms);
+        let mut view = ResponseView::new(response.status, &response.headers, &body)
+            .with_exchange(&prepared.target.url, response_time_ms);
         match run_checks(checks, &mut view, &mut self.session) {
             Ok(()) => {
                 self.record_ok(row_id, started, timing, Some(prepared.target.url.as_str()));
@@ -320,7 +325,8 @@ impl VirtualUser {
     }
 
     fn render_body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
-        let mut render = |t: &crate::lower::Template| t.render(&mut self.session).map_err(|e| self.expression_failure(e));
+        let mut render =
+            |t: &crate::lower::Template| t.render(&mut self.session).map_err(|e| self.expression_failure(e));
         Ok(match body {
             BodyProgram::None => (Bytes::new(), None),
             BodyProgram::Static { bytes, content_type } => (bytes.clone(), content_type.clone()),

@@ -51,15 +51,13 @@ impl TlsSetup {
         let mut provider = rustls::crypto::ring::default_provider();
         provider.cipher_suites.sort_by_key(|suite| browser_rank(suite.suite()));
         let provider = Arc::new(provider);
-        let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
-            (TlsVersion::Tls12, &rustls::version::TLS12),
-            (TlsVersion::Tls13, &rustls::version::TLS13),
-        ]
-        .into_iter()
-        .filter(|(version, _)| options.min_version.is_none_or(|min| *version >= min))
-        .filter(|(version, _)| options.max_version.is_none_or(|max| *version <= max))
-        .map(|(_, supported)| supported)
-        .collect();
+        let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+            [(TlsVersion::Tls12, &rustls::version::TLS12), (TlsVersion::Tls13, &rustls::version::TLS13)]
+                .into_iter()
+                .filter(|(version, _)| options.min_version.is_none_or(|min| *version >= min))
+                .filter(|(version, _)| options.max_version.is_none_or(|max| *version <= max))
+                .map(|(_, supported)| supported)
+                .collect();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(if versions.is_empty() { rustls::DEFAULT_VERSIONS } else { &versions })
             .expect("ring supports TLS 1.2 and 1.3");
@@ -92,7 +90,11 @@ impl TlsSetup {
                             Err(err) => {
                                 errors.push(PlanError::new(
                                     "protocol.tls.client_certificate",
-                                    format!("{} and {} do not make a client certificate: {err}", certificate.display(), key.display()),
+                                    format!(
+                                        "{} and {} do not make a client certificate: {err}",
+                                        certificate.display(),
+                                        key.display()
+                                    ),
                                 ));
                                 builder.with_no_client_auth()
                             }
@@ -128,11 +130,7 @@ impl TlsSetup {
             config.resumption = Resumption::disabled();
         }
         let config = Arc::new(config);
-        TlsSetup {
-            shared: TlsConnector::from(config.clone()),
-            config,
-            share_sessions: options.share_sessions,
-        }
+        TlsSetup { shared: TlsConnector::from(config.clone()), config, share_sessions: options.share_sessions }
     }
 
     /// The connector a user makes its connections with: with a session store of its own,

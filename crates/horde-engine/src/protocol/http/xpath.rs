@@ -39,7 +39,9 @@ impl XPath {
         sequence
             .iter()
             .take(limit)
-            .map(|item| item.string_value(xot).map_err(|err| format!("{err}: a map, an array or a function has no text")))
+            .map(|item| {
+                item.string_value(xot).map_err(|err| format!("{err}: a map, an array or a function has no text"))
+            })
             .collect()
     }
 }

@@ -192,7 +192,8 @@ mod tests {
     fn fields_comments_and_line_ends_as_the_html_standard_reads_them() {
         let stream: &[u8] = b"\xEF\xBB\xBF: a comment\ndata: first\r\n\r\nevent: tick\rid: 7\rdata:two\rdata\r\r\
                               id: 8\0\ndata:  three\nretry: 10\nunknown: x\n\nevent: empty\n\ndata: last";
-        let expected = vec![event("message", "", "first"), event("tick", "7", "two\n"), event("message", "7", " three")];
+        let expected =
+            vec![event("message", "", "first"), event("tick", "7", "two\n"), event("message", "7", " three")];
         assert_eq!(parse(&[stream], 1 << 20).unwrap(), expected);
         // The same bytes one at a time: lines and CRLFs split across chunks.
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();

@@ -74,9 +74,10 @@ impl EventStream {
         let opened = open_transport(destination, timeouts).await?;
         let timing = opened.timing;
         let timeout = timeouts.connect;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(opened.stream))
-            .await
-            .map_err(hyper_failure)?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(opened.stream))
+                .await
+                .map_err(hyper_failure)?;
         let mut driver = Some(Box::pin(connection));
         let mut driver_error = None;
         let path_and_query = match url.query() {
@@ -85,9 +86,11 @@ impl EventStream {
         };
         let mut request = http::Request::new(Empty::<Bytes>::new());
         *request.method_mut() = Method::GET;
-        *request.uri_mut() = path_and_query.parse().map_err(|err| Failure::unsent("invalid_url", format!("{url}: {err}")))?;
+        *request.uri_mut() =
+            path_and_query.parse().map_err(|err| Failure::unsent("invalid_url", format!("{url}: {err}")))?;
         let request_headers = request.headers_mut();
-        let host = HeaderValue::from_str(&target.host_header).map_err(|_| Failure::unsent("invalid_url", url.to_string()))?;
+        let host =
+            HeaderValue::from_str(&target.host_header).map_err(|_| Failure::unsent("invalid_url", url.to_string()))?;
         request_headers.insert(HOST, host);
         request_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         request_headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));

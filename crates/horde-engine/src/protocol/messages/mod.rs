@@ -177,12 +177,16 @@ impl VirtualUser {
             resolver: &protocol.resolver,
         };
         let opened = match step.kind {
-            SocketKind::WebSocket => WebSocket::connect(&destination, OpenTimeouts::of(protocol), url.as_str(), headers)
-                .await
-                .map(|(socket, timing)| (OpenSocket::WebSocket(Box::new(socket)), timing)),
-            SocketKind::EventStream => EventStream::connect(&destination, OpenTimeouts::of(protocol), &url, &target, headers)
-                .await
-                .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing)),
+            SocketKind::WebSocket => {
+                WebSocket::connect(&destination, OpenTimeouts::of(protocol), url.as_str(), headers)
+                    .await
+                    .map(|(socket, timing)| (OpenSocket::WebSocket(Box::new(socket)), timing))
+            }
+            SocketKind::EventStream => {
+                EventStream::connect(&destination, OpenTimeouts::of(protocol), &url, &target, headers)
+                    .await
+                    .map(|(events, timing)| (OpenSocket::Events(Box::new(events)), timing))
+            }
         };
         let end = Instant::now();
         let mut timing = whole(started, end, 0);
@@ -276,7 +280,8 @@ impl VirtualUser {
                 let failure = Failure::new("check_failed", failure.message);
                 self.record_failure(message.row_id, since, &timing, &failure, detail, None);
                 for missed in &expected.messages[index + 1..] {
-                    let failure = Failure::new("message_not_awaited", "an earlier message of the wait failed its check");
+                    let failure =
+                        Failure::new("message_not_awaited", "an earlier message of the wait failed its check");
                     self.record_failure(missed.row_id, since, &timing, &failure, 0, None);
                 }
                 return self.after_failure();
@@ -330,7 +335,10 @@ mod tests {
     fn socket_urls_take_their_protocol_scheme() {
         let base = Url::parse("https://site.example/app/").unwrap();
         let (url, target) = socket_url("chat", Some(&base), SocketKind::WebSocket).unwrap();
-        assert_eq!((url.as_str(), target.tls, &*target.authority), ("wss://site.example/app/chat", true, "site.example:443"));
+        assert_eq!(
+            (url.as_str(), target.tls, &*target.authority),
+            ("wss://site.example/app/chat", true, "site.example:443")
+        );
         let (url, target) = socket_url("ws://127.0.0.1:9/echo", None, SocketKind::WebSocket).unwrap();
         assert_eq!((url.as_str(), target.tls), ("ws://127.0.0.1:9/echo", false));
         let (url, _) = socket_url("/events", Some(&base), SocketKind::EventStream).unwrap();

@@ -34,9 +34,7 @@ fn failure(err: tungstenite::Error) -> Failure {
             format!("the server answered {} instead of switching to the WebSocket protocol", response.status()),
         ),
         Error::Io(io) => Failure::io(&io),
-        Error::ConnectionClosed | Error::AlreadyClosed => {
-            Failure::new("socket_closed", "the WebSocket was closed")
-        }
+        Error::ConnectionClosed | Error::AlreadyClosed => Failure::new("socket_closed", "the WebSocket was closed"),
         // The connection ended without a Close frame, between frames or in the middle of one.
         Error::Protocol(tungstenite::error::ProtocolError::ResetWithoutClosingHandshake) => Failure::new(
             "socket_closed",
@@ -92,9 +90,8 @@ impl WebSocket {
                 Some(Ok(tungstenite::Message::Text(text))) => return Ok(Bytes::from(text)),
                 Some(Ok(tungstenite::Message::Binary(bytes))) => return Ok(bytes),
                 Some(Ok(tungstenite::Message::Close(frame))) => {
-                    let reason = frame
-                        .map(|f| format!(" ({} {})", f.code, f.reason).replace(" )", ")"))
-                        .unwrap_or_default();
+                    let reason =
+                        frame.map(|f| format!(" ({} {})", f.code, f.reason).replace(" )", ")")).unwrap_or_default();
                     return Err(Failure::new("socket_closed", format!("the server closed the WebSocket{reason}")));
                 }
                 // Ping, pong, raw frame. A flood of them, read from a buffer, is always ready:
