@@ -54,6 +54,18 @@ python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .
 
+step "Rust style: rustfmt and clippy (warnings are errors)"
+# Checked, not hoped for: the repository's rustfmt.toml, and clippy on every target.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    command -v rustup >/dev/null 2>&1 && rustup component add rustfmt clippy
+fi
+if cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; then
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets --release --quiet -- -D warnings
+else
+    echo "warning: rustfmt or clippy is not installed (a Rust without rustup): the style is not checked" >&2
+fi
+
 step "Rust tests"
 # Release, to share the build above; horde-py is a Python extension and is tested from Python.
 cargo test --workspace --exclude horde-py --release
