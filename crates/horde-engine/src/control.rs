@@ -175,7 +175,7 @@ impl VirtualUser {
     /// of the passing one (for `eventually`, the time to consistency).
     pub(crate) async fn retry(&mut self, retry: &RetryProgram) -> Flow {
         let entered = self.enter_group();
-        let started = Instant::now();
+        let started = entered.at;
         let deadline = retry.timeout.map(|timeout| started + timeout);
         let outer_retrying = self.retrying;
         self.exiting_on_failure += 1;
@@ -198,7 +198,7 @@ impl VirtualUser {
                 _ if last => break (Flow::StopIteration, false),
                 _ => {}
             }
-            tokio::time::sleep_until(Instant::now() + retry.pause).await;
+            tokio::time::sleep(retry.pause).await;
         };
         let origin = self.leave_group(entered);
         self.retrying = outer_retrying;

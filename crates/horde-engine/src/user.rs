@@ -308,7 +308,8 @@ impl VirtualUser {
     /// Leaves the group entered at `entry`: the instant its duration counts from. An
     /// enclosing group counts from it too when it is earlier.
     pub(crate) fn leave_group(&mut self, entry: GroupEntry) -> Instant {
-        let origin = self.group_origin.take().unwrap_or(entry.at).min(entry.at);
+        // Set at entry and only ever lowered since: never later than the entry.
+        let origin = self.group_origin.take().unwrap_or(entry.at);
         self.group_origin = entry.outer.map(|outer| outer.min(origin));
         origin
     }
@@ -330,7 +331,7 @@ impl VirtualUser {
     async fn pause(&mut self, duration: Duration) {
         // From now: the pause follows the answer, as Gatling's does. A late wake-up is the
         // generator's and is not charged to the next request.
-        tokio::time::sleep_until(Instant::now() + duration).await;
+        tokio::time::sleep(duration).await;
     }
 
     /// Waits until `duration` after this user last passed this pace step, so the loop around
@@ -523,7 +524,7 @@ impl VirtualUser {
 /// Where a group was entered, and the origin of the group around it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GroupEntry {
-    at: Instant,
+    pub(crate) at: Instant,
     outer: Option<Instant>,
 }
 
