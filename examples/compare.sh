@@ -22,9 +22,10 @@ done
 
 # Each side is a directory of runs. The two plans differ in their path (in real use, the same
 # plan against a new deployment differs only by base URL, which compare ignores): --force.
-# --html writes the page to send along: the charts of the changes and of every run's value.
+# --html writes the page to send along: the charts of the changes and of every run's value;
+# --names labels the two sides there, in the JSON and on the console.
 code=0
-horde compare "$results/before" "$results/after" --force --json "$results/compare.json" \
+horde compare "$results/before" "$results/after" --force --names before,after --json "$results/compare.json" \
   --html "$results/compare.html" || code=$?
 echo "horde compare exited $code (0: no regression beyond the tolerance, 99: a regression)"
 # In a CI job, let the 99 fail the build instead: `horde compare base new`.

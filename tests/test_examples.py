@@ -191,6 +191,7 @@ def test_compare(target, tmp_path):
     [p50] = [c for c in report["comparisons"] if c["scope"] == "global" and c["metric"] == "p50"]
     assert p50["verdict"] == "slower" and p50["change"]["n_a"] == p50["change"]["n_b"] == 5
     assert report["plan_differences"], "the example compares two paths, with --force"
+    assert (report["a"]["label"], report["b"]["label"]) == ("before", "after")
     # The page (drawn in a browser by tests/test_report_html.py): the same verdicts.
     page = (tmp_path / "results" / "compare.html").read_text()
     assert '<span class="badge bad" id="run-status">regression</span>' in page
