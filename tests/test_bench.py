@@ -246,8 +246,11 @@ def test_compare_finds_the_doubled_work_slower_with_an_interval_around_two(busy_
         assert verdict == "slower", result.stdout
         # Twice the work; a shared machine's drift moves one trial or two.
         assert 1.5 < float(ratio) < 2.7, result.stdout
-    # The interval contains 2 for most cells (95 % each; a shared machine adds drift).
-    assert sum(float(low) <= 2.0 <= float(high) for _, low, high, _ in ratios) >= 2, result.stdout
+    # Each interval lies near 2 and is narrow enough to mean something. Not "contains 2": twice
+    # the loop is not exactly twice the time on a real machine (caches, frequency), and a 95 %
+    # interval around the true ratio (2.19 on one CI run) misses 2 often enough to fail CI.
+    for _, low, high, _ in ratios:
+        assert float(low) <= 2.4 and float(high) >= 1.7 and float(high) / float(low) < 1.6, result.stdout
     assert "geometric mean" in result.stdout
     # The budget: per machine, the largest Score whose upper bound fits. a affords n=40000 (about
     # 0.5 ms); b, at twice the cost, n=20000, unless its n=40000's interval fits too.
