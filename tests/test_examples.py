@@ -206,7 +206,7 @@ def test_every_example_is_covered():
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
-               "sql_over_tls.py", "record_and_import.sh"}
+               "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -468,3 +468,38 @@ def test_record_and_import(target, tmp_path):
     assert stats["api_logins"] == 21 and stats["orders_read"] == 21 and stats["orders_cancelled"] == 21
     assert stats["unauthorized"] == 0
     assert "bearer token rule" in (tmp_path / "orders_import.md").read_text()
+
+
+def test_secret_headers_reach_the_server_and_never_the_results(target, tmp_path):
+    users, key = 3, "k-7f3a9e"
+    before = target.stats()
+    run_example(["horde", "run", EXAMPLES / "secret_headers.py", "-D", f"base_url={target.url}", "-D", f"api_key={key}",
+                 "-D", f"users={users}", "--request-log", tmp_path / "requests.jsonl"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (2 * users, 0), summary["errors"]
+    # The server got every token: each list was authorized.
+    after = target.stats()
+    assert after["api_logins"] - before["api_logins"] == users
+    assert after["orders_listed"] - before["orders_listed"] == users
+    assert after["unauthorized"] == before["unauthorized"]
+    # Nothing the run wrote holds the key; the plan in the results shows *** in its place.
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "report.html" for p in written) and any(p.name == "requests.jsonl" for p in written)
+    for path in written:
+        assert key not in path.read_text(errors="replace"), path
+    headers = summary["plan"]["protocol"]["headers"]
+    assert headers == [{"name": "X-Api-Key", "value": "***"}]
+
+
+def test_think_times(target, tmp_path):
+    before = target.stats()["total"]
+    run_example(["horde", "run", EXAMPLES / "think_times.py", "-D", f"base_url={target.url}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    # 20 users a second for 2 s, six requests each, every pause kind passed through.
+    users = 40
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (6 * users, 0), summary["errors"]
+    assert target.stats()["total"] - before == 6 * users
+    assert summary["plan"]["options"]["late_start_threshold_us"] == 5000
+    assert summary["scheduling"]["scheduled_starts"] == users
+    kinds = [step["type"] for step in summary["plan"]["scenarios"][0]["steps"] if step["type"].startswith("pause")]
+    assert kinds == ["pause", "pause_uniform", "pause_exponential", "pause_normal", "pause_template"]

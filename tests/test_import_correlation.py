@@ -334,16 +334,18 @@ def test_bearer_token_from_the_login_response_and_ids_in_paths(tmp_path):
 
 def test_client_generated_values_become_template_functions(tmp_path):
     recorded_ms = str(int(START.timestamp() * 1000) + 123)  # the client's clock while recording
+    recorded_s = str(int(START.timestamp()) + 2)  # a signed request's timestamp, in seconds
     plan, requests, _ = imported(tmp_path, [
         entry("POST", SITE + "/api/notes?_=" + recorded_ms, at=0, mime="application/json", body="{}",
-              post=("application/json", '{"client_id": "1f64f92c-0535-42dc-92a4-e9605da6c040", "text": "x"}')),
+              post=("application/json",
+                    '{"client_id": "1f64f92c-0535-42dc-92a4-e9605da6c040", "text": "x", "ts": "' + recorded_s + '"}')),
         entry("GET", SITE + "/authorize?state=h7Gk2LmQ9zXw4RtY&nonce=n0nc3V4lu3xyz&client=web", at=1, body="<p>ok</p>"),
         entry("GET", SITE + "/api/notes/by-client/1f64f92c-0535-42dc-92a4-e9605da6c040", at=2, mime="application/json",
               body="{}"),
     ])
     assert requests[0]["query"] == [{"name": "_", "value": "${__now_ms()}"}]
     assert {"type": "set", "values": [{"name": "client_id", "value": "${__uuid()}"}]} in steps(plan)
-    assert requests[0]["body"]["value"] == {"client_id": "${client_id}", "text": "x"}
+    assert requests[0]["body"]["value"] == {"client_id": "${client_id}", "text": "x", "ts": "${__now_s()}"}
     assert requests[1]["query"] == [{"name": "state", "value": "${state}"}, {"name": "nonce", "value": "${nonce}"},
                                     {"name": "client", "value": "web"}]
     assert {"type": "set", "values": [{"name": "state", "value": "${__random_string(16)}"}]} in steps(plan)

@@ -1,5 +1,7 @@
 """Quick mode and simulations against a real nginx: horde's count is nginx's count."""
 
+import json
+
 import jsonschema
 
 
@@ -117,3 +119,30 @@ def test_a_host_header_of_ones_own_replaces_the_urls(horde, nginx):
     result = horde("http", nginx.url + "/", "-H", "Host: example.org", "-c", "1", "-n", "3", "-q")
     assert result.code == 0, result.stderr
     assert (result.summary["global"]["ok"], result.summary["global"]["ko"]) == (3, 0), result.summary["errors"]
+
+
+def test_a_request_that_does_not_follow_its_redirect_reads_it(horde, nginx, tmp_path):
+    # Gatling's per-request disableFollowRedirect: the 302 is the response; a value taken out of
+    # its Location (header_regex) is the next request's path. Without a status check, a 3xx
+    # fails the implicit 2xx check, as in Gatling.
+    sim = tmp_path / "sim.py"
+    sim.write_text(f'''
+from horde import *
+scn = scenario("s").exec(
+    http("start").get("/redirect").disable_follow_redirect()
+    .check(status().is_(302), header_regex("Location", "(/[a-z]+)$").save_as("next")),
+    http("next").get("${{next}}").check(status().is_(200)),
+    http("unchecked").get("/redirect").disable_follow_redirect(),
+)
+setup(scn.inject(at_once_users(3)), protocol=http.base_url("{nginx.url}"))
+''')
+    before = nginx.requests_served()
+    result = horde("run", sim)
+    assert result.code == 0, result.stderr
+    rows = {r["name"]: r for r in result.summary["requests"]}
+    # No hop rows: nothing was followed.
+    assert set(rows) == {"start", "next", "unchecked"}
+    assert (rows["start"]["ok"], rows["next"]["ok"]) == (3, 3)
+    assert (rows["unchecked"]["ok"], rows["unchecked"]["ko"]) == (0, 3)
+    assert "expected 2xx or 304, found 302" in json.dumps(result.summary["errors"])
+    assert nginx.requests_served() - before == 9

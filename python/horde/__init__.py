@@ -53,6 +53,7 @@ from .checks import (
     css,
     current_location,
     header,
+    header_regex,
     jmespath,
     jsonpath,
     md5,
@@ -64,7 +65,6 @@ from .checks import (
     substring,
     xpath,
 )
-from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .couchdb import couchdb_bulk_insert, couchdb_crud
 from .assertions import Assertion, details, for_all, global_
 from .errors import DslError, HordeError, ParameterError, PlanError, SimulationError
@@ -92,6 +92,7 @@ from .injection import (
     stress_peak_users,
 )
 from .sockets import sse, ws
+from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .sql import SqlDatabase, column, row_count, sql
 from .simulation import Simulation, hold_for, jump_to_rps, param, reach_rps, setup, throttle
 
@@ -101,7 +102,7 @@ __all__ = [
     "Chain", "Check", "DslError", "HordeError", "HttpProtocol", "HttpRequest", "ParameterError",
     "PlanError", "Population", "Scenario", "Simulation", "SimulationError",
     "at_once_users", "constant_concurrent_users", "constant_users_per_sec", "css", "during",
-    "exec_", "group", "header", "http", "json_body", "jsonpath", "nothing_for", "param", "pause",
+    "exec_", "group", "header", "header_regex", "http", "json_body", "jsonpath", "nothing_for", "param", "pause",
     "ramp_users", "raw_file_body_part", "regex", "repeat", "scenario", "setup", "status",
     "string_body", "string_body_part", "substring", "validate",
     "pace", "ramp_users_per_sec", "stress_peak_users", "increment_users_per_sec",

@@ -139,7 +139,7 @@ class ScenarioBenchmark:
         total_ms = warmup_ms + measure_ms
         population = scn.inject(constant_concurrent_users(int(values.get("users", 1))).during(total_ms / 1000))
         options = (("warmup_ms", warmup_ms), ("max_duration_ms", total_ms))
-        return Simulation((population,), self.protocol, self.name, options).to_plan()
+        return Simulation((population,), (self.protocol,), self.name, options).to_plan()
 
 
 def function(func=None, *, name=None, params=None, unit="ms"):

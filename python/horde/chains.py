@@ -15,13 +15,10 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from ._durations import to_ms
-from .cookies import CookieStep
+from ._protocol import Step
 from .errors import DslError
 from .feeders import Feeder
-from .http import HttpRequest
 from .session import describe, register
-from .sockets import SocketStep
-from .sql import SqlStatement, SqlTransactionStep
 
 
 def _is_session_function(item):
@@ -32,7 +29,7 @@ def _steps_of(items, where):
     """Plan steps from requests, chains, session functions and (nested) lists of them."""
     steps = []
     for item in items:
-        if isinstance(item, (HttpRequest, SocketStep, CookieStep, SqlStatement, SqlTransactionStep)):
+        if isinstance(item, Step):
             steps.append(item.to_step())
         elif _is_session_function(item):
             steps.append({"type": "session_function", "name": describe(item), "function": register(item, where)})
@@ -41,9 +38,8 @@ def _steps_of(items, where):
         elif isinstance(item, (list, tuple)):
             steps.extend(_steps_of(item, where))
         else:
-            raise DslError(f"{where}: expected a request (http(...)), a socket step (ws(...), sse(...)), a cookie step "
-                           f"(add_cookie(...), ...), a SQL statement (sql(...).query(...), sql.begin(), ...), a chain "
-                           f"or a function of the session, got {item!r}")
+            raise DslError(f"{where}: expected {', '.join(Step.hints())}, a chain or a function of the session, "
+                           f"got {item!r}")
     return steps
 
 
@@ -109,7 +105,10 @@ class Chain:
         """Send ``requests`` at once and wait for them all (k6's ``http.batch``): streams on one
         HTTP/2 connection, or up to 6 HTTP/1.1 connections per host. Each keeps its own row,
         checks and saved values (saved in the order given)."""
-        return self._then(_batch_step(requests))
+        # HTTP's step, offered on every chain as k6 offers http.batch.
+        from .http import batch_step
+
+        return self._then(batch_step(requests))
 
     def feed(self, feeder, count=1):
         """Take the feeder's next record: its columns become session variables. With
@@ -321,17 +320,6 @@ def _cases(chains, where):
     if not chains:
         raise DslError(f"{where} needs at least one chain")
     return [{"steps": _steps_of([c], where)} for c in chains]
-
-
-def _batch_step(requests):
-    if not requests:
-        raise DslError("batch() needs at least one request")
-    for request in requests:
-        if not isinstance(request, HttpRequest):
-            raise DslError(f"batch() takes requests (http(...).get(...)), got {request!r}")
-        if request.resource_requests:
-            raise DslError(f"batch(): request {request.name!r} has resources; a batch sends requests, not pages")
-    return {"type": "batch", "requests": [r.to_request() for r in requests]}
 
 
 def _pause_steps(duration, max_duration, exponential, std_dev):

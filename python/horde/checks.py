@@ -29,7 +29,7 @@ from typing import Optional
 from .errors import DslError
 
 # Sources with more than one value, which find(n), find_all() and count() choose among.
-_MULTIVALUED = {"header", "regex", "css", "jsonpath", "jmespath", "xpath", "column"}
+_MULTIVALUED = {"header", "header_regex", "regex", "css", "jsonpath", "jmespath", "xpath", "column"}
 
 TRANSFORMS = ("lowercase", "uppercase", "trim", "to_int", "to_number", "length")
 
@@ -215,6 +215,20 @@ def header(name):
     """A response header's value (each line of a repeated header is one value):
     ``header("Content-Type").is_("application/json")``."""
     return Check({"type": "header", "name": _string(name, "header()")})
+
+
+def header_regex(name, pattern, group=None):
+    """The matches of ``pattern`` in a response header's values (Gatling's ``headerRegex``):
+    each one's capture ``group`` (default 1, or the whole match). With a request that does not
+    follow redirects, the code a redirect carries to the next page:
+
+    >>> header_regex("Location", "code=([^&]+)").save_as("code").to_plan()["source"]
+    {'type': 'header_regex', 'name': 'Location', 'pattern': 'code=([^&]+)'}
+    """
+    source = {"type": "header_regex", "name": _string(name, "header_regex()"), "pattern": _string(pattern, "header_regex()")}
+    if group is not None:
+        source["group"] = int(group)
+    return Check(source)
 
 
 def substring(text):

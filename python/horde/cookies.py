@@ -13,12 +13,15 @@
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from ._protocol import Step
 from .errors import DslError
 
 
 @dataclass(frozen=True)
-class CookieStep:
+class CookieStep(Step):
     """A step on the cookie jar; ``exec`` takes it as it takes a request."""
+
+    hint = "a cookie step (add_cookie(...), ...)"
 
     step: dict
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ._durations import to_ms
+from ._protocol import Protocol, Step
 from .checks import Check
 from .errors import DslError
 
@@ -100,8 +101,10 @@ def _name(value, what):
 
 
 @dataclass(frozen=True)
-class HttpRequest:
+class HttpRequest(Step):
     """An immutable HTTP request builder; every method returns a new request."""
+
+    hint = "a request (http(...))"
 
     name: str
     method: str
@@ -113,6 +116,17 @@ class HttpRequest:
     raw_body: Optional[dict] = None
     checks: tuple = ()
     resource_requests: tuple = ()
+    follow_redirects: Optional[bool] = None
+
+    def disable_follow_redirect(self):
+        """Gatling's per-request ``disableFollowRedirect``: a redirect is this request's response,
+        which its checks read (add ``status().is_(302)``: a 3xx fails the implicit 2xx check, and
+        ``header_regex("Location", ...)`` takes a value out of where it points).
+
+        >>> http("authorize").get("/authorize").disable_follow_redirect().to_step()["follow_redirects"]
+        False
+        """
+        return replace(self, follow_redirects=False)
 
     def header(self, name, value):
         return replace(self, header_pairs=self.header_pairs + ((_name(name, "header"), str(value)),))
@@ -190,6 +204,8 @@ class HttpRequest:
             step["checks"] = [c.to_plan() for c in self.checks]
         if self.resource_requests:
             step["resources"] = [r.to_request() for r in self.resource_requests]
+        if self.follow_redirects is not None:
+            step["follow_redirects"] = self.follow_redirects
         return step
 
     def to_request(self):
@@ -241,8 +257,10 @@ class _RequestName:
 
 
 @dataclass(frozen=True)
-class HttpProtocol:
+class HttpProtocol(Protocol):
     """Defaults for every request: base URL, headers, timeouts, redirects, TLS, host names."""
+
+    hint = "http.base_url(...)"
 
     base: Optional[str] = None
     header_pairs: tuple = ()
@@ -399,6 +417,16 @@ class HttpProtocol:
             raise DslError(f"max_connections_per_host() needs a whole number of at least 1, got {count!r}")
         return replace(self, connections_per_host=count)
 
+    @classmethod
+    def check_given(cls, given):
+        if len(given) > 1:
+            raise DslError("a simulation has one HTTP protocol; several were given")
+
+    @classmethod
+    def into_plan(cls, plan, given):
+        # Every plan has HTTP's settings: their defaults when none were given.
+        plan["protocol"] = (given[0] if given else HttpProtocol()).to_plan()
+
     def to_plan(self):
         plan = {"follow_redirects": self.follow_redirects}
         if self.infer_resources:
@@ -483,3 +511,15 @@ class _Http:
 
 
 http = _Http()
+
+
+def batch_step(requests):
+    """The plan step of ``batch(...)``: requests sent at once, none with resources."""
+    if not requests:
+        raise DslError("batch() needs at least one request")
+    for request in requests:
+        if not isinstance(request, HttpRequest):
+            raise DslError(f"batch() takes requests (http(...).get(...)), got {request!r}")
+        if request.resource_requests:
+            raise DslError(f"batch(): request {request.name!r} has resources; a batch sends requests, not pages")
+    return {"type": "batch", "requests": [r.to_request() for r in requests]}

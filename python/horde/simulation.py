@@ -23,12 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ._durations import to_ms, to_us
+from ._protocol import Protocol
 from .assertions import threshold_texts
 from .chains import Population
 from .errors import DslError, ParameterError
 from .feeders import collect_feeders
-from .http import HttpProtocol
-from .sql import SqlDatabase
 
 PLAN_VERSION = 1
 
@@ -83,11 +82,11 @@ class Simulation:
     """An immutable simulation; methods return new ones (the newest is the one that runs)."""
 
     populations: tuple
-    protocol: HttpProtocol = HttpProtocol()
+    #: The protocols' settings (HTTP's, databases): instances of :class:`horde._protocol.Protocol`.
+    protocols_given: tuple = ()
     name: Optional[str] = None
     options: tuple = ()
     thresholds: tuple = ()
-    databases: tuple = ()
 
     def _derive(self, **changes):
         derived = replace(self, **changes)
@@ -98,8 +97,10 @@ class Simulation:
     def protocols(self, *protocols):
         """Gatling's ``.protocols(httpProtocol, ...)``: an ``http`` protocol and databases
         (``sql.url(...)``)."""
-        http_protocol, databases = _split_protocols(protocols)
-        return self._derive(protocol=http_protocol or self.protocol, databases=databases or self.databases)
+        given = _checked_protocols(protocols)
+        kinds = {type(p) for p in given}
+        kept = tuple(p for p in self.protocols_given if type(p) not in kinds)
+        return self._derive(protocols_given=kept + given)
 
     def max_duration(self, seconds):
         return self._derive(options=self.options + (("max_duration_ms", to_ms(seconds, "max_duration")),))
@@ -123,14 +124,13 @@ class Simulation:
         plan = {
             "version": PLAN_VERSION,
             "name": self.name or (self.populations[0].scenario.name if self.populations else "simulation"),
-            "protocol": self.protocol.to_plan(),
-            "scenarios": scenarios,
-            "options": options,
         }
+        for kind in Protocol.kinds():
+            kind.into_plan(plan, [p for p in self.protocols_given if isinstance(p, kind)])
+        plan["scenarios"] = scenarios
+        plan["options"] = options
         if feeders:
             plan["feeders"] = feeders
-        if self.databases:
-            plan["databases"] = [database.to_plan() for database in self.databases]
         if self.thresholds:
             plan["thresholds"] = list(self.thresholds)
         if _loading.base_dir is not None:
@@ -205,23 +205,18 @@ def throttle(*steps):
     return _throttle_steps(steps)
 
 
-def _split_protocols(protocols):
-    """The HTTP protocol and the databases among ``protocols`` (one, or a list)."""
+def _checked_protocols(protocols):
+    """The protocols among ``protocols`` (one, or lists of them), each kind's rules checked."""
     flat = []
     for protocol in protocols:
         flat.extend(protocol if isinstance(protocol, (list, tuple)) else [protocol])
-    http_protocols = [p for p in flat if isinstance(p, HttpProtocol)]
-    databases = tuple(p for p in flat if isinstance(p, SqlDatabase))
     for protocol in flat:
-        if not isinstance(protocol, (HttpProtocol, SqlDatabase)):
-            raise DslError(f"a protocol is http.base_url(...) or sql.url(...), got {protocol!r}")
-    if len(http_protocols) > 1:
-        raise DslError("a simulation has one HTTP protocol; several were given")
-    names = [d.name for d in databases]
-    for name in names:
-        if names.count(name) > 1:
-            raise DslError(f"two databases are named {name!r}: name them apart with sql.url(...).named(...)")
-    return (http_protocols[0] if http_protocols else None), databases
+        if not isinstance(protocol, Protocol):
+            kinds = " or ".join(kind.hint for kind in Protocol.kinds())
+            raise DslError(f"a protocol is {kinds}, got {protocol!r}")
+    for kind in Protocol.kinds():
+        kind.check_given([p for p in flat if isinstance(p, kind)])
+    return tuple(flat)
 
 
 def setup(*populations, protocol=None, name=None, **options):
@@ -255,8 +250,8 @@ def setup(*populations, protocol=None, name=None, **options):
             raise DslError(f"setup(): unknown option {key!r} (known: {', '.join(sorted(_OPTION_NAMES))})")
         plan_key, convert = _OPTION_NAMES[key]
         converted.append((plan_key, convert(value)))
-    http_protocol, databases = _split_protocols([protocol] if protocol is not None else [])
-    simulation = Simulation(tuple(flat), http_protocol or HttpProtocol(), name, tuple(converted), databases=databases)
+    given = _checked_protocols([protocol] if protocol is not None else [])
+    simulation = Simulation(tuple(flat), given, name, tuple(converted))
     if _loading.module_name is not None and _importing_another_module(_loading.module_name):
         # Helpers imported from another simulation file: its setup() is that file's, not the
         # one being loaded (as `if __name__ == "__main__":` code does not run on import).

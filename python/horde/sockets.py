@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ._durations import to_ms
+from ._protocol import Step
 from .checks import Check
 from .errors import DslError
 
@@ -64,8 +65,10 @@ def _message_name(name, what):
 
 
 @dataclass(frozen=True)
-class SocketStep:
+class SocketStep(Step):
     """A step on a socket; ``await_(seconds).on(...)`` waits for messages after it."""
+
+    hint = "a socket step (ws(...), sse(...))"
 
     step: dict
 

@@ -31,6 +31,7 @@ statements between them, on one connection even when pooled::
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from ._protocol import Protocol, Step
 from .checks import Check
 from .errors import DslError
 
@@ -44,9 +45,11 @@ def _text(value, what):
 
 
 @dataclass(frozen=True)
-class SqlDatabase:
+class SqlDatabase(Protocol):
     """A database scenarios run statements on: ``sql.url(...)``, optionally ``.pool(n)`` and
     ``.named(name)``. Pass it to ``setup(..., protocol=[http.base_url(...), db])``."""
+
+    hint = "sql.url(...)"
 
     url: str
     name: str = "default"
@@ -65,6 +68,18 @@ class SqlDatabase:
         several."""
         return replace(self, name=_text(name, "named()"))
 
+    @classmethod
+    def check_given(cls, given):
+        names = [d.name for d in given]
+        for name in names:
+            if names.count(name) > 1:
+                raise DslError(f"two databases are named {name!r}: name them apart with sql.url(...).named(...)")
+
+    @classmethod
+    def into_plan(cls, plan, given):
+        if given:
+            plan["databases"] = [database.to_plan() for database in given]
+
     def to_plan(self):
         plan = {"name": self.name, "url": self.url}
         if self.pool_size is not None:
@@ -73,8 +88,10 @@ class SqlDatabase:
 
 
 @dataclass(frozen=True)
-class SqlStatement:
+class SqlStatement(Step):
     """One statement; every method returns a new one."""
+
+    hint = "a SQL statement (sql(...).query(...), sql.begin(), ...)"
 
     name: str
     kind: str
@@ -132,7 +149,7 @@ class _StatementName:
 
 
 @dataclass(frozen=True)
-class SqlTransactionStep:
+class SqlTransactionStep(Step):
     action: str
     database: Optional[str] = None
 

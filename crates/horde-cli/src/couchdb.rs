@@ -8,8 +8,8 @@ use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_metrics::RunStatus;
 use horde_plan::{
-    crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudRule, CrudWeights, HttpProtocol, Injection, Plan,
-    RunOptions, Scenario, Step, PLAN_VERSION,
+    crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CouchdbStep, CrudRule, CrudWeights, Injection, Plan,
+    RunOptions, Scenario,
 };
 use horde_report::render_console;
 use horde_report::terminal::printable;
@@ -156,13 +156,14 @@ impl Benchmark {
         if self.bulk_documents_per_connection() > 0 {
             scenarios.push(Scenario {
                 name: BULK_SCENARIO.into(),
-                steps: vec![Step::CouchdbBulkInsert(CouchdbBulkInsert {
+                steps: vec![CouchdbStep::CouchdbBulkInsert(CouchdbBulkInsert {
                     name: BULK_SCENARIO.into(),
                     database: self.database_url(),
                     schema: schema.clone(),
                     documents_per_insert: self.documents_per_insert,
                     inserts: self.inserts,
-                })],
+                })
+                .into()],
                 injection: everyone.clone(),
                 after: None,
             });
@@ -170,28 +171,22 @@ impl Benchmark {
         if self.crud_operations > 0 {
             scenarios.push(Scenario {
                 name: CRUD_SCENARIO.into(),
-                steps: vec![Step::CouchdbCrud(CouchdbCrud {
+                steps: vec![CouchdbStep::CouchdbCrud(CouchdbCrud {
                     name: CRUD_SCENARIO.into(),
                     database: self.database_url(),
                     schema,
                     operations: self.crud_operations,
                     weights: self.weights,
                     bulk_documents_per_user: self.bulk_documents_per_connection(),
-                })],
+                })
+                .into()],
                 injection: everyone,
                 after: (!scenarios.is_empty()).then(|| BULK_SCENARIO.to_string()),
             });
         }
         Plan {
-            version: PLAN_VERSION,
-            name: "couchdb".into(),
-            base_dir: None,
-            protocol: HttpProtocol::default(),
-            feeders: Vec::new(),
-            databases: Vec::new(),
-            thresholds: Vec::new(),
-            scenarios,
             options: RunOptions { seed: self.seed, workers, ..RunOptions::default() },
+            ..Plan::new("couchdb", scenarios)
         }
     }
 }
@@ -299,6 +294,7 @@ pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use horde_plan::Step;
     use std::path::Path;
 
     #[test]
@@ -326,7 +322,7 @@ mod tests {
         let plan = benchmark.plan(None);
         assert_eq!(plan.scenarios.len(), 2);
         assert_eq!(plan.scenarios[1].after.as_deref(), Some(BULK_SCENARIO));
-        let Step::CouchdbCrud(crud) = &plan.scenarios[1].steps[0] else { panic!("crud step") };
+        let Step::Couchdb(CouchdbStep::CouchdbCrud(crud)) = &plan.scenarios[1].steps[0] else { panic!("crud step") };
         assert_eq!(crud.bulk_documents_per_user, 20);
         assert_eq!(crud.database, "http://127.0.0.1:5984/bench");
     }

@@ -404,26 +404,14 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
 pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
     let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
     check_capacity(&program)?;
-    check_databases(&program)?;
+    preflight(&program)?;
     Ok(program)
 }
 
-/// Whether each of the plan's databases answers, before anything is measured: a wrong URL,
-/// password or database name is the database's own message and exit 3, not a run of failed
-/// statements.
-fn check_databases(program: &Program) -> Result<(), Failure> {
-    let base_dir = program.plan.base_dir.as_deref().map(Path::new);
-    for database in &program.plan.databases {
-        horde_engine::sql_check_connection(&database.url, base_dir).map_err(|message| {
-            Failure::Runtime(anyhow::anyhow!(
-                "cannot connect to the database {:?} at {} (before the run): {}",
-                database.name,
-                horde_engine::redacted_url(&database.url),
-                message
-            ))
-        })?;
-    }
-    Ok(())
+/// What the plan's protocols check before a run (a database that does not answer): the
+/// protocol's own message, exit 3.
+fn preflight(program: &Program) -> Result<(), Failure> {
+    horde_engine::preflight(program).map_err(|message| Failure::Runtime(anyhow::anyhow!(message)))
 }
 
 /// Whether this machine can run the program: its users that must hold connections at once
@@ -453,7 +441,7 @@ struct RunOutputs<'a> {
 fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
     let RunOutputs { name, output, exports } = *run;
     check_capacity(&program)?;
-    check_databases(&program)?;
+    preflight(&program)?;
     // Every flag is checked before anything is created.
     let requested = match exports {
         Some(exports) => exports::Requested::parse(exports)?,

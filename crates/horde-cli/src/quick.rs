@@ -3,8 +3,10 @@
 
 use crate::args::{at_least_one, workers, HttpArgs};
 use crate::output::status;
-use horde_plan::{Body, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, Step, ThrottleStep};
-use horde_plan::{HttpProtocol, BROWSER_ACCEPT_ENCODING, MAX_DURATION_MS, PLAN_VERSION};
+use horde_plan::{
+    Body, CoreStep, HttpStep, Injection, NameValue, OnCheckFailure, Plan, Request, RunOptions, Scenario, ThrottleStep,
+};
+use horde_plan::{HttpProtocol, BROWSER_ACCEPT_ENCODING, MAX_DURATION_MS};
 
 /// Connections when -c is not given, as oha.
 const DEFAULT_CONNECTIONS: u64 = 50;
@@ -184,31 +186,27 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         body,
         checks: vec![],
         resources: vec![],
+        follow_redirects: None,
     };
     let exchange = match streams {
-        1 => Step::Request(request),
-        _ => Step::Batch { requests: vec![request; streams as usize] },
+        1 => HttpStep::Request(request).into(),
+        _ => HttpStep::Batch { requests: vec![request; streams as usize] }.into(),
     };
     // A loop per connection that the run's deadline cuts, as wrk's -d does (requests then in
     // flight are counted as interrupted): the loop itself lasts a little longer, or users
     // whose loops end with the deadline could finish first and the run would end unlimited.
     // A year stands in for "no duration", and -n then bounds the run.
     let loop_ms = duration_ms.map_or(MAX_DURATION_MS, |ms| ms.saturating_add(1000).min(MAX_DURATION_MS));
-    let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![exchange] }];
-    let plan = Plan {
-        version: PLAN_VERSION,
+    let steps = vec![CoreStep::During { duration_ms: loop_ms, counter: None, steps: vec![exchange] }.into()];
+    let scenario = Scenario {
         name: "http".into(),
-        base_dir: None,
-        feeders: Vec::new(),
-        databases: Vec::new(),
+        steps,
+        injection: vec![Injection::AtOnceUsers { users: connections }],
+        after: None,
+    };
+    let plan = Plan {
         thresholds: args.thresholds.thresholds.clone(),
         protocol,
-        scenarios: vec![Scenario {
-            name: "http".into(),
-            steps,
-            injection: vec![Injection::AtOnceUsers { users: connections }],
-            after: None,
-        }],
         options: RunOptions {
             // Like wrk, a failed request does not stop a connection's loop.
             on_check_failure: OnCheckFailure::Continue,
@@ -220,6 +218,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
             workers,
             ..RunOptions::default()
         },
+        ..Plan::new("http", vec![scenario])
     };
     match horde_engine::lower(&plan) {
         Ok(program) if problems.is_empty() => Ok(program),

@@ -8,9 +8,7 @@ use crate::args::SqlArgs;
 use crate::output::{print_text, status};
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_metrics::RunStatus;
-use horde_plan::{
-    HttpProtocol, Injection, Plan, RunOptions, Scenario, SqlPhase, SqlStrategy, SqlWorkload, Step, PLAN_VERSION,
-};
+use horde_plan::{Injection, Plan, RunOptions, Scenario, SqlPhase, SqlStep, SqlStrategy, SqlWorkload};
 use horde_report::render_console;
 use horde_report::terminal::printable;
 
@@ -122,7 +120,7 @@ impl Experiment {
             let after = scenarios.last().map(|s| s.name.clone());
             scenarios.push(Scenario {
                 name: name.clone(),
-                steps: vec![Step::SqlWorkload(SqlWorkload {
+                steps: vec![SqlStep::SqlWorkload(SqlWorkload {
                     name,
                     url: self.url.clone(),
                     table: args.table.clone(),
@@ -132,7 +130,8 @@ impl Experiment {
                     threads,
                     batch_size: args.batch_size,
                     text_length: args.text_length,
-                })],
+                })
+                .into()],
                 injection: vec![Injection::AtOnceUsers { users: u64::from(threads) }],
                 after,
             });
@@ -155,15 +154,8 @@ impl Experiment {
             add("drop".into(), SqlPhase::Drop, SqlStrategy::Single, 1);
         }
         Plan {
-            version: PLAN_VERSION,
-            name: "sql".into(),
-            base_dir: None,
-            protocol: HttpProtocol::default(),
-            feeders: Vec::new(),
-            databases: Vec::new(),
-            thresholds: Vec::new(),
-            scenarios,
             options: RunOptions { seed: args.seed, workers: args.workers, ..RunOptions::default() },
+            ..Plan::new("sql", scenarios)
         }
     }
 }

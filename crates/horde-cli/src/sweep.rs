@@ -15,7 +15,7 @@ use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failure, SimulationLoader};
 use horde_metrics::RunStatus;
 use horde_plan::ThresholdSpec;
-use horde_plan::{Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS, PLAN_VERSION};
+use horde_plan::{CoreStep, HttpStep, Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS};
 use horde_report::{format_level, Boundary, LiveMetrics, SweepLevel, SweepReport};
 use std::path::{Path, PathBuf};
 
@@ -473,7 +473,7 @@ fn parse_threshold_us(text: &str) -> Result<u64, String> {
 /// A plan that GETs one URL: users loop on keep-alive connections (closed model), or each
 /// arrival sends one request (open model).
 fn url_plan(url: &str, model: Model) -> Plan {
-    let request = Step::Request(Request {
+    let request: Step = HttpStep::Request(Request {
         // The row's name is in every result: never a password.
         name: format!("GET {}", horde_plan::redacted_url(url)),
         method: "GET".into(),
@@ -483,30 +483,24 @@ fn url_plan(url: &str, model: Model) -> Plan {
         body: None,
         checks: vec![],
         resources: vec![],
-    });
+        follow_redirects: None,
+    })
+    .into();
     let steps = match model {
         // The level's maximum duration ends the loop.
-        Model::Users => vec![Step::During { duration_ms: MAX_DURATION_MS, counter: None, steps: vec![request] }],
+        Model::Users => {
+            vec![CoreStep::During { duration_ms: MAX_DURATION_MS, counter: None, steps: vec![request] }.into()]
+        }
         Model::Rate => vec![request],
     };
+    let scenario =
+        Scenario { name: "url".into(), steps, injection: vec![Injection::AtOnceUsers { users: 1 }], after: None };
     Plan {
-        version: PLAN_VERSION,
-        name: "url".into(),
-        base_dir: None,
-        protocol: Default::default(),
-        feeders: Vec::new(),
-        databases: Vec::new(),
-        thresholds: Vec::new(),
-        scenarios: vec![Scenario {
-            name: "url".into(),
-            steps,
-            injection: vec![Injection::AtOnceUsers { users: 1 }],
-            after: None,
-        }],
         options: horde_plan::RunOptions {
             on_check_failure: horde_plan::OnCheckFailure::Continue,
             ..Default::default()
         },
+        ..Plan::new("url", vec![scenario])
     }
 }
 

@@ -8,6 +8,7 @@ use horde_plan::{
     parse_condition, parse_template, Body, BodyPart, CheckSource, CompareOp, Injection, Plan, PlanError, Request,
     Select, Step, Transform, Validation,
 };
+use horde_plan::{CoreSource, CoreStep, CouchdbStep, HttpSource, HttpStep, SocketStep, SqlSource, SqlStep};
 use http::header::{HeaderName, HeaderValue};
 use http::Method;
 use std::collections::{HashMap, HashSet};
@@ -343,6 +344,9 @@ pub struct RequestProgram {
     pub resources: Vec<RequestProgram>,
     /// This page's HTML is parsed for more resources (`infer_html_resources`).
     pub infers_resources: bool,
+    /// Redirects followed in a row before the chain fails; 0: not followed, the redirect is
+    /// the response.
+    pub max_redirects: u32,
 }
 
 #[derive(Clone)]
@@ -462,6 +466,12 @@ pub struct Expected {
 pub enum Extractor {
     Status,
     Header(HeaderName),
+    /// A capture group of each match in a header's values.
+    HeaderRegex {
+        name: HeaderName,
+        regex: regex::Regex,
+        group: usize,
+    },
     Substring(String),
     Regex {
         regex: regex::Regex,
@@ -492,7 +502,11 @@ impl Extractor {
     pub fn reads_body(&self) -> bool {
         !matches!(
             self,
-            Extractor::Status | Extractor::Header(_) | Extractor::CurrentLocation | Extractor::ResponseTimeInMillis
+            Extractor::Status
+                | Extractor::Header(_)
+                | Extractor::HeaderRegex { .. }
+                | Extractor::CurrentLocation
+                | Extractor::ResponseTimeInMillis
         )
     }
 }
@@ -517,6 +531,8 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         paces: 0,
         schemas: Vec::new(),
         infer_html_resources: plan.protocol.infer_html_resources,
+        follow_redirects: plan.protocol.follow_redirects,
+        max_redirects: plan.protocol.max_redirects,
         sockets: Vec::new(),
         defined: HashSet::new(),
         first_reads: HashMap::new(),
@@ -665,6 +681,9 @@ struct Lowering {
     schemas: Vec<Arc<horde_docgen::Schema>>,
     /// Pages (requests outside batches and resources) are parsed for their resources.
     infer_html_resources: bool,
+    /// The protocol's redirect settings, which a request may override (`follow_redirects`).
+    follow_redirects: bool,
+    max_redirects: u32,
     sockets: Vec<String>,
     /// Every variable name the plan sets anywhere: by a check, a counter, a feeder's column,
     /// a `set` or a `foreach`. A dotted name in a template names one of these when it can.
@@ -772,68 +791,53 @@ impl Lowering {
     /// Every name the steps set, so that `${a.b}` can tell the variable `a.b` from field `b`
     /// of `a`, and a name never set can be named before the run.
     fn collect_defined(&mut self, steps: &[Step]) {
-        let define = |lowering: &mut Lowering, name: &Option<String>| {
-            if let Some(name) = name {
-                lowering.defined.insert(name.clone());
+        Step::walk(steps, &mut |step| self.collect_defined_by(step));
+    }
+
+    /// The variables one step sets (its nested steps are walked apart).
+    fn collect_defined_by(&mut self, step: &Step) {
+        match step {
+            Step::Core(
+                CoreStep::Repeat { counter, .. }
+                | CoreStep::During { counter, .. }
+                | CoreStep::AsLongAs { counter, .. }
+                | CoreStep::DoWhile { counter, .. }
+                | CoreStep::TryMax { counter, .. }
+                | CoreStep::Eventually { counter, .. },
+            ) => self.defined.extend(counter.iter().cloned()),
+            Step::Core(CoreStep::Foreach { element, counter, .. }) => {
+                self.defined.insert(element.clone());
+                self.defined.extend(counter.iter().cloned());
             }
-        };
-        for step in steps {
-            match step {
-                Step::Request(request) => self.collect_request(request),
-                Step::Batch { requests } => requests.iter().for_each(|r| self.collect_request(r)),
-                Step::Repeat { counter, steps, .. } | Step::During { counter, steps, .. } => {
-                    define(self, counter);
-                    self.collect_defined(steps);
+            Step::Core(CoreStep::Feed { feeder, .. }) => {
+                if let Some(feeder) = self.feeder(feeder) {
+                    self.defined.extend(feeder.columns.iter().cloned());
                 }
-                Step::Group { steps, .. } | Step::ExitBlockOnFail { steps } => self.collect_defined(steps),
-                Step::Feed { feeder, .. } => {
-                    if let Some(feeder) = self.feeder(feeder) {
-                        self.defined.extend(feeder.columns.iter().cloned());
-                    }
-                }
-                Step::Set { values } => self.defined.extend(values.iter().map(|v| v.name.clone())),
-                Step::DoIf { steps, else_steps, .. } => {
-                    self.collect_defined(steps);
-                    self.collect_defined(else_steps);
-                }
-                Step::DoSwitch { cases, else_steps, .. } => {
-                    cases.iter().for_each(|c| self.collect_defined(&c.steps));
-                    self.collect_defined(else_steps);
-                }
-                Step::RandomSwitch { cases, else_steps } => {
-                    cases.iter().for_each(|c| self.collect_defined(&c.steps));
-                    self.collect_defined(else_steps);
-                }
-                Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
-                    cases.iter().for_each(|c| self.collect_defined(&c.steps))
-                }
-                Step::Foreach { element, counter, steps, .. } => {
-                    self.defined.insert(element.clone());
-                    define(self, counter);
-                    self.collect_defined(steps);
-                }
-                Step::AsLongAs { counter, steps, .. }
-                | Step::DoWhile { counter, steps, .. }
-                | Step::TryMax { counter, steps, .. }
-                | Step::Eventually { counter, steps, .. } => {
-                    define(self, counter);
-                    self.collect_defined(steps);
-                }
-                Step::GetCookie(get) => {
-                    self.defined.insert(get.save_as.clone());
-                }
-                Step::Sql(statement) => self.defined.extend(statement.checks.iter().filter_map(|c| c.save_as.clone())),
-                Step::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
-                | Step::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
-                | Step::WsSend(horde_plan::WsSend { await_messages: Some(messages), .. })
-                | Step::WsAwait(horde_plan::SocketAwait { await_messages: messages, .. })
-                | Step::SseAwait(horde_plan::SocketAwait { await_messages: messages, .. }) => {
-                    for message in &messages.messages {
-                        self.defined.extend(message.checks.iter().filter_map(|c| c.save_as.clone()));
-                    }
-                }
-                _ => {}
             }
+            Step::Core(CoreStep::Set { values }) => self.defined.extend(values.iter().map(|v| v.name.clone())),
+            Step::Core(_) => {}
+            Step::Http(HttpStep::Request(request)) => self.collect_request(request),
+            Step::Http(HttpStep::Batch { requests }) => requests.iter().for_each(|r| self.collect_request(r)),
+            Step::Http(HttpStep::GetCookie(get)) => {
+                self.defined.insert(get.save_as.clone());
+            }
+            Step::Http(_) => {}
+            Step::Sql(SqlStep::Sql(statement)) => {
+                self.defined.extend(statement.checks.iter().filter_map(|c| c.save_as.clone()))
+            }
+            Step::Sql(_) => {}
+            Step::Socket(
+                SocketStep::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
+                | SocketStep::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
+                | SocketStep::WsSend(horde_plan::WsSend { await_messages: Some(messages), .. })
+                | SocketStep::WsAwait(horde_plan::SocketAwait { await_messages: messages, .. })
+                | SocketStep::SseAwait(horde_plan::SocketAwait { await_messages: messages, .. }),
+            ) => {
+                for message in &messages.messages {
+                    self.defined.extend(message.checks.iter().filter_map(|c| c.save_as.clone()));
+                }
+            }
+            Step::Socket(_) | Step::Couchdb(_) => {}
         }
     }
 
@@ -902,319 +906,327 @@ impl Lowering {
             .map(|(i, step)| {
                 let path = format!("{path}[{i}]");
                 self.current_path = path.clone();
-                let step_ref = step;
                 match step {
-                    Step::Request(request) => {
-                        let mut page = self.request(&path, request, group_prefix);
-                        page.resources = request
-                            .resources
-                            .iter()
-                            .enumerate()
-                            .map(|(i, resource)| {
-                                self.request(&format!("{path}.resources[{i}]"), resource, group_prefix)
-                            })
-                            .collect();
-                        page.infers_resources = self.infer_html_resources;
-                        page.needs_body |= page.infers_resources;
-                        StepProgram::Request(Box::new(page))
-                    }
-                    Step::Batch { requests } => StepProgram::Batch(
-                        requests
-                            .iter()
-                            .enumerate()
-                            .map(|(i, request)| self.request(&format!("{path}.requests[{i}]"), request, group_prefix))
-                            .collect(),
-                    ),
-                    Step::Pause { duration_ms } => {
-                        StepProgram::Pause(PauseKind::Fixed(Duration::from_millis(*duration_ms)))
-                    }
-                    Step::PauseUniform { min_ms, max_ms } => StepProgram::Pause(PauseKind::Uniform(
-                        Duration::from_millis(*min_ms),
-                        Duration::from_millis(*max_ms),
-                    )),
-                    Step::PauseExponential { mean_ms } => {
-                        StepProgram::Pause(PauseKind::Exponential(Duration::from_millis(*mean_ms)))
-                    }
-                    Step::PauseNormal { mean_ms, std_dev_ms } => StepProgram::Pause(PauseKind::Normal {
-                        mean: Duration::from_millis(*mean_ms),
-                        std_dev: Duration::from_millis(*std_dev_ms),
-                    }),
-                    Step::PauseTemplate { duration } => {
-                        let row_id = self.row(format!("{group_prefix}pause {duration}").into());
-                        let duration = self.template(duration);
-                        StepProgram::Pause(PauseKind::Template(Box::new(TemplatePause { duration, row_id })))
-                    }
-                    Step::Pace { duration_ms } => {
-                        self.paces += 1;
-                        StepProgram::Pace { id: self.paces - 1, duration: Duration::from_millis(*duration_ms) }
-                    }
-                    Step::Repeat { times, counter, steps } => StepProgram::Repeat {
-                        times: *times,
-                        counter: counter.as_deref().map(|c| self.slot(c)),
-                        body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                    },
-                    Step::During { duration_ms, counter, steps } => StepProgram::During {
-                        duration: Duration::from_millis(*duration_ms),
-                        counter: counter.as_deref().map(|c| self.slot(c)),
-                        body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                    },
-                    Step::Group { name, steps } => {
-                        let full_name = format!("{group_prefix}{name}");
-                        let group = self.group(&full_name);
-                        let prefix = format!("{full_name} / ");
-                        StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
-                    }
-                    Step::WsConnect(step) => self.socket_connect(&path, step, SocketKind::WebSocket, group_prefix),
-                    Step::SseConnect(step) => self.socket_connect(&path, step, SocketKind::EventStream, group_prefix),
-                    Step::WsSend(step) => {
-                        let action = match (&step.text, &step.binary_base64) {
-                            (Some(text), _) => SocketAction::SendText(self.template(text)),
-                            (None, Some(data)) => {
-                                use base64::Engine;
-                                let bytes =
-                                    base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
-                                        self.errors
-                                            .push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
-                                        Vec::new()
-                                    });
-                                SocketAction::SendBinary(Bytes::from(bytes))
-                            }
-                            (None, None) => SocketAction::SendText(self.template("")),
-                        };
-                        let messages = step.await_messages.as_ref();
-                        self.socket_step(
-                            &path,
-                            SocketKind::WebSocket,
-                            &step.name,
-                            &step.socket,
-                            action,
-                            messages,
-                            group_prefix,
-                        )
-                    }
-                    Step::WsAwait(step) | Step::SseAwait(step) => {
-                        let kind = if matches!(step_ref, Step::WsAwait(_)) {
-                            SocketKind::WebSocket
-                        } else {
-                            SocketKind::EventStream
-                        };
-                        let messages = Some(&step.await_messages);
-                        self.socket_step(
-                            &path,
-                            kind,
-                            &step.name,
-                            &step.socket,
-                            SocketAction::Await,
-                            messages,
-                            group_prefix,
-                        )
-                    }
-                    Step::WsClose(step) | Step::SseClose(step) => {
-                        let kind = if matches!(step_ref, Step::WsClose(_)) {
-                            SocketKind::WebSocket
-                        } else {
-                            SocketKind::EventStream
-                        };
-                        self.socket_step(&path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
-                    }
-                    Step::Feed { feeder, count } => match self.feeder(feeder) {
-                        Some(feeder) => {
-                            let slots = feeder.columns.iter().map(|c| self.slot(c)).collect();
-                            StepProgram::Feed { feeder, slots, count: *count }
-                        }
-                        // Named already: by validation, or as an unreadable source.
-                        None => StepProgram::Unset(Vec::new()),
-                    },
-                    Step::Set { values } => {
-                        let names: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
-                        let row_id = self.row(format!("{group_prefix}set {}", names.join(", ")).into());
-                        let values = values.iter().map(|v| (self.slot(&v.name), self.template(&v.value))).collect();
-                        StepProgram::Set { values, row_id }
-                    }
-                    Step::Unset { names } => StepProgram::Unset(names.iter().map(|n| self.slot(n)).collect()),
-                    Step::DoIf { condition, steps, else_steps } => {
-                        let condition = self.condition(
-                            &format!("{path}.condition"),
-                            condition,
-                            &format!("{group_prefix}do_if {condition}"),
-                        );
-                        let then = self.steps(&format!("{path}.steps"), steps, group_prefix);
-                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
-                        StepProgram::Choose(Box::new(ChoiceProgram::If { condition, then, otherwise }))
-                    }
-                    Step::DoSwitch { value, cases, else_steps } => {
-                        let row_id = self.row(format!("{group_prefix}do_switch {value}").into());
-                        let value = self.template(value);
-                        let cases = cases
-                            .iter()
-                            .enumerate()
-                            .map(|(i, case)| {
-                                self.current_path = format!("{path}.cases[{i}].value");
-                                let expected = self.template(&case.value);
-                                (expected, self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, group_prefix))
-                            })
-                            .collect();
-                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
-                        StepProgram::Choose(Box::new(ChoiceProgram::Switch { value, row_id, cases, otherwise }))
-                    }
-                    Step::RandomSwitch { cases, else_steps } => {
-                        let mut total = 0.0;
-                        let bounds = cases
-                            .iter()
-                            .map(|c| {
-                                total += c.weight;
-                                total
-                            })
-                            .collect();
-                        let cases = cases
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
-                            .collect();
-                        let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
-                        StepProgram::Choose(Box::new(ChoiceProgram::Random { bounds, cases, otherwise }))
-                    }
-                    Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
-                        let cases = cases
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
-                            .collect();
-                        let choice = if matches!(step_ref, Step::RoundRobinSwitch { .. }) {
-                            ChoiceProgram::RoundRobin { next: Arc::default(), cases }
-                        } else {
-                            ChoiceProgram::Uniform(cases)
-                        };
-                        StepProgram::Choose(Box::new(choice))
-                    }
-                    Step::Foreach { list, element, counter, steps } => {
-                        let row_id = self.row(format!("{group_prefix}foreach {list}").into());
-                        let list = self.template(list);
-                        StepProgram::Loop(Box::new(LoopProgram::Foreach {
-                            list,
-                            row_id,
-                            element: self.slot(element),
-                            counter: counter.as_deref().map(|c| self.slot(c)),
-                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                        }))
-                    }
-                    Step::AsLongAs { condition, counter, steps, .. } | Step::DoWhile { condition, counter, steps } => {
-                        let (test_first, exit_on_fail, kind) = match step_ref {
-                            Step::AsLongAs { exit_on_fail, .. } => (true, *exit_on_fail, "as_long_as"),
-                            _ => (false, false, "do_while"),
-                        };
-                        let condition = self.condition(
-                            &format!("{path}.condition"),
-                            condition,
-                            &format!("{group_prefix}{kind} {condition}"),
-                        );
-                        StepProgram::Loop(Box::new(LoopProgram::While {
-                            condition,
-                            test_first,
-                            exit_on_fail,
-                            counter: counter.as_deref().map(|c| self.slot(c)),
-                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                        }))
-                    }
-                    Step::TryMax { name, times, counter, steps } => {
-                        let retry = RetryProgram {
-                            kind: RetryKind::TryMax,
-                            group: self.group(&format!("{group_prefix}{name}")),
-                            row_id: self.row(format!("{group_prefix}{name}").into()),
-                            times: Some(*times),
-                            pause: Duration::ZERO,
-                            timeout: None,
-                            counter: counter.as_deref().map(|c| self.slot(c)),
-                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                        };
-                        StepProgram::Retry(Box::new(retry))
-                    }
-                    Step::Eventually { name, times, pause_ms, timeout_ms, counter, steps } => {
-                        let retry = RetryProgram {
-                            kind: RetryKind::Eventually,
-                            group: self.group(&format!("{group_prefix}{name}")),
-                            row_id: self.row(format!("{group_prefix}{name}").into()),
-                            times: *times,
-                            pause: Duration::from_millis(*pause_ms),
-                            timeout: timeout_ms.map(Duration::from_millis),
-                            counter: counter.as_deref().map(|c| self.slot(c)),
-                            body: self.steps(&format!("{path}.steps"), steps, group_prefix),
-                        };
-                        StepProgram::Retry(Box::new(retry))
-                    }
-                    Step::ExitHereIfFailed => StepProgram::Exit { condition: None, if_failed: true },
-                    Step::ExitHere { condition } => {
-                        let condition = condition.as_ref().map(|c| {
-                            Box::new(self.condition(
-                                &format!("{path}.condition"),
-                                c,
-                                &format!("{group_prefix}exit_here_if {c}"),
-                            ))
-                        });
-                        StepProgram::Exit { condition, if_failed: false }
-                    }
-                    Step::ExitBlockOnFail { steps } => {
-                        StepProgram::ExitBlockOnFail(self.steps(&format!("{path}.steps"), steps, group_prefix))
-                    }
-                    Step::SessionFunction { name, function } => {
-                        if !self.session_function_keys.contains(function) {
-                            self.session_function_keys.push(function.clone());
-                        }
-                        let row_id = self.row(format!("{group_prefix}{name}").into());
-                        StepProgram::SessionFunction { key: function.as_str().into(), row_id }
-                    }
-                    Step::StopLoadGenerator { message, condition } => {
-                        let condition = condition.as_ref().map(|c| {
-                            Box::new(self.condition(
-                                &format!("{path}.condition"),
-                                c,
-                                &format!("{group_prefix}stop_load_generator_if {c}"),
-                            ))
-                        });
-                        StepProgram::StopLoadGenerator { message: message.as_str().into(), condition }
-                    }
-                    Step::AddCookie(_) | Step::GetCookie(_) | Step::FlushCookieJar | Step::FlushSessionCookies => {
-                        self.cookie_step(&path, step, group_prefix)
-                    }
-                    Step::CouchdbBulkInsert(step) => {
-                        let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
-                        let bulk_docs = self.database_url(&format!("{path}.database"), &step.database, "_bulk_docs");
-                        StepProgram::CouchdbBulkInsert(Box::new(BulkInsertProgram {
-                            row_id: self.row(target.name.clone()),
-                            target,
-                            bulk_docs,
-                            documents_per_insert: step.documents_per_insert,
-                            inserts: step.inserts,
-                        }))
-                    }
-                    Step::CouchdbCrud(step) => {
-                        let target = self.couchdb_target(&path, &step.name, &step.database, &step.schema, group_prefix);
-                        let rows =
-                            horde_metrics::CRUD_OPERATIONS.map(|op| self.row(format!("{} {op}", target.name).into()));
-                        StepProgram::CouchdbCrud(Box::new(CrudProgram {
-                            target,
-                            rows,
-                            counts: step.weights.counts(step.operations),
-                            bulk_documents_per_user: step.bulk_documents_per_user,
-                        }))
-                    }
-                    Step::SqlWorkload(step) => {
-                        StepProgram::SqlWorkload(Box::new(self.sql_workload(&path, step, group_prefix)))
-                    }
-                    Step::Sql(step) => {
-                        StepProgram::SqlStatement(Box::new(self.sql_statement(&path, step, group_prefix)))
-                    }
-                    Step::SqlTransaction(step) => {
-                        let row = format!("{group_prefix}{}", step.action.statement()).into();
-                        StepProgram::SqlTransaction(Box::new(crate::protocol::sql::SqlTransactionProgram {
-                            row_id: self.row(row),
-                            database: self.database_index(step.database.as_deref()),
-                            action: step.action,
-                        }))
-                    }
+                    Step::Core(step) => self.core_step(&path, step, group_prefix),
+                    Step::Http(step) => self.http_step(&path, step, group_prefix),
+                    Step::Socket(step) => self.socket_step_of(&path, step, group_prefix),
+                    Step::Couchdb(step) => self.couchdb_step(&path, step, group_prefix),
+                    Step::Sql(step) => self.sql_step(&path, step, group_prefix),
                 }
             })
             .collect()
+    }
+
+    fn core_step(&mut self, path: &str, step: &CoreStep, group_prefix: &str) -> StepProgram {
+        let step_ref = step;
+        match step {
+            CoreStep::Pause { duration_ms } => {
+                StepProgram::Pause(PauseKind::Fixed(Duration::from_millis(*duration_ms)))
+            }
+            CoreStep::PauseUniform { min_ms, max_ms } => {
+                StepProgram::Pause(PauseKind::Uniform(Duration::from_millis(*min_ms), Duration::from_millis(*max_ms)))
+            }
+            CoreStep::PauseExponential { mean_ms } => {
+                StepProgram::Pause(PauseKind::Exponential(Duration::from_millis(*mean_ms)))
+            }
+            CoreStep::PauseNormal { mean_ms, std_dev_ms } => StepProgram::Pause(PauseKind::Normal {
+                mean: Duration::from_millis(*mean_ms),
+                std_dev: Duration::from_millis(*std_dev_ms),
+            }),
+            CoreStep::PauseTemplate { duration } => {
+                let row_id = self.row(format!("{group_prefix}pause {duration}").into());
+                let duration = self.template(duration);
+                StepProgram::Pause(PauseKind::Template(Box::new(TemplatePause { duration, row_id })))
+            }
+            CoreStep::Pace { duration_ms } => {
+                self.paces += 1;
+                StepProgram::Pace { id: self.paces - 1, duration: Duration::from_millis(*duration_ms) }
+            }
+            CoreStep::Repeat { times, counter, steps } => StepProgram::Repeat {
+                times: *times,
+                counter: counter.as_deref().map(|c| self.slot(c)),
+                body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+            },
+            CoreStep::During { duration_ms, counter, steps } => StepProgram::During {
+                duration: Duration::from_millis(*duration_ms),
+                counter: counter.as_deref().map(|c| self.slot(c)),
+                body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+            },
+            CoreStep::Group { name, steps } => {
+                let full_name = format!("{group_prefix}{name}");
+                let group = self.group(&full_name);
+                let prefix = format!("{full_name} / ");
+                StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
+            }
+            CoreStep::Feed { feeder, count } => match self.feeder(feeder) {
+                Some(feeder) => {
+                    let slots = feeder.columns.iter().map(|c| self.slot(c)).collect();
+                    StepProgram::Feed { feeder, slots, count: *count }
+                }
+                // Named already: by validation, or as an unreadable source.
+                None => StepProgram::Unset(Vec::new()),
+            },
+            CoreStep::Set { values } => {
+                let names: Vec<&str> = values.iter().map(|v| v.name.as_str()).collect();
+                let row_id = self.row(format!("{group_prefix}set {}", names.join(", ")).into());
+                let values = values.iter().map(|v| (self.slot(&v.name), self.template(&v.value))).collect();
+                StepProgram::Set { values, row_id }
+            }
+            CoreStep::Unset { names } => StepProgram::Unset(names.iter().map(|n| self.slot(n)).collect()),
+            CoreStep::DoIf { condition, steps, else_steps } => {
+                let condition = self.condition(
+                    &format!("{path}.condition"),
+                    condition,
+                    &format!("{group_prefix}do_if {condition}"),
+                );
+                let then = self.steps(&format!("{path}.steps"), steps, group_prefix);
+                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                StepProgram::Choose(Box::new(ChoiceProgram::If { condition, then, otherwise }))
+            }
+            CoreStep::DoSwitch { value, cases, else_steps } => {
+                let row_id = self.row(format!("{group_prefix}do_switch {value}").into());
+                let value = self.template(value);
+                let cases = cases
+                    .iter()
+                    .enumerate()
+                    .map(|(i, case)| {
+                        self.current_path = format!("{path}.cases[{i}].value");
+                        let expected = self.template(&case.value);
+                        (expected, self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, group_prefix))
+                    })
+                    .collect();
+                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                StepProgram::Choose(Box::new(ChoiceProgram::Switch { value, row_id, cases, otherwise }))
+            }
+            CoreStep::RandomSwitch { cases, else_steps } => {
+                let mut total = 0.0;
+                let bounds = cases
+                    .iter()
+                    .map(|c| {
+                        total += c.weight;
+                        total
+                    })
+                    .collect();
+                let cases = cases
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                    .collect();
+                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                StepProgram::Choose(Box::new(ChoiceProgram::Random { bounds, cases, otherwise }))
+            }
+            CoreStep::UniformRandomSwitch { cases } | CoreStep::RoundRobinSwitch { cases } => {
+                let cases = cases
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                    .collect();
+                let choice = if matches!(step_ref, CoreStep::RoundRobinSwitch { .. }) {
+                    ChoiceProgram::RoundRobin { next: Arc::default(), cases }
+                } else {
+                    ChoiceProgram::Uniform(cases)
+                };
+                StepProgram::Choose(Box::new(choice))
+            }
+            CoreStep::Foreach { list, element, counter, steps } => {
+                let row_id = self.row(format!("{group_prefix}foreach {list}").into());
+                let list = self.template(list);
+                StepProgram::Loop(Box::new(LoopProgram::Foreach {
+                    list,
+                    row_id,
+                    element: self.slot(element),
+                    counter: counter.as_deref().map(|c| self.slot(c)),
+                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                }))
+            }
+            CoreStep::AsLongAs { condition, counter, steps, .. } | CoreStep::DoWhile { condition, counter, steps } => {
+                let (test_first, exit_on_fail, kind) = match step_ref {
+                    CoreStep::AsLongAs { exit_on_fail, .. } => (true, *exit_on_fail, "as_long_as"),
+                    _ => (false, false, "do_while"),
+                };
+                let condition = self.condition(
+                    &format!("{path}.condition"),
+                    condition,
+                    &format!("{group_prefix}{kind} {condition}"),
+                );
+                StepProgram::Loop(Box::new(LoopProgram::While {
+                    condition,
+                    test_first,
+                    exit_on_fail,
+                    counter: counter.as_deref().map(|c| self.slot(c)),
+                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                }))
+            }
+            CoreStep::TryMax { name, times, counter, steps } => {
+                let retry = RetryProgram {
+                    kind: RetryKind::TryMax,
+                    group: self.group(&format!("{group_prefix}{name}")),
+                    row_id: self.row(format!("{group_prefix}{name}").into()),
+                    times: Some(*times),
+                    pause: Duration::ZERO,
+                    timeout: None,
+                    counter: counter.as_deref().map(|c| self.slot(c)),
+                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                };
+                StepProgram::Retry(Box::new(retry))
+            }
+            CoreStep::Eventually { name, times, pause_ms, timeout_ms, counter, steps } => {
+                let retry = RetryProgram {
+                    kind: RetryKind::Eventually,
+                    group: self.group(&format!("{group_prefix}{name}")),
+                    row_id: self.row(format!("{group_prefix}{name}").into()),
+                    times: *times,
+                    pause: Duration::from_millis(*pause_ms),
+                    timeout: timeout_ms.map(Duration::from_millis),
+                    counter: counter.as_deref().map(|c| self.slot(c)),
+                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                };
+                StepProgram::Retry(Box::new(retry))
+            }
+            CoreStep::ExitHereIfFailed => StepProgram::Exit { condition: None, if_failed: true },
+            CoreStep::ExitHere { condition } => {
+                let condition = condition.as_ref().map(|c| {
+                    Box::new(self.condition(
+                        &format!("{path}.condition"),
+                        c,
+                        &format!("{group_prefix}exit_here_if {c}"),
+                    ))
+                });
+                StepProgram::Exit { condition, if_failed: false }
+            }
+            CoreStep::ExitBlockOnFail { steps } => {
+                StepProgram::ExitBlockOnFail(self.steps(&format!("{path}.steps"), steps, group_prefix))
+            }
+            CoreStep::SessionFunction { name, function } => {
+                if !self.session_function_keys.contains(function) {
+                    self.session_function_keys.push(function.clone());
+                }
+                let row_id = self.row(format!("{group_prefix}{name}").into());
+                StepProgram::SessionFunction { key: function.as_str().into(), row_id }
+            }
+            CoreStep::StopLoadGenerator { message, condition } => {
+                let condition = condition.as_ref().map(|c| {
+                    Box::new(self.condition(
+                        &format!("{path}.condition"),
+                        c,
+                        &format!("{group_prefix}stop_load_generator_if {c}"),
+                    ))
+                });
+                StepProgram::StopLoadGenerator { message: message.as_str().into(), condition }
+            }
+        }
+    }
+
+    fn http_step(&mut self, path: &str, step: &HttpStep, group_prefix: &str) -> StepProgram {
+        match step {
+            HttpStep::Request(request) => {
+                let mut page = self.request(path, request, group_prefix);
+                page.resources = request
+                    .resources
+                    .iter()
+                    .enumerate()
+                    .map(|(i, resource)| self.request(&format!("{path}.resources[{i}]"), resource, group_prefix))
+                    .collect();
+                page.infers_resources = self.infer_html_resources;
+                page.needs_body |= page.infers_resources;
+                StepProgram::Request(Box::new(page))
+            }
+            HttpStep::Batch { requests } => StepProgram::Batch(
+                requests
+                    .iter()
+                    .enumerate()
+                    .map(|(i, request)| self.request(&format!("{path}.requests[{i}]"), request, group_prefix))
+                    .collect(),
+            ),
+            HttpStep::AddCookie(_)
+            | HttpStep::GetCookie(_)
+            | HttpStep::FlushCookieJar
+            | HttpStep::FlushSessionCookies => self.cookie_step(path, step, group_prefix),
+        }
+    }
+
+    fn socket_step_of(&mut self, path: &str, step: &SocketStep, group_prefix: &str) -> StepProgram {
+        let step_ref = step;
+        match step {
+            SocketStep::WsConnect(step) => self.socket_connect(path, step, SocketKind::WebSocket, group_prefix),
+            SocketStep::SseConnect(step) => self.socket_connect(path, step, SocketKind::EventStream, group_prefix),
+            SocketStep::WsSend(step) => {
+                let action = match (&step.text, &step.binary_base64) {
+                    (Some(text), _) => SocketAction::SendText(self.template(text)),
+                    (None, Some(data)) => {
+                        use base64::Engine;
+                        let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
+                            self.errors.push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
+                            Vec::new()
+                        });
+                        SocketAction::SendBinary(Bytes::from(bytes))
+                    }
+                    (None, None) => SocketAction::SendText(self.template("")),
+                };
+                let messages = step.await_messages.as_ref();
+                self.socket_step(path, SocketKind::WebSocket, &step.name, &step.socket, action, messages, group_prefix)
+            }
+            SocketStep::WsAwait(step) | SocketStep::SseAwait(step) => {
+                let kind = if matches!(step_ref, SocketStep::WsAwait(_)) {
+                    SocketKind::WebSocket
+                } else {
+                    SocketKind::EventStream
+                };
+                let messages = Some(&step.await_messages);
+                self.socket_step(path, kind, &step.name, &step.socket, SocketAction::Await, messages, group_prefix)
+            }
+            SocketStep::WsClose(step) | SocketStep::SseClose(step) => {
+                let kind = if matches!(step_ref, SocketStep::WsClose(_)) {
+                    SocketKind::WebSocket
+                } else {
+                    SocketKind::EventStream
+                };
+                self.socket_step(path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
+            }
+        }
+    }
+
+    fn couchdb_step(&mut self, path: &str, step: &CouchdbStep, group_prefix: &str) -> StepProgram {
+        match step {
+            CouchdbStep::CouchdbBulkInsert(step) => {
+                let target = self.couchdb_target(path, &step.name, &step.database, &step.schema, group_prefix);
+                let bulk_docs = self.database_url(&format!("{path}.database"), &step.database, "_bulk_docs");
+                StepProgram::CouchdbBulkInsert(Box::new(BulkInsertProgram {
+                    row_id: self.row(target.name.clone()),
+                    target,
+                    bulk_docs,
+                    documents_per_insert: step.documents_per_insert,
+                    inserts: step.inserts,
+                }))
+            }
+            CouchdbStep::CouchdbCrud(step) => {
+                let target = self.couchdb_target(path, &step.name, &step.database, &step.schema, group_prefix);
+                let rows = horde_metrics::CRUD_OPERATIONS.map(|op| self.row(format!("{} {op}", target.name).into()));
+                StepProgram::CouchdbCrud(Box::new(CrudProgram {
+                    target,
+                    rows,
+                    counts: step.weights.counts(step.operations),
+                    bulk_documents_per_user: step.bulk_documents_per_user,
+                }))
+            }
+        }
+    }
+
+    fn sql_step(&mut self, path: &str, step: &SqlStep, group_prefix: &str) -> StepProgram {
+        match step {
+            SqlStep::SqlWorkload(step) => {
+                StepProgram::SqlWorkload(Box::new(self.sql_workload(path, step, group_prefix)))
+            }
+            SqlStep::Sql(step) => StepProgram::SqlStatement(Box::new(self.sql_statement(path, step, group_prefix))),
+            SqlStep::SqlTransaction(step) => {
+                let row = format!("{group_prefix}{}", step.action.statement()).into();
+                StepProgram::SqlTransaction(Box::new(crate::protocol::sql::SqlTransactionProgram {
+                    row_id: self.row(row),
+                    database: self.database_index(step.database.as_deref()),
+                    action: step.action,
+                }))
+            }
+        }
     }
 
     fn request(&mut self, path: &str, request: &Request, group_prefix: &str) -> RequestProgram {
@@ -1270,6 +1282,11 @@ impl Lowering {
             sets_host,
             resources: Vec::new(),
             infers_resources: false,
+            max_redirects: if request.follow_redirects.unwrap_or(self.follow_redirects) {
+                self.max_redirects
+            } else {
+                0
+            },
         }
     }
 
@@ -1339,10 +1356,10 @@ impl Lowering {
         StepProgram::Socket(Box::new(SocketStepProgram { kind, socket, row_id, action, await_messages }))
     }
 
-    fn cookie_step(&mut self, path: &str, step: &Step, group_prefix: &str) -> StepProgram {
+    fn cookie_step(&mut self, path: &str, step: &HttpStep, group_prefix: &str) -> StepProgram {
         let base_host = self.base_url.as_ref().and_then(|u| u.host_str().map(str::to_string));
         let cookie = match step {
-            Step::AddCookie(add) => {
+            HttpStep::AddCookie(add) => {
                 let row_id = self.row(format!("{group_prefix}add_cookie {}", add.name).into());
                 let cookie_path = add.path.clone().unwrap_or_else(|| "/".to_string());
                 // Validation named a missing domain; a stand-in goes on lowering.
@@ -1361,7 +1378,7 @@ impl Lowering {
                     row_id,
                 })
             }
-            Step::GetCookie(get) => {
+            HttpStep::GetCookie(get) => {
                 let row_id = self.row(format!("{group_prefix}get_cookie {}", get.name).into());
                 let domain = get.domain.clone().or(base_host).and_then(|host| {
                     cookies::origin(&host, "/", false)
@@ -1375,7 +1392,7 @@ impl Lowering {
                     row_id,
                 })
             }
-            Step::FlushCookieJar => CookieStep::FlushJar,
+            HttpStep::FlushCookieJar => CookieStep::FlushJar,
             _ => CookieStep::FlushSession,
         };
         StepProgram::Cookie(Box::new(cookie))
@@ -1645,10 +1662,32 @@ impl Lowering {
         }
     }
 
+    /// A regex source's pattern and capture group (the one given, else 1, or the whole match
+    /// when the pattern has none); a bad one is an error at the source's path.
+    fn regex_group(&mut self, path: &str, pattern: &str, group: Option<u32>) -> Option<(regex::Regex, usize)> {
+        let regex = match regex::Regex::new(pattern) {
+            Ok(regex) => regex,
+            Err(err) => {
+                self.errors.push(PlanError::new(format!("{path}.source.pattern"), format!("invalid regex: {err}")));
+                return None;
+            }
+        };
+        let groups = regex.captures_len() - 1;
+        let group = group.map(|g| g as usize).unwrap_or(if groups > 0 { 1 } else { 0 });
+        if group > groups {
+            self.errors.push(PlanError::new(
+                format!("{path}.source.group"),
+                format!("the pattern has {groups} capture groups, not {group}"),
+            ));
+            return None;
+        }
+        Some((regex, group))
+    }
+
     fn check(&mut self, path: &str, check: &horde_plan::Check) -> Option<CheckProgram> {
         let (extractor, description) = match &check.source {
-            CheckSource::Status => (Extractor::Status, "status".to_string()),
-            CheckSource::Header { name } => match HeaderName::from_bytes(name.as_bytes()) {
+            CheckSource::Http(HttpSource::Status) => (Extractor::Status, "status".to_string()),
+            CheckSource::Http(HttpSource::Header { name }) => match HeaderName::from_bytes(name.as_bytes()) {
                 Ok(header) => (Extractor::Header(header), format!("header({name:?})")),
                 Err(_) => {
                     self.errors
@@ -1656,26 +1695,23 @@ impl Lowering {
                     return None;
                 }
             },
-            CheckSource::Substring { value } => (Extractor::Substring(value.clone()), format!("substring({value:?})")),
-            CheckSource::Regex { pattern, group } => match regex::Regex::new(pattern) {
-                Ok(regex) => {
-                    let groups = regex.captures_len() - 1;
-                    let group = group.map(|g| g as usize).unwrap_or(if groups > 0 { 1 } else { 0 });
-                    if group > groups {
-                        self.errors.push(PlanError::new(
-                            format!("{path}.source.group"),
-                            format!("the pattern has {groups} capture groups, not {group}"),
-                        ));
-                        return None;
-                    }
-                    (Extractor::Regex { regex, group }, format!("regex({pattern:?})"))
-                }
-                Err(err) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.pattern"), format!("invalid regex: {err}")));
+            CheckSource::Http(HttpSource::HeaderRegex { name, pattern, group }) => {
+                let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+                    self.errors
+                        .push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
                     return None;
-                }
-            },
-            CheckSource::Css { selector, attribute } => match scraper::Selector::parse(selector) {
+                };
+                let (regex, group) = self.regex_group(path, pattern, *group)?;
+                (Extractor::HeaderRegex { name: header, regex, group }, format!("header_regex({name:?}, {pattern:?})"))
+            }
+            CheckSource::Core(CoreSource::Substring { value }) => {
+                (Extractor::Substring(value.clone()), format!("substring({value:?})"))
+            }
+            CheckSource::Core(CoreSource::Regex { pattern, group }) => {
+                let (regex, group) = self.regex_group(path, pattern, *group)?;
+                (Extractor::Regex { regex, group }, format!("regex({pattern:?})"))
+            }
+            CheckSource::Core(CoreSource::Css { selector, attribute }) => match scraper::Selector::parse(selector) {
                 Ok(parsed) => {
                     let description = match attribute {
                         Some(a) => format!("css({selector:?}, {a:?})"),
@@ -1691,14 +1727,14 @@ impl Lowering {
                     return None;
                 }
             },
-            CheckSource::Jsonpath { path: query } => match serde_json_path::JsonPath::parse(query) {
+            CheckSource::Core(CoreSource::Jsonpath { path: query }) => match serde_json_path::JsonPath::parse(query) {
                 Ok(parsed) => (Extractor::JsonPath(parsed), format!("jsonpath({query:?})")),
                 Err(err) => {
                     self.errors.push(PlanError::new(format!("{path}.source.path"), format!("invalid JSONPath: {err}")));
                     return None;
                 }
             },
-            CheckSource::Jmespath { expression } => match jmespath::compile(expression) {
+            CheckSource::Core(CoreSource::Jmespath { expression }) => match jmespath::compile(expression) {
                 Ok(compiled) => (Extractor::JmesPath(compiled), format!("jmespath({expression:?})")),
                 Err(err) => {
                     self.errors
@@ -1706,26 +1742,32 @@ impl Lowering {
                     return None;
                 }
             },
-            CheckSource::Xpath { expression } => match crate::protocol::http::xpath::XPath::compile(expression) {
-                Ok(compiled) => (Extractor::XPath(compiled), format!("xpath({expression:?})")),
-                Err(err) => {
-                    self.errors
-                        .push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
-                    return None;
+            CheckSource::Core(CoreSource::Xpath { expression }) => {
+                match crate::protocol::http::xpath::XPath::compile(expression) {
+                    Ok(compiled) => (Extractor::XPath(compiled), format!("xpath({expression:?})")),
+                    Err(err) => {
+                        self.errors
+                            .push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
+                        return None;
+                    }
                 }
-            },
-            CheckSource::BodyString => (Extractor::BodyString, "body_string".to_string()),
-            CheckSource::BodyBytes => (Extractor::BodyBytes, "body_bytes".to_string()),
-            CheckSource::BodyLength => (Extractor::BodyLength, "body_length".to_string()),
-            CheckSource::Md5 => (Extractor::Md5, "md5".to_string()),
-            CheckSource::Sha1 => (Extractor::Sha1, "sha1".to_string()),
-            CheckSource::Sha256 => (Extractor::Sha256, "sha256".to_string()),
-            CheckSource::CurrentLocation => (Extractor::CurrentLocation, "current_location".to_string()),
-            CheckSource::ResponseTimeInMillis => {
+            }
+            CheckSource::Core(CoreSource::BodyString) => (Extractor::BodyString, "body_string".to_string()),
+            CheckSource::Core(CoreSource::BodyBytes) => (Extractor::BodyBytes, "body_bytes".to_string()),
+            CheckSource::Core(CoreSource::BodyLength) => (Extractor::BodyLength, "body_length".to_string()),
+            CheckSource::Core(CoreSource::Md5) => (Extractor::Md5, "md5".to_string()),
+            CheckSource::Core(CoreSource::Sha1) => (Extractor::Sha1, "sha1".to_string()),
+            CheckSource::Core(CoreSource::Sha256) => (Extractor::Sha256, "sha256".to_string()),
+            CheckSource::Http(HttpSource::CurrentLocation) => {
+                (Extractor::CurrentLocation, "current_location".to_string())
+            }
+            CheckSource::Core(CoreSource::ResponseTimeInMillis) => {
                 (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string())
             }
-            CheckSource::RowCount => (Extractor::RowCount, "row_count".to_string()),
-            CheckSource::Column { name } => (Extractor::Column(name.clone()), format!("column({name:?})")),
+            CheckSource::Sql(SqlSource::RowCount) => (Extractor::RowCount, "row_count".to_string()),
+            CheckSource::Sql(SqlSource::Column { name }) => {
+                (Extractor::Column(name.clone()), format!("column({name:?})"))
+            }
         };
         let description = match check.select {
             Select::First => description,
@@ -1766,35 +1808,23 @@ impl Lowering {
 }
 
 fn request_reads_headers(request: &horde_plan::Request) -> bool {
-    request.checks.iter().any(|c| matches!(c.source, CheckSource::Header { .. }))
+    request
+        .checks
+        .iter()
+        .any(|c| matches!(c.source, CheckSource::Http(HttpSource::Header { .. } | HttpSource::HeaderRegex { .. })))
         || request.resources.iter().any(request_reads_headers)
 }
 
 fn steps_read_headers(steps: &[Step]) -> bool {
-    steps.iter().any(|step| match step {
-        Step::Request(r) => request_reads_headers(r),
-        Step::Batch { requests } => requests.iter().any(request_reads_headers),
-        Step::Repeat { steps, .. }
-        | Step::During { steps, .. }
-        | Step::Group { steps, .. }
-        | Step::Foreach { steps, .. }
-        | Step::AsLongAs { steps, .. }
-        | Step::DoWhile { steps, .. }
-        | Step::TryMax { steps, .. }
-        | Step::Eventually { steps, .. }
-        | Step::ExitBlockOnFail { steps } => steps_read_headers(steps),
-        Step::DoIf { steps, else_steps, .. } => steps_read_headers(steps) || steps_read_headers(else_steps),
-        Step::DoSwitch { cases, else_steps, .. } => {
-            cases.iter().any(|c| steps_read_headers(&c.steps)) || steps_read_headers(else_steps)
+    let mut reads = false;
+    Step::walk(steps, &mut |step| {
+        reads |= match step {
+            Step::Http(HttpStep::Request(request)) => request_reads_headers(request),
+            Step::Http(HttpStep::Batch { requests }) => requests.iter().any(request_reads_headers),
+            _ => false,
         }
-        Step::RandomSwitch { cases, else_steps } => {
-            cases.iter().any(|c| steps_read_headers(&c.steps)) || steps_read_headers(else_steps)
-        }
-        Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
-            cases.iter().any(|c| steps_read_headers(&c.steps))
-        }
-        _ => false,
-    })
+    });
+    reads
 }
 
 fn text_body(text: Template, content_type: Option<HeaderValue>) -> BodyProgram {

@@ -8,7 +8,7 @@
 //! - methods on any value: `.size()`, `.random()`, `.base64()`, `.base64_decode()`,
 //!   `.url_encode()`, `.json_escape()`, `.json()`, `.md5()`, `.sha1()`, `.sha256()`,
 //!   `.hmac_sha1(key)`, `.hmac_sha256(key)`, `.jsonpath('$..id')`;
-//! - functions: `__uuid()`, `__random_int(1, 100)`, `__random_string(12)`, `__now_ms()`,
+//! - functions: `__uuid()`, `__random_int(1, 100)`, `__random_string(12)`, `__now_ms()`, `__now_s()`,
 //!   `__counter(name)`, `__user_id`, `__scenario`;
 //! - literals as arguments: `'text'`, `"text"`, numbers.
 //!
@@ -58,6 +58,7 @@ pub enum Function {
     RandomInt,
     RandomString,
     NowMs,
+    NowS,
     Counter,
     UserId,
     Scenario,
@@ -69,6 +70,7 @@ impl Function {
         ("__random_int", Function::RandomInt, Arity::Call(2)),
         ("__random_string", Function::RandomString, Arity::Call(1)),
         ("__now_ms", Function::NowMs, Arity::Call(0)),
+        ("__now_s", Function::NowS, Arity::Call(0)),
         ("__counter", Function::Counter, Arity::Call(1)),
         ("__user_id", Function::UserId, Arity::Bare),
         ("__scenario", Function::Scenario, Arity::Bare),

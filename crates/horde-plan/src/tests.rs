@@ -23,11 +23,14 @@ fn minimal_plan_is_valid_and_gets_defaults() {
 #[test]
 fn plan_survives_a_json_round_trip() {
     let mut plan = minimal();
-    plan.scenarios[0].steps.push(Step::Repeat {
-        times: 3,
-        counter: Some("i".into()),
-        steps: vec![Step::PauseUniform { min_ms: 1, max_ms: 2 }],
-    });
+    plan.scenarios[0].steps.push(
+        CoreStep::Repeat {
+            times: 3,
+            counter: Some("i".into()),
+            steps: vec![CoreStep::PauseUniform { min_ms: 1, max_ms: 2 }.into()],
+        }
+        .into(),
+    );
     let again = Plan::from_json(&plan.to_json_pretty()).unwrap();
     assert_eq!(plan, again);
 }
@@ -84,7 +87,7 @@ fn validation_collects_every_problem_with_its_path() {
     let mut plan = minimal();
     plan.version = 9;
     plan.protocol.base_url = None;
-    plan.scenarios[0].steps.push(Step::Request(Request {
+    plan.scenarios[0].steps.push(Step::Http(HttpStep::Request(Request {
         name: "".into(),
         method: "FE TCH".into(),
         url: "/x/${unclosed".into(),
@@ -92,11 +95,12 @@ fn validation_collects_every_problem_with_its_path() {
         query: vec![],
         body: None,
         resources: vec![],
+        follow_redirects: None,
         checks: vec![Check {
             save_as: Some("bad name".into()),
-            ..Check::new(CheckSource::Regex { pattern: "".into(), group: None })
+            ..Check::new(CoreSource::Regex { pattern: "".into(), group: None })
         }],
-    }));
+    })));
     plan.scenarios[0].injection.push(Injection::ConstantConcurrentUsers { users: 0, duration_ms: 5 });
     let paths: Vec<String> = plan.validate().into_iter().map(|e| e.path).collect();
     for expected in [
@@ -132,7 +136,7 @@ fn committed_json_schema_matches_the_types() {
 #[test]
 fn durations_are_bounded_but_request_bodies_are_data() {
     let mut plan = minimal();
-    let Step::Request(request) = &mut plan.scenarios[0].steps[0] else { panic!("a request") };
+    let Step::Http(HttpStep::Request(request)) = &mut plan.scenarios[0].steps[0] else { panic!("a request") };
     request.body = Some(crate::Body::Json { value: serde_json::json!({"created_at_ms": 1_718_000_000_000u64}) });
     assert!(plan.validate().is_empty(), "{:?}", plan.validate());
     plan.options.warmup_ms = Some(400 * 24 * 3600 * 1000);
@@ -232,26 +236,179 @@ fn cookie_steps_are_validated_with_their_paths() {
 #[test]
 fn checks_and_cookie_steps_survive_a_json_round_trip() {
     let mut plan = minimal();
-    let Step::Request(request) = &mut plan.scenarios[0].steps[0] else { panic!() };
+    let Step::Http(HttpStep::Request(request)) = &mut plan.scenarios[0].steps[0] else { panic!() };
     request.checks.push(Check {
         select: Select::Nth { index: 2 },
         transform: vec![Transform::Trim, Transform::ToInt],
         default: Some("${x}".into()),
         validate: Validation::Gte { value: "3".into() },
         save_as: Some("n".into()),
-        ..Check::new(CheckSource::Jmespath { expression: "items[*].n".into() })
+        ..Check::new(CoreSource::Jmespath { expression: "items[*].n".into() })
     });
-    plan.scenarios[0].steps.push(Step::AddCookie(AddCookie {
-        name: "a".into(),
-        value: "${x}".into(),
-        domain: Some("example.com".into()),
-        path: None,
-        secure: true,
-    }));
-    plan.scenarios[0].steps.push(Step::GetCookie(GetCookie { name: "a".into(), domain: None, save_as: "x".into() }));
-    plan.scenarios[0].steps.push(Step::FlushSessionCookies);
+    plan.scenarios[0].steps.push(
+        HttpStep::AddCookie(AddCookie {
+            name: "a".into(),
+            value: "${x}".into(),
+            domain: Some("example.com".into()),
+            path: None,
+            secure: true,
+        })
+        .into(),
+    );
+    plan.scenarios[0]
+        .steps
+        .push(HttpStep::GetCookie(GetCookie { name: "a".into(), domain: None, save_as: "x".into() }).into());
+    plan.scenarios[0].steps.push(HttpStep::FlushSessionCookies.into());
     let json = plan.to_json_pretty();
     assert_eq!(Plan::from_json(&json).unwrap(), plan);
     // Defaults are left out: a plain check reads as before.
-    assert!(!serde_json::to_string(&Check::new(CheckSource::Status)).unwrap().contains("select"));
+    assert!(!serde_json::to_string(&Check::new(HttpSource::Status)).unwrap().contains("select"));
+}
+
+/// Each step `type` belongs to one family: [`Step`] is untagged, so a tag two families shared
+/// would silently go to the first. And plan format 1's order lists each tag once.
+#[test]
+fn every_step_type_is_in_exactly_one_family_and_in_the_v1_order() {
+    use schemars::JsonSchema;
+    let mut generator = schemars::SchemaGenerator::default();
+    let families = [
+        ("core", CoreStep::json_schema(&mut generator)),
+        ("http", HttpStep::json_schema(&mut generator)),
+        ("socket", SocketStep::json_schema(&mut generator)),
+        ("couchdb", CouchdbStep::json_schema(&mut generator)),
+        ("sql", SqlStep::json_schema(&mut generator)),
+    ];
+    let mut owner = std::collections::BTreeMap::new();
+    for (family, schema) in families {
+        for branch in schema.to_value()["oneOf"].as_array().unwrap() {
+            let tag = protocol::tag_of(branch).to_string();
+            assert!(!tag.is_empty(), "{family}: a branch without a type");
+            if let Some(other) = owner.insert(tag.clone(), family) {
+                panic!("{tag:?} is a step of both {other} and {family}");
+            }
+        }
+    }
+    let mut order: Vec<&str> = protocol::PLAN_V1_STEP_ORDER.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    assert_eq!(order.len(), protocol::PLAN_V1_STEP_ORDER.len(), "a tag listed twice");
+    // Every type of plan format 1 is still read; types added since follow them.
+    for tag in order {
+        assert!(owner.contains_key(tag), "{tag:?} of plan format 1 is no family's");
+    }
+}
+
+/// The walker sees every nested chain, in the plan's order, with the path a plan names it by.
+#[test]
+fn children_are_every_nested_chain_with_its_path() {
+    let pause = || -> Step { CoreStep::Pause { duration_ms: 1 }.into() };
+    let switch: Step = CoreStep::DoSwitch {
+        value: "${x}".into(),
+        cases: vec![
+            SwitchCase { value: "a".into(), steps: vec![pause()] },
+            SwitchCase { value: "b".into(), steps: vec![] },
+        ],
+        else_steps: vec![pause(), pause()],
+    }
+    .into();
+    let seen: Vec<(String, usize, bool)> =
+        switch.children().map(|c| (c.at.to_string(), c.steps.len(), c.is_body)).collect();
+    assert_eq!(
+        seen,
+        [("cases[0].steps".into(), 1, false), ("cases[1].steps".into(), 0, false), ("else_steps".into(), 2, false)]
+    );
+    let do_if: Step = CoreStep::DoIf { condition: "${x}".into(), steps: vec![switch], else_steps: vec![] }.into();
+    let at: Vec<String> = do_if.children().map(|c| c.at.to_string()).collect();
+    assert_eq!(at, ["steps", "else_steps"]);
+    let mut visited = 0;
+    Step::walk(std::slice::from_ref(&do_if), &mut |_| visited += 1);
+    // do_if, the switch, and its three pauses.
+    assert_eq!(visited, 5);
+    assert_eq!(pause().children().count(), 0);
+    assert_eq!(Step::from(HttpStep::FlushCookieJar).children().count(), 0);
+}
+
+/// [`Step`] is untagged over families: each nesting level buffers the step once more. The
+/// deepest plan the JSON reader accepts (128 levels: about 40 steps inside one another) still
+/// loads.
+#[test]
+fn the_deepest_plan_the_reader_accepts_loads() {
+    let mut steps: Vec<Step> = vec![CoreStep::Pause { duration_ms: 1 }.into()];
+    let mut depth = 0;
+    loop {
+        let deeper: Step = CoreStep::Repeat { times: 1, counter: None, steps: steps.clone() }.into();
+        let mut plan = minimal();
+        plan.scenarios[0].steps = vec![deeper.clone()];
+        if Plan::from_json(&plan.to_json_pretty()).is_err() {
+            break;
+        }
+        steps = vec![deeper];
+        depth += 1;
+    }
+    assert!(depth >= 40, "only {depth} nested steps load");
+    let mut plan = minimal();
+    plan.scenarios[0].steps = steps;
+    assert_eq!(Plan::from_json(&plan.to_json_pretty()).unwrap(), plan);
+}
+
+/// The same for check sources: each `type` in one family, plan format 1's order complete.
+#[test]
+fn every_check_source_is_in_exactly_one_family_and_in_the_v1_order() {
+    use schemars::JsonSchema;
+    let mut generator = schemars::SchemaGenerator::default();
+    let families = [
+        ("core", CoreSource::json_schema(&mut generator)),
+        ("http", HttpSource::json_schema(&mut generator)),
+        ("sql", SqlSource::json_schema(&mut generator)),
+    ];
+    let mut owner = std::collections::BTreeMap::new();
+    for (family, schema) in families {
+        for branch in schema.to_value()["oneOf"].as_array().unwrap() {
+            let tag = protocol::tag_of(branch).to_string();
+            if let Some(other) = owner.insert(tag.clone(), family) {
+                panic!("{tag:?} is a source of both {other} and {family}");
+            }
+        }
+    }
+    let mut order: Vec<&str> = protocol::PLAN_V1_CHECK_SOURCE_ORDER.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    assert_eq!(order.len(), protocol::PLAN_V1_CHECK_SOURCE_ORDER.len(), "a tag listed twice");
+    for tag in order {
+        assert!(owner.contains_key(tag), "{tag:?} of plan format 1 is no family's");
+    }
+    assert_eq!(owner.get("header_regex"), Some(&"http"), "added since plan format 1's first sources");
+}
+
+/// The core's validation and steps name no protocol: a protocol's types and validation are in
+/// `protocol/`, reached through the registry (`protocol/mod.rs`). A new protocol that had to
+/// edit these files would fail here.
+#[test]
+fn the_core_of_the_plan_names_no_protocol() {
+    let protocol_types = [
+        "HttpStep",
+        "HttpSource",
+        "HttpProtocol",
+        "Request",
+        "Body",
+        "BodyPart",
+        "SocketStep",
+        "SocketConnect",
+        "AwaitMessages",
+        "CouchdbStep",
+        "CouchdbCrud",
+        "SqlStep",
+        "SqlSource",
+        "SqlStatement",
+        "SqlDatabase",
+    ];
+    for file in ["validate.rs", "step.rs"] {
+        let path = format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: String =
+            text.lines().filter(|line| !line.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+        for word in code.split(|c: char| !c.is_alphanumeric() && c != '_') {
+            assert!(!protocol_types.contains(&word), "{file} names the protocol type {word}");
+        }
+    }
 }

@@ -1,15 +1,8 @@
 //! Semantic validation: every problem, each with its JSON path, in one pass.
 
 use crate::template::{is_variable_name, parse_condition, parse_template, Segment};
-use crate::{crud_rule_violations, Select, ThrottleStep, Validation, PLAN_VERSION};
-use crate::{
-    AwaitMessages, Body, BodyPart, Check, CheckSource, FeederSource, Injection, Plan, PlanError, Request,
-    SocketConnect, Step,
-};
-
-/// Methods RFC 9110 and RFC 5789 define; any other token is a method too (PURGE, PROPFIND,
-/// REPORT), but one of these in another case is a typo: methods are case-sensitive.
-const STANDARD_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "CONNECT"];
+use crate::{Check, CheckSource, CoreSource, CoreStep, FeederSource, Injection, Plan, PlanError, Step};
+use crate::{Select, ThrottleStep, Validation, PLAN_VERSION};
 
 /// The longest duration anywhere in a plan: 365 days.
 pub const MAX_DURATION_MS: u64 = 365 * 24 * 3600 * 1000;
@@ -18,33 +11,31 @@ pub const MAX_DURATION_MS: u64 = 365 * 24 * 3600 * 1000;
 const MAX_USERS: u64 = 10_000_000;
 const MAX_RATE: f64 = 10_000_000.0;
 
-/// Browsers open 6; more than this is a connection flood, not a page.
-const MAX_CONNECTIONS_PER_HOST: u32 = 64;
-
 pub(crate) fn validate(plan: &Plan) -> Vec<PlanError> {
     let feeders = plan.feeders.iter().map(|f| f.name.clone()).collect();
-    let databases = plan.databases.iter().map(|d| d.name.clone()).collect();
-    let mut v = Validator { errors: Vec::new(), feeders, databases };
+    let mut v = Validator { errors: Vec::new(), feeders, plan };
     v.plan(plan);
     let value = serde_json::to_value(plan).expect("a plan always serializes");
     v.durations("", &value);
     v.errors
 }
 
-struct Validator {
+/// What validation has found so far, and what the checks of one part need from the rest of
+/// the plan. A protocol's validation (in `protocol/`) reports through it.
+pub(crate) struct Validator<'p> {
     errors: Vec<PlanError>,
     /// The plan's feeder names, which `feed` steps refer to.
     feeders: Vec<String>,
-    /// The plan's database names, which `sql` steps refer to.
-    databases: Vec<String>,
+    /// The whole plan: a protocol reads its settings (`protocol.base_url`, `databases`).
+    pub(crate) plan: &'p Plan,
 }
 
-impl Validator {
-    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+impl Validator<'_> {
+    pub(crate) fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(PlanError::new(path, message));
     }
 
-    fn template(&mut self, path: &str, text: &str) {
+    pub(crate) fn template(&mut self, path: &str, text: &str) {
         if let Err(message) = parse_template(text) {
             self.error(path, message);
         }
@@ -66,13 +57,13 @@ impl Validator {
         }
     }
 
-    fn condition(&mut self, path: &str, text: &str) {
+    pub(crate) fn condition(&mut self, path: &str, text: &str) {
         if let Err(message) = parse_condition(text) {
             self.error(path, message);
         }
     }
 
-    fn variable_name(&mut self, path: &str, name: &str) {
+    pub(crate) fn variable_name(&mut self, path: &str, name: &str) {
         if !is_variable_name(name) {
             self.error(path, format!("{name:?} is not a variable name (letters, digits, _ - .)"));
         }
@@ -124,51 +115,9 @@ impl Validator {
                 self.error(format!("thresholds[{i}]"), message);
             }
         }
-        let has_base_url = match &plan.protocol.base_url {
-            Some(base) => {
-                if let Some(problem) = http_url_problem(base) {
-                    self.error("protocol.base_url", problem);
-                }
-                true
-            }
-            None => false,
-        };
-        for (i, header) in plan.protocol.headers.iter().enumerate() {
-            let path = format!("protocol.headers[{i}]");
-            self.header(&path, &header.name, &header.value);
-        }
-        if plan.protocol.request_timeout_ms == 0 {
-            self.error("protocol.request_timeout_ms", "must be more than 0");
-        }
-        if plan.protocol.connect_timeout_ms == 0 {
-            self.error("protocol.connect_timeout_ms", "must be more than 0");
-        }
-        if !(1..=MAX_CONNECTIONS_PER_HOST).contains(&plan.protocol.max_connections_per_host) {
-            self.error(
-                "protocol.max_connections_per_host",
-                format!("must be from 1 to {MAX_CONNECTIONS_PER_HOST} (browsers use 6)"),
-            );
-        }
-        for (i, mapping) in plan.protocol.resolve.iter().enumerate() {
-            if mapping.address.parse::<std::net::IpAddr>().is_err() {
-                self.error(
-                    format!("protocol.resolve[{i}].address"),
-                    format!("{:?} is not an IP address", mapping.address),
-                );
-            }
-            if mapping.host.trim().is_empty() {
-                self.error(format!("protocol.resolve[{i}].host"), "a mapping needs a host name");
-            }
-        }
-        let tls = &plan.protocol.tls;
-        if let (Some(min), Some(max)) = (tls.min_version, tls.max_version) {
-            if min > max {
-                self.error("protocol.tls", "min_version is newer than max_version: no TLS version is left");
-            }
-        }
+        crate::protocol::validate_settings(self, plan);
         self.options(plan);
         self.feeders(plan);
-        self.databases(plan);
         if plan.scenarios.is_empty() {
             self.error("scenarios", "a plan needs at least one scenario");
         }
@@ -183,7 +132,7 @@ impl Validator {
             if scenario.steps.is_empty() {
                 self.error(format!("{path}.steps"), "a scenario needs at least one step");
             }
-            self.steps(&format!("{path}.steps"), &scenario.steps, has_base_url);
+            self.steps(&format!("{path}.steps"), &scenario.steps);
             self.injection(&format!("{path}.injection"), &scenario.injection);
             self.after(plan, i);
         }
@@ -296,675 +245,220 @@ impl Validator {
         }
     }
 
-    fn header(&mut self, path: &str, name: &str, value: &str) {
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-            self.error(format!("{path}.name"), format!("{name:?} is not a header name"));
-        }
-        if value.contains(['\r', '\n']) {
-            self.error(format!("{path}.value"), "a header value cannot hold a line break");
-        }
-        self.template(&format!("{path}.value"), value);
-    }
-
-    fn steps(&mut self, path: &str, steps: &[Step], has_base_url: bool) {
+    pub(crate) fn steps(&mut self, path: &str, steps: &[Step]) {
         for (i, step) in steps.iter().enumerate() {
             let path = format!("{path}[{i}]");
             match step {
-                Step::Request(request) => self.request(&path, request, has_base_url),
-                Step::Pause { .. } => {}
-                Step::PauseUniform { min_ms, max_ms } => {
-                    if min_ms > max_ms {
-                        self.error(&path, format!("min_ms {min_ms} is more than max_ms {max_ms}"));
-                    }
+                Step::Core(step) => self.core_step(&path, step),
+                protocol_step => crate::protocol::validate_step(self, &path, protocol_step),
+            }
+            // The step's own fields first, then the steps nested in it.
+            for child in step.children() {
+                let at = format!("{path}.{}", child.at);
+                if child.is_body && child.steps.is_empty() {
+                    self.error(&at, "needs at least one step");
                 }
-                Step::PauseExponential { mean_ms } => {
-                    if *mean_ms == 0 {
-                        self.error(format!("{path}.mean_ms"), "must be more than 0");
-                    }
-                }
-                Step::PauseNormal { .. } => {}
-                Step::PauseTemplate { duration } => self.pause_template(&format!("{path}.duration"), duration),
-                Step::Pace { duration_ms } => {
-                    if *duration_ms == 0 {
-                        self.error(format!("{path}.duration_ms"), "must be more than 0");
-                    }
-                }
-                Step::Repeat { counter, steps, .. } => {
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::During { duration_ms, counter, steps } => {
-                    if *duration_ms == 0 {
-                        self.error(format!("{path}.duration_ms"), "must be more than 0");
-                    }
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::Group { name, steps } => {
-                    if name.trim().is_empty() {
-                        self.error(format!("{path}.name"), "a group needs a name");
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::Batch { requests } => {
-                    if requests.is_empty() {
-                        self.error(format!("{path}.requests"), "a batch needs at least one request");
-                    }
-                    for (i, request) in requests.iter().enumerate() {
-                        let path = format!("{path}.requests[{i}]");
-                        self.request(&path, request, has_base_url);
-                        if !request.resources.is_empty() {
-                            self.error(format!("{path}.resources"), "a request in a batch has no resources");
-                        }
-                    }
-                }
-                Step::WsConnect(step) => self.socket_connect(&path, step, true, has_base_url),
-                Step::SseConnect(step) => self.socket_connect(&path, step, false, has_base_url),
-                Step::WsSend(step) => {
-                    self.socket_name(&path, &step.name, &step.socket);
-                    match (&step.text, &step.binary_base64) {
-                        (Some(text), None) => self.template(&format!("{path}.text"), text),
-                        (None, Some(data)) => {
-                            if !is_base64(data) {
-                                self.error(format!("{path}.binary_base64"), "is not base64");
-                            }
-                        }
-                        _ => self.error(&path, "a message is text or binary_base64, one of the two"),
-                    }
-                    if let Some(messages) = &step.await_messages {
-                        self.await_messages(&format!("{path}.await"), messages);
-                    }
-                }
-                Step::WsAwait(step) | Step::SseAwait(step) => {
-                    self.socket_name(&path, &step.name, &step.socket);
-                    self.await_messages(&format!("{path}.await"), &step.await_messages);
-                }
-                Step::WsClose(step) | Step::SseClose(step) => self.socket_name(&path, &step.name, &step.socket),
-                Step::Feed { feeder, count } => {
-                    if !self.feeders.iter().any(|f| f == feeder) {
-                        let known = if self.feeders.is_empty() {
-                            "the plan has none".to_string()
-                        } else {
-                            self.feeders.join(", ")
-                        };
-                        self.error(format!("{path}.feeder"), format!("no feeder is named {feeder:?} ({known})"));
-                    }
-                    if *count == 0 {
-                        self.error(format!("{path}.count"), "must be at least 1");
-                    }
-                }
-                Step::Set { values } => {
-                    for (i, value) in values.iter().enumerate() {
-                        self.variable_name(&format!("{path}.values[{i}].name"), &value.name);
-                        self.template(&format!("{path}.values[{i}].value"), &value.value);
-                    }
-                }
-                Step::Unset { names } => {
-                    for (i, name) in names.iter().enumerate() {
-                        self.variable_name(&format!("{path}.names[{i}]"), name);
-                    }
-                }
-                Step::DoIf { condition, steps, else_steps } => {
-                    self.condition(&format!("{path}.condition"), condition);
-                    self.loop_body(&path, steps, has_base_url);
-                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
-                }
-                Step::DoSwitch { value, cases, else_steps } => {
-                    self.template(&format!("{path}.value"), value);
-                    if cases.is_empty() {
-                        self.error(format!("{path}.cases"), "a switch needs at least one case");
-                    }
-                    for (i, case) in cases.iter().enumerate() {
-                        self.template(&format!("{path}.cases[{i}].value"), &case.value);
-                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
-                    }
-                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
-                }
-                Step::RandomSwitch { cases, else_steps } => {
-                    if cases.is_empty() {
-                        self.error(format!("{path}.cases"), "a switch needs at least one case");
-                    }
-                    let mut total = 0.0;
-                    for (i, case) in cases.iter().enumerate() {
-                        if !(case.weight >= 0.0 && case.weight.is_finite()) {
-                            self.error(format!("{path}.cases[{i}].weight"), "must be a percentage, 0 or more");
-                        }
-                        total += case.weight;
-                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
-                    }
-                    if total > 100.0 + 1e-9 {
-                        self.error(format!("{path}.cases"), format!("the weights add up to {total}%, more than 100%"));
-                    }
-                    self.steps(&format!("{path}.else_steps"), else_steps, has_base_url);
-                }
-                Step::UniformRandomSwitch { cases } | Step::RoundRobinSwitch { cases } => {
-                    if cases.is_empty() {
-                        self.error(format!("{path}.cases"), "a switch needs at least one case");
-                    }
-                    for (i, case) in cases.iter().enumerate() {
-                        self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, has_base_url);
-                    }
-                }
-                Step::Foreach { list, element, counter, steps } => {
-                    match crate::template::parse_template(list) {
-                        Ok(segments) if matches!(segments.as_slice(), [Segment::Expression(_)]) => {}
-                        Ok(_) => self.error(
-                            format!("{path}.list"),
-                            format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\""),
-                        ),
-                        Err(message) => self.error(format!("{path}.list"), message),
-                    }
-                    self.variable_name(&format!("{path}.element"), element);
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::AsLongAs { condition, counter, steps, .. } | Step::DoWhile { condition, counter, steps } => {
-                    self.condition(&format!("{path}.condition"), condition);
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::TryMax { name, times, counter, steps } => {
-                    if name.trim().is_empty() {
-                        self.error(format!("{path}.name"), "needs a name (its row)");
-                    }
-                    if *times == 0 {
-                        self.error(format!("{path}.times"), "must be at least 1");
-                    }
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::Eventually { name, times, timeout_ms, counter, steps, .. } => {
-                    if name.trim().is_empty() {
-                        self.error(format!("{path}.name"), "needs a name (its row)");
-                    }
-                    match (times, timeout_ms) {
-                        (None, None) => self.error(&path, "needs times, timeout_ms or both: it must end"),
-                        (Some(0), _) => self.error(format!("{path}.times"), "must be at least 1"),
-                        (_, Some(0)) => self.error(format!("{path}.timeout_ms"), "must be more than 0"),
-                        _ => {}
-                    }
-                    if let Some(counter) = counter {
-                        self.variable_name(&format!("{path}.counter"), counter);
-                    }
-                    self.loop_body(&path, steps, has_base_url);
-                }
-                Step::SessionFunction { name, function } => {
-                    if name.trim().is_empty() {
-                        self.error(format!("{path}.name"), "a session function needs a name (its row)");
-                    }
-                    if function.trim().is_empty() {
-                        self.error(format!("{path}.function"), "names no function");
-                    }
-                }
-                Step::ExitHereIfFailed => {}
-                Step::ExitHere { condition } => {
-                    if let Some(condition) = condition {
-                        self.condition(&format!("{path}.condition"), condition);
-                    }
-                }
-                Step::ExitBlockOnFail { steps } => self.loop_body(&path, steps, has_base_url),
-                Step::StopLoadGenerator { message, condition } => {
-                    if message.trim().is_empty() {
-                        self.error(format!("{path}.message"), "say why the run stops");
-                    }
-                    if let Some(condition) = condition {
-                        self.condition(&format!("{path}.condition"), condition);
-                    }
-                }
-                Step::AddCookie(step) => {
-                    self.cookie_name(&path, &step.name);
-                    self.template(&format!("{path}.value"), &step.value);
-                    if step.value.contains(';') {
-                        self.error(format!("{path}.value"), "a cookie value cannot hold a semicolon");
-                    }
-                    self.cookie_domain(&path, step.domain.as_deref(), has_base_url);
-                    if let Some(cookie_path) = &step.path {
-                        if !cookie_path.starts_with('/') || cookie_path.contains(';') {
-                            self.error(
-                                format!("{path}.path"),
-                                format!("{cookie_path:?} is not a path (it starts with /)"),
-                            );
-                        }
-                    }
-                }
-                Step::GetCookie(step) => {
-                    self.cookie_name(&path, &step.name);
-                    if step.domain.is_some() {
-                        self.cookie_domain(&path, step.domain.as_deref(), has_base_url);
-                    }
-                    self.variable_name(&format!("{path}.save_as"), &step.save_as);
-                }
-                Step::FlushCookieJar | Step::FlushSessionCookies => {}
-                Step::CouchdbBulkInsert(step) => {
-                    self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
-                    if step.documents_per_insert == 0 {
-                        self.error(format!("{path}.documents_per_insert"), "must be more than 0");
-                    }
-                }
-                Step::CouchdbCrud(step) => {
-                    self.couchdb_common(&path, &step.name, &step.database, &step.schema, has_base_url);
-                    let counts = step.weights.counts(step.operations);
-                    for rule in crud_rule_violations(&step.weights, step.operations, step.bulk_documents_per_user) {
-                        self.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
-                    }
-                }
-                Step::SqlWorkload(step) => self.sql_workload(&path, step),
-                Step::Sql(step) => self.sql_statement(&path, step),
-                Step::SqlTransaction(step) => self.sql_database_reference(&path, step.database.as_deref()),
+                self.steps(&at, child.steps);
             }
         }
     }
 
-    fn database_url(&mut self, path: &str, url: &str) {
-        let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
-        if !matches!(scheme, "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") {
-            self.error(
-                path,
-                format!(
-                    "{url:?} is not a database URL horde knows: sqlite:///path/file.db, \
-                     postgres://user:password@host:port/database or mysql://user:password@host:port/database"
-                ),
-            );
-        }
-    }
-
-    fn databases(&mut self, plan: &Plan) {
-        let mut names = std::collections::HashSet::new();
-        for (i, database) in plan.databases.iter().enumerate() {
-            let path = format!("databases[{i}]");
-            if database.name.trim().is_empty() {
-                self.error(format!("{path}.name"), "a database needs a name");
-            } else if !names.insert(database.name.as_str()) {
-                self.error(format!("{path}.name"), format!("duplicate database name {:?}", database.name));
-            }
-            self.database_url(&format!("{path}.url"), &database.url);
-            if database.pool_size == Some(0) {
-                self.error(format!("{path}.pool_size"), "must be at least 1 (leave it out for a connection per user)");
-            }
-        }
-    }
-
-    /// A step's `database`: one of the plan's, or none when the plan has exactly one.
-    fn sql_database_reference(&mut self, path: &str, database: Option<&str>) {
-        match database {
-            None if self.databases.len() == 1 => {}
-            None if self.databases.is_empty() => self.error(
-                path,
-                "the plan has no database: add one to `databases` (in Python, setup(..., protocol=[sql.url(\"postgres://...\")]))",
-            ),
-            None => self.error(
-                format!("{path}.database"),
-                format!("the plan has several databases: name one of {}", self.databases.join(", ")),
-            ),
-            Some(name) if !self.databases.iter().any(|known| known == name) => {
-                let known = if self.databases.is_empty() { "none".to_string() } else { self.databases.join(", ") };
-                self.error(format!("{path}.database"), format!("no database named {name:?} (the plan's: {known})"));
-            }
-            Some(_) => {}
-        }
-    }
-
-    fn sql_statement(&mut self, path: &str, step: &crate::SqlStatement) {
-        if step.name.trim().is_empty() {
-            self.error(format!("{path}.name"), "a statement needs a name (its row)");
-        }
-        self.sql_database_reference(path, step.database.as_deref());
-        if step.sql.trim().is_empty() {
-            self.error(format!("{path}.sql"), "no statement");
-        }
-        let placeholders = crate::sql_placeholders(&step.sql);
-        let highest = placeholders.iter().map(|p| p.number).max().unwrap_or(0) as usize;
-        if placeholders.iter().any(|p| p.number == 0) {
-            self.error(format!("{path}.sql"), "placeholders count from $1");
-        }
-        if highest > step.params.len() {
-            self.error(
-                format!("{path}.params"),
-                format!("the statement uses ${highest} but has {} param(s)", step.params.len()),
-            );
-        }
-        for (i, param) in step.params.iter().enumerate() {
-            self.template(&format!("{path}.params[{i}]"), param);
-            if !placeholders.iter().any(|p| p.number as usize == i + 1) {
-                self.error(format!("{path}.params[{i}]"), format!("${} is not in the statement", i + 1));
-            }
-        }
-        for (i, check) in step.checks.iter().enumerate() {
-            let path = format!("{path}.checks[{i}]");
-            match &check.source {
-                CheckSource::RowCount | CheckSource::ResponseTimeInMillis => {}
-                CheckSource::Column { name } if name.trim().is_empty() => {
-                    self.error(format!("{path}.source.name"), "a column check needs a column name");
-                }
-                CheckSource::Column { .. } if step.kind == crate::SqlStatementKind::Execute => {
-                    self.error(
-                        format!("{path}.source"),
-                        "an execute returns no rows: make the statement a query to read its columns",
-                    );
-                }
-                CheckSource::Column { .. } => {}
-                _ => self.error(
-                    format!("{path}.source"),
-                    "a statement's result is checked with row_count, column or response_time_in_millis",
-                ),
-            }
-            self.check(&path, check);
-        }
-    }
-
-    fn sql_workload(&mut self, path: &str, step: &crate::SqlWorkload) {
-        if step.name.trim().is_empty() {
-            self.error(format!("{path}.name"), "must not be empty");
-        }
-        self.database_url(&format!("{path}.url"), &step.url);
-        if let Some(problem) = crate::sql_table_name_problem(&step.table) {
-            self.error(format!("{path}.table"), format!("{:?}: {problem}", step.table));
-        }
-        if !step.phase.strategies().contains(&step.strategy) {
-            let names: Vec<&str> = step.phase.strategies().iter().map(|s| s.as_str()).collect();
-            self.error(
-                format!("{path}.strategy"),
-                format!(
-                    "{} is not a strategy of the {} phase: {}",
-                    step.strategy.as_str(),
-                    step.phase.as_str(),
-                    names.join(", ")
-                ),
-            );
-        }
-        if step.rows == 0 {
-            self.error(format!("{path}.rows"), "must be more than 0");
-        }
-        if step.threads == 0 {
-            self.error(format!("{path}.threads"), "must be more than 0");
-        }
-        if step.batch_size == 0 {
-            self.error(format!("{path}.batch_size"), "must be more than 0");
-        }
-        if step.text_length == 0 || step.text_length > crate::MAX_SQL_TEXT_LENGTH {
-            self.error(format!("{path}.text_length"), format!("must be from 1 to {}", crate::MAX_SQL_TEXT_LENGTH));
-        }
-    }
-
-    fn cookie_name(&mut self, path: &str, name: &str) {
-        // RFC 6265's cookie-name: a token, no separators.
-        let separator = |c: char| "()<>@,;:\\\"/[]?={} \t".contains(c) || c.is_control() || !c.is_ascii();
-        if name.is_empty() || name.contains(separator) {
-            self.error(format!("{path}.name"), format!("{name:?} is not a cookie name"));
-        }
-    }
-
-    fn cookie_domain(&mut self, path: &str, domain: Option<&str>, has_base_url: bool) {
-        match domain {
-            None if !has_base_url => {
-                self.error(format!("{path}.domain"), "needs a domain: the protocol has no base_url to take it from");
-            }
-            None => {}
-            Some(domain) => {
-                let bare = domain.strip_prefix('.').unwrap_or(domain);
-                let is_name = bare.split('.').all(|label| {
-                    !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                });
-                if !is_name && bare.parse::<std::net::IpAddr>().is_err() {
-                    self.error(format!("{path}.domain"), format!("{domain:?} is not a domain name"));
+    /// A core step's own fields; the steps nested in it are validated by [`Validator::steps`].
+    fn core_step(&mut self, path: &str, step: &CoreStep) {
+        match step {
+            CoreStep::Pause { .. } => {}
+            CoreStep::PauseUniform { min_ms, max_ms } => {
+                if min_ms > max_ms {
+                    self.error(path, format!("min_ms {min_ms} is more than max_ms {max_ms}"));
                 }
             }
-        }
-    }
-
-    fn socket_name(&mut self, path: &str, name: &str, socket: &str) {
-        if name.trim().is_empty() {
-            self.error(format!("{path}.name"), "a step needs a name");
-        }
-        if socket.trim().is_empty() {
-            self.error(format!("{path}.socket"), "a socket needs a name");
-        }
-    }
-
-    fn socket_connect(&mut self, path: &str, step: &SocketConnect, websocket: bool, has_base_url: bool) {
-        self.socket_name(path, &step.name, &step.socket);
-        self.socket_url(&format!("{path}.url"), &step.url, websocket, has_base_url);
-        for (i, header) in step.headers.iter().enumerate() {
-            self.header(&format!("{path}.headers[{i}]"), &header.name, &header.value);
-        }
-        if let Some(messages) = &step.await_messages {
-            self.await_messages(&format!("{path}.await"), messages);
-        }
-    }
-
-    fn socket_url(&mut self, path: &str, url: &str, websocket: bool, has_base_url: bool) {
-        let schemes: &[&str] = if websocket { &["ws://", "wss://"] } else { &["http://", "https://"] };
-        let lower = url.to_ascii_lowercase();
-        if url.is_empty() {
-            self.error(path, "a URL is needed");
-        } else if url.contains("://") {
-            if !schemes.iter().any(|s| lower.starts_with(s)) {
-                self.error(path, format!("{url:?}: only {} URLs are supported here", schemes.join(" and ")));
-            }
-        } else if !has_base_url && !starts_with_template(url) {
-            self.error(path, format!("{url:?} is relative but the protocol has no base_url"));
-        }
-        self.template(path, url);
-    }
-
-    fn await_messages(&mut self, path: &str, messages: &AwaitMessages) {
-        if messages.timeout_ms == 0 {
-            self.error(format!("{path}.timeout_ms"), "must be more than 0");
-        }
-        if messages.messages.is_empty() {
-            self.error(format!("{path}.messages"), "wait for at least one message");
-        }
-        for (i, message) in messages.messages.iter().enumerate() {
-            let path = format!("{path}.messages[{i}]");
-            if message.name.trim().is_empty() {
-                self.error(format!("{path}.name"), "a message needs a name (its row)");
-            }
-            for (kind, checks) in [("matching", &message.matching), ("checks", &message.checks)] {
-                for (j, check) in checks.iter().enumerate() {
-                    let path = format!("{path}.{kind}[{j}]");
-                    if check.source.needs_response() || check.source.is_sql() {
-                        self.error(
-                            format!("{path}.source"),
-                            "a message has no status, headers, location, response time or rows: check its text",
-                        );
-                    }
-                    if kind == "matching" && check.save_as.is_some() {
-                        // Skipped messages would save values too.
-                        self.error(
-                            format!("{path}.save_as"),
-                            "matching checks only choose the message: save from checks",
-                        );
-                    }
-                    self.check(&path, check);
+            CoreStep::PauseExponential { mean_ms } => {
+                if *mean_ms == 0 {
+                    self.error(format!("{path}.mean_ms"), "must be more than 0");
                 }
             }
-        }
-    }
-
-    fn couchdb_common(&mut self, path: &str, name: &str, database: &str, schema: &str, has_base_url: bool) {
-        if name.trim().is_empty() {
-            self.error(format!("{path}.name"), "a CouchDB step needs a name");
-        }
-        let database_path = format!("{path}.database");
-        if database.contains("://") {
-            if !is_http_url(database) {
-                self.error(&database_path, format!("{database:?}: only http:// URLs are supported"));
-            }
-        } else if !has_base_url {
-            self.error(&database_path, format!("{database:?} is relative but the protocol has no base_url"));
-        }
-        if database.contains('$') {
-            self.error(&database_path, "the database URL cannot hold templates");
-        }
-        if schema.trim().is_empty() {
-            self.error(format!("{path}.schema"), "a CouchDB step needs a schema file");
-        }
-    }
-
-    fn loop_body(&mut self, path: &str, steps: &[Step], has_base_url: bool) {
-        if steps.is_empty() {
-            self.error(format!("{path}.steps"), "needs at least one step");
-        }
-        self.steps(&format!("{path}.steps"), steps, has_base_url);
-    }
-
-    fn request(&mut self, path: &str, request: &Request, has_base_url: bool) {
-        if request.name.trim().is_empty() {
-            self.error(format!("{path}.name"), "a request needs a name");
-        }
-        self.method(&format!("{path}.method"), &request.method);
-        let url_path = format!("{path}.url");
-        if request.url.is_empty() {
-            self.error(&url_path, "a request needs a URL");
-        } else if request.url.contains("://") || request.url.starts_with("//") {
-            let absolute =
-                if request.url.starts_with("//") { format!("http:{}", request.url) } else { request.url.clone() };
-            if let Some(problem) = http_url_problem(&absolute) {
-                self.error(&url_path, problem);
-            }
-        } else if !has_base_url && !starts_with_template(&request.url) {
-            self.error(&url_path, format!("{:?} is relative but the protocol has no base_url", request.url));
-        }
-        self.template(&url_path, &request.url);
-        for (i, header) in request.headers.iter().enumerate() {
-            self.header(&format!("{path}.headers[{i}]"), &header.name, &header.value);
-        }
-        for (i, param) in request.query.iter().enumerate() {
-            self.template(&format!("{path}.query[{i}].name"), &param.name);
-            self.template(&format!("{path}.query[{i}].value"), &param.value);
-        }
-        if let Some(body) = &request.body {
-            self.body(&format!("{path}.body"), body);
-        }
-        for (i, check) in request.checks.iter().enumerate() {
-            let path = format!("{path}.checks[{i}]");
-            if check.source.is_sql() {
-                self.error(
-                    format!("{path}.source"),
-                    "row_count and column read a SQL statement's result, not an HTTP response",
-                );
-            }
-            self.check(&path, check);
-        }
-        for (i, resource) in request.resources.iter().enumerate() {
-            let path = format!("{path}.resources[{i}]");
-            self.request(&path, resource, has_base_url);
-            if !resource.resources.is_empty() {
-                self.error(format!("{path}.resources"), "a resource has no resources of its own");
-            }
-        }
-    }
-
-    /// Any token is a method (RFC 9110, section 9.1), as Gatling's `httpRequest(method, url)`
-    /// and k6's `http.request(method, ...)` take it.
-    fn method(&mut self, path: &str, method: &str) {
-        if !is_token(method) {
-            self.error(
-                path,
-                format!("{method:?} is not an HTTP method: a method is a token (letters, digits and !#$%&'*+-.^_`|~), such as GET or PURGE"),
-            );
-        } else if method == "CONNECT" {
-            self.error(path, "CONNECT opens a tunnel through a proxy, which horde does not do");
-        } else if let Some(standard) = STANDARD_METHODS.iter().find(|m| m.eq_ignore_ascii_case(method) && **m != method)
-        {
-            self.error(path, format!("{method:?}: methods are case-sensitive, and the standard one is {standard}"));
-        }
-    }
-
-    fn body(&mut self, path: &str, body: &Body) {
-        match body {
-            Body::Raw { text } => self.template(&format!("{path}.text"), text),
-            Body::Json { .. } => {}
-            Body::Form { params } => {
-                for (i, param) in params.iter().enumerate() {
-                    self.template(&format!("{path}.params[{i}].name"), &param.name);
-                    self.template(&format!("{path}.params[{i}].value"), &param.value);
+            CoreStep::PauseNormal { .. } => {}
+            CoreStep::PauseTemplate { duration } => self.pause_template(&format!("{path}.duration"), duration),
+            CoreStep::Pace { duration_ms } => {
+                if *duration_ms == 0 {
+                    self.error(format!("{path}.duration_ms"), "must be more than 0");
                 }
             }
-            Body::DocumentFromSchema { path: file } => {
-                if file.is_empty() {
-                    self.error(format!("{path}.path"), "a schema file path is needed");
+            CoreStep::Repeat { counter, .. } => {
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
                 }
             }
-            Body::BulkDocumentsFromSchema { path: file, count } => {
-                if file.is_empty() {
-                    self.error(format!("{path}.path"), "a schema file path is needed");
+            CoreStep::During { duration_ms, counter, .. } => {
+                if *duration_ms == 0 {
+                    self.error(format!("{path}.duration_ms"), "must be more than 0");
+                }
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
+                }
+            }
+            CoreStep::Group { name, .. } => {
+                if name.trim().is_empty() {
+                    self.error(format!("{path}.name"), "a group needs a name");
+                }
+            }
+            CoreStep::Feed { feeder, count } => {
+                if !self.feeders.iter().any(|f| f == feeder) {
+                    let known =
+                        if self.feeders.is_empty() { "the plan has none".to_string() } else { self.feeders.join(", ") };
+                    self.error(format!("{path}.feeder"), format!("no feeder is named {feeder:?} ({known})"));
                 }
                 if *count == 0 {
-                    self.error(format!("{path}.count"), "must be more than 0");
+                    self.error(format!("{path}.count"), "must be at least 1");
                 }
             }
-            Body::Multipart { parts } => {
-                if parts.is_empty() {
-                    self.error(format!("{path}.parts"), "a multipart body needs at least one part");
+            CoreStep::Set { values } => {
+                for (i, value) in values.iter().enumerate() {
+                    self.variable_name(&format!("{path}.values[{i}].name"), &value.name);
+                    self.template(&format!("{path}.values[{i}].value"), &value.value);
                 }
-                for (i, part) in parts.iter().enumerate() {
-                    let path = format!("{path}.parts[{i}]");
-                    match part {
-                        BodyPart::String { name, value } => {
-                            self.part_name(&path, name);
-                            self.template(&format!("{path}.value"), value);
-                        }
-                        BodyPart::RawFile { name, path: file, .. } => {
-                            self.part_name(&path, name);
-                            if file.is_empty() {
-                                self.error(format!("{path}.path"), "a file part needs a path");
-                            }
-                        }
+            }
+            CoreStep::Unset { names } => {
+                for (i, name) in names.iter().enumerate() {
+                    self.variable_name(&format!("{path}.names[{i}]"), name);
+                }
+            }
+            CoreStep::DoIf { condition, .. } => {
+                self.condition(&format!("{path}.condition"), condition);
+            }
+            CoreStep::DoSwitch { value, cases, .. } => {
+                self.template(&format!("{path}.value"), value);
+                if cases.is_empty() {
+                    self.error(format!("{path}.cases"), "a switch needs at least one case");
+                }
+                for (i, case) in cases.iter().enumerate() {
+                    self.template(&format!("{path}.cases[{i}].value"), &case.value);
+                }
+            }
+            CoreStep::RandomSwitch { cases, .. } => {
+                if cases.is_empty() {
+                    self.error(format!("{path}.cases"), "a switch needs at least one case");
+                }
+                let mut total = 0.0;
+                for (i, case) in cases.iter().enumerate() {
+                    if !(case.weight >= 0.0 && case.weight.is_finite()) {
+                        self.error(format!("{path}.cases[{i}].weight"), "must be a percentage, 0 or more");
                     }
+                    total += case.weight;
+                }
+                if total > 100.0 + 1e-9 {
+                    self.error(format!("{path}.cases"), format!("the weights add up to {total}%, more than 100%"));
+                }
+            }
+            CoreStep::UniformRandomSwitch { cases } | CoreStep::RoundRobinSwitch { cases } => {
+                if cases.is_empty() {
+                    self.error(format!("{path}.cases"), "a switch needs at least one case");
+                }
+            }
+            CoreStep::Foreach { list, element, counter, .. } => {
+                match crate::template::parse_template(list) {
+                    Ok(segments) if matches!(segments.as_slice(), [Segment::Expression(_)]) => {}
+                    Ok(_) => self.error(
+                        format!("{path}.list"),
+                        format!("{list:?} is not one ${{...}} expression, such as \"${{items}}\""),
+                    ),
+                    Err(message) => self.error(format!("{path}.list"), message),
+                }
+                self.variable_name(&format!("{path}.element"), element);
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
+                }
+            }
+            CoreStep::AsLongAs { condition, counter, .. } | CoreStep::DoWhile { condition, counter, .. } => {
+                self.condition(&format!("{path}.condition"), condition);
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
+                }
+            }
+            CoreStep::TryMax { name, times, counter, .. } => {
+                if name.trim().is_empty() {
+                    self.error(format!("{path}.name"), "needs a name (its row)");
+                }
+                if *times == 0 {
+                    self.error(format!("{path}.times"), "must be at least 1");
+                }
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
+                }
+            }
+            CoreStep::Eventually { name, times, timeout_ms, counter, .. } => {
+                if name.trim().is_empty() {
+                    self.error(format!("{path}.name"), "needs a name (its row)");
+                }
+                match (times, timeout_ms) {
+                    (None, None) => self.error(path, "needs times, timeout_ms or both: it must end"),
+                    (Some(0), _) => self.error(format!("{path}.times"), "must be at least 1"),
+                    (_, Some(0)) => self.error(format!("{path}.timeout_ms"), "must be more than 0"),
+                    _ => {}
+                }
+                if let Some(counter) = counter {
+                    self.variable_name(&format!("{path}.counter"), counter);
+                }
+            }
+            CoreStep::SessionFunction { name, function } => {
+                if name.trim().is_empty() {
+                    self.error(format!("{path}.name"), "a session function needs a name (its row)");
+                }
+                if function.trim().is_empty() {
+                    self.error(format!("{path}.function"), "names no function");
+                }
+            }
+            CoreStep::ExitHereIfFailed => {}
+            CoreStep::ExitHere { condition } => {
+                if let Some(condition) = condition {
+                    self.condition(&format!("{path}.condition"), condition);
+                }
+            }
+            CoreStep::ExitBlockOnFail { .. } => {}
+            CoreStep::StopLoadGenerator { message, condition } => {
+                if message.trim().is_empty() {
+                    self.error(format!("{path}.message"), "say why the run stops");
+                }
+                if let Some(condition) = condition {
+                    self.condition(&format!("{path}.condition"), condition);
                 }
             }
         }
     }
 
-    fn part_name(&mut self, path: &str, name: &str) {
-        if name.is_empty() || name.contains(['"', '\r', '\n']) {
-            self.error(format!("{path}.name"), format!("{name:?} is not a part name"));
-        }
-    }
-
-    fn check(&mut self, path: &str, check: &Check) {
+    pub(crate) fn check(&mut self, path: &str, check: &Check) {
         let empty = |what: &str| format!("a {what} check needs one");
-        match &check.source {
-            CheckSource::Header { name } if name.is_empty() => {
-                self.error(format!("{path}.source.name"), "a header check needs a header name");
+        // The body's sources; a protocol checks its own (a header's name) where it validates its steps.
+        if let CheckSource::Core(source) = &check.source {
+            match source {
+                CoreSource::Substring { value } if value.is_empty() => {
+                    self.error(format!("{path}.source.value"), "a substring check needs a substring");
+                }
+                CoreSource::Regex { pattern, .. } if pattern.is_empty() => {
+                    self.error(format!("{path}.source.pattern"), "a regex check needs a pattern");
+                }
+                CoreSource::Css { selector, .. } if selector.trim().is_empty() => {
+                    self.error(format!("{path}.source.selector"), "a css check needs a selector");
+                }
+                CoreSource::Jsonpath { path: query } if query.trim().is_empty() => {
+                    self.error(format!("{path}.source.path"), "a jsonpath check needs a path");
+                }
+                CoreSource::Jmespath { expression } if expression.trim().is_empty() => {
+                    self.error(format!("{path}.source.expression"), empty("jmespath"));
+                }
+                CoreSource::Xpath { expression } if expression.trim().is_empty() => {
+                    self.error(format!("{path}.source.expression"), empty("xpath"));
+                }
+                _ => {}
             }
-            CheckSource::Substring { value } if value.is_empty() => {
-                self.error(format!("{path}.source.value"), "a substring check needs a substring");
-            }
-            CheckSource::Regex { pattern, .. } if pattern.is_empty() => {
-                self.error(format!("{path}.source.pattern"), "a regex check needs a pattern");
-            }
-            CheckSource::Css { selector, .. } if selector.trim().is_empty() => {
-                self.error(format!("{path}.source.selector"), "a css check needs a selector");
-            }
-            CheckSource::Jsonpath { path: query } if query.trim().is_empty() => {
-                self.error(format!("{path}.source.path"), "a jsonpath check needs a path");
-            }
-            CheckSource::Jmespath { expression } if expression.trim().is_empty() => {
-                self.error(format!("{path}.source.expression"), empty("jmespath"));
-            }
-            CheckSource::Xpath { expression } if expression.trim().is_empty() => {
-                self.error(format!("{path}.source.expression"), empty("xpath"));
-            }
-            _ => {}
         }
-        let counts_substrings = matches!(check.source, CheckSource::Substring { .. }) && check.select == Select::Count;
+        let counts_substrings =
+            matches!(check.source, CheckSource::Core(CoreSource::Substring { .. })) && check.select == Select::Count;
         if !check.select.is_first() && !check.source.is_multivalued() && !counts_substrings {
             self.error(
                 format!("{path}.select"),
-                "find(n), find_all and count apply to regex, css, jsonpath, jmespath, xpath, header and column \
-                 (and count to substring): this source has one value",
+                "find(n), find_all and count apply to regex, css, jsonpath, jmespath, xpath, header, header_regex and \
+                 column (and count to substring): this source has one value",
             );
         }
         let validation = &check.validate;
@@ -1098,74 +592,9 @@ impl Validator {
         }
     }
 
-    fn positive(&mut self, path: &str, field: &str, value: u64) {
+    pub(crate) fn positive(&mut self, path: &str, field: &str, value: u64) {
         if value == 0 {
             self.error(format!("{path}.{field}"), "must be more than 0");
         }
-    }
-}
-
-/// A URL that begins with an expression may be absolute once rendered.
-fn starts_with_template(url: &str) -> bool {
-    url.starts_with("${") || url.starts_with("#{")
-}
-
-/// RFC 9110's token: what a method or a header name is made of.
-fn is_token(text: &str) -> bool {
-    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-fn is_base64(text: &str) -> bool {
-    let text = text.trim_end_matches('=');
-    text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
-}
-
-fn is_http_url(url: &str) -> bool {
-    http_url_problem(url).is_none()
-}
-
-/// What keeps `url` from being an absolute http:// or https:// URL to request, in words that
-/// name it, if anything: another scheme, no host (`http:///path`, `HTTP://`), a port that is
-/// no port or is 0. The scheme's case does not matter (`HTTP://` is `http://`). What lies in a
-/// template is judged once rendered.
-///
-/// ```
-/// assert_eq!(horde_plan::http_url_problem("HTTPS://shop.test:8443/cart"), None);
-/// assert!(horde_plan::http_url_problem("http:///path").unwrap().contains("no host"));
-/// assert!(horde_plan::http_url_problem("http://127.0.0.1:0/").unwrap().contains("port 0"));
-/// ```
-pub fn http_url_problem(url: &str) -> Option<String> {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Some(format!("{url:?} is not an absolute URL (http://HOST[:PORT]/PATH or https://...)"));
-    };
-    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return Some(format!("{url:?}: only http:// and https:// URLs are supported"));
-    }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host_port)| host_port);
-    if host_port.contains("${") || host_port.contains("#{") {
-        return None;
-    }
-    let (host, port) = match host_port.strip_prefix('[') {
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((host, after)) => (host, after.strip_prefix(':')),
-            None => return Some(format!("{url:?}: the IPv6 address has no closing ']'")),
-        },
-        None => match host_port.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (host_port, None),
-        },
-    };
-    if host.is_empty() {
-        let lower = scheme.to_ascii_lowercase();
-        return Some(format!("{url:?} has no host: write {lower}://HOST[:PORT]/PATH (a host between // and the path)"));
-    }
-    match port {
-        None | Some("") => None,
-        Some(port) => match port.parse::<u32>() {
-            Ok(0) => Some(format!("{url:?}: port 0 is no port a server listens on")),
-            Ok(n) if n <= u32::from(u16::MAX) => None,
-            _ => Some(format!("{url:?}: {port:?} is not a port (1 to 65535)")),
-        },
     }
 }

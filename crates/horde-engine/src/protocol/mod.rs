@@ -7,3 +7,12 @@ pub(crate) mod couchdb;
 pub(crate) mod http;
 pub(crate) mod messages;
 pub(crate) mod sql;
+
+use crate::lower::Program;
+
+/// What each protocol checks before a run, so that a wrong address or password is its own
+/// message (exit 3) and not a run of failures: each SQL database answers `SELECT 1`. HTTP
+/// needs none (a refused connection is counted as what it is, per request).
+pub fn preflight(program: &Program) -> Result<(), String> {
+    sql::preflight(program)
+}

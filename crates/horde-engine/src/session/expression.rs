@@ -138,6 +138,7 @@ pub enum Compiled {
     RandomInt(Box<Compiled>, Box<Compiled>),
     RandomString(Box<Compiled>),
     NowMs,
+    NowS,
     Counter(Arc<AtomicU64>),
     UserId,
     Scenario,
@@ -166,6 +167,7 @@ impl Compiled {
                 match function {
                     Function::Uuid => Compiled::Uuid,
                     Function::NowMs => Compiled::NowMs,
+                    Function::NowS => Compiled::NowS,
                     Function::UserId => Compiled::UserId,
                     Function::Scenario => Compiled::Scenario,
                     Function::RandomInt => {
@@ -226,6 +228,10 @@ impl Compiled {
             Compiled::NowMs => {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Value::from(now.as_millis().to_string())
+            }
+            Compiled::NowS => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                Value::from(now.as_secs().to_string())
             }
             Compiled::Counter(counter) => Value::from((counter.fetch_add(1, Ordering::Relaxed) + 1).to_string()),
             Compiled::UserId => Value::from(session.user_id.to_string()),
@@ -594,6 +600,11 @@ mod tests {
     fn functions_and_encodings() {
         let uuid = render("${__uuid()}", &[]).unwrap();
         assert_eq!(uuid.len(), 36);
+        // The clock in seconds and in milliseconds: the same instant, read twice.
+        let seconds: u64 = render("${__now_s()}", &[]).unwrap().parse().unwrap();
+        let millis: u64 = render("${__now_ms()}", &[]).unwrap().parse().unwrap();
+        assert!(millis / 1000 >= seconds && millis / 1000 - seconds <= 1, "{seconds} s, {millis} ms");
+        assert!(seconds > 1_700_000_000, "seconds since 1970: {seconds}");
         assert_eq!(&uuid[14..15], "4");
         let n: i64 = render("${__random_int(1, 3)}", &[]).unwrap().parse().unwrap();
         assert!((1..=3).contains(&n));

@@ -37,6 +37,8 @@ from .values import SECRET_NAMES, TOKEN_NAMES, generated_expression, is_typed, w
 # A response counts as a source only if it ended before the request started (with this slack
 # for clocks that round).
 CLOCK_SLACK = 0.002
+# The client's clock as template functions make it, each a fresh reading at every request.
+CLOCKS = {"__now_ms()": "epoch milliseconds", "__now_s()": "epoch seconds"}
 
 
 @dataclass
@@ -305,8 +307,8 @@ class _Correlator:
         expression = generated_expression(slot, step.started)
         if expression is None:
             return None
-        if expression == "__now_ms()":
-            return Use(slot, expression, "generated", note="generated: the client's clock, in epoch milliseconds")
+        if expression in CLOCKS:
+            return Use(slot, expression, "generated", note=f"generated: the client's clock, in {CLOCKS[expression]}")
         variable = self.variable_for(slot.name, f"generated {slot.value}", index, index)
         self.decisions.pre_steps.append(PreStep(index, f".set({{{py(variable)}: {py('${' + expression + '}')}}})",
                                                 chain_call=True))

@@ -73,6 +73,8 @@ def generated_expression(slot: Slot, started: float) -> Optional[str]:
         return "__uuid()"
     if value.isdigit() and len(value) == 13 and abs(int(value) / 1000 - started) < DAY:
         return "__now_ms()"
+    if value.isdigit() and len(value) == 10 and abs(int(value) - started) < DAY:
+        return "__now_s()"
     if RANDOM_NAMES.match(slot.name) and len(value) >= 8 and slot.id.kind in ("query", "form", "part", "json"):
         if value.isdigit():
             return f"__random_int({10 ** (len(value) - 1)}, {10 ** len(value) - 1})"

@@ -138,7 +138,8 @@ impl VirtualUser {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let sent = body.len();
-        let mut prepared = Prepared { method, target, headers, body, sets_host: false };
+        let max_redirects = self.ctx.program.protocol.max_redirects;
+        let mut prepared = Prepared { method, target, headers, body, sets_host: false, max_redirects };
         let started = Instant::now();
         let (result, timing) = self.exchange(row_id, &mut prepared, started, started, true).await;
         account.wire(slot, &timing, sent, result.as_ref().map_or(0, |r| r.body.len()));

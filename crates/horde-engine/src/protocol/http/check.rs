@@ -97,6 +97,20 @@ impl CheckSubject for ResponseView<'_> {
                 .take(limit)
                 .map(|v| Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()))
                 .collect(),
+            Extractor::HeaderRegex { name, regex, group } => self
+                .headers
+                .get_all(name)
+                .iter()
+                .flat_map(|value| {
+                    let text = String::from_utf8_lossy(value.as_bytes());
+                    regex
+                        .captures_iter(&text)
+                        .filter_map(|c| c.get(*group))
+                        .map(|m| Value::from(m.as_str()))
+                        .collect::<Vec<_>>()
+                })
+                .take(limit)
+                .collect(),
             Extractor::Substring(needle) => {
                 let found = self.text().matches(needle.as_str()).take(limit).count();
                 vec![Value::from(needle.as_str()); found]

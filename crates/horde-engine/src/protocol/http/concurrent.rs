@@ -157,8 +157,14 @@ impl VirtualUser {
                 };
                 let row_id = self.ctx.metrics.borrow_mut().resource_row(target.url.as_str());
                 let sets_host = headers.contains_key(http::header::HOST);
-                let prepared =
-                    Prepared { method: Method::GET, target: Arc::new(target), headers, body: Bytes::new(), sets_host };
+                let prepared = Prepared {
+                    method: Method::GET,
+                    target: Arc::new(target),
+                    headers,
+                    body: Bytes::new(),
+                    sets_host,
+                    max_redirects: ctx.program.protocol.max_redirects,
+                };
                 fetches.push(Fetch::new(None, row_id, prepared, intended));
             }
         }

@@ -46,6 +46,8 @@ pub(crate) struct Prepared {
     pub body: Bytes,
     /// The headers hold a Host of their own, which replaces the URL's.
     pub sets_host: bool,
+    /// Redirects this request follows in a row; 0: a redirect is its response.
+    pub max_redirects: u32,
 }
 
 /// Whether a request that failed on a reused connection before any byte of a response may go
@@ -164,7 +166,7 @@ impl VirtualUser {
         prepared: &mut Prepared,
         hop: u32,
     ) -> Answer {
-        let max_redirects = self.ctx.program.protocol.max_redirects;
+        let max_redirects = prepared.max_redirects;
         timing.status = Some(response.status.as_u16());
         self.store_cookies(&response.headers, &prepared.target.url);
         let location = response.headers.get(LOCATION).filter(|_| response.status.is_redirection());
@@ -248,7 +250,14 @@ impl VirtualUser {
                 headers.insert(CONTENT_TYPE, content_type);
             }
         }
-        Ok(Prepared { method: request.method.clone(), target, headers, body, sets_host: request.sets_host })
+        Ok(Prepared {
+            method: request.method.clone(),
+            target,
+            headers,
+            body,
+            sets_host: request.sets_host,
+            max_redirects: request.max_redirects,
+        })
     }
 
     /// The request's headers, their variables filled in.
@@ -456,7 +465,7 @@ pub(crate) async fn exchange_on(
     let protocol = &ctx.program.protocol;
     let (request_timeout, max_body_bytes) = (protocol.request_timeout, protocol.max_body_bytes);
     let measured = ctx.measures(started);
-    let Prepared { method, target, headers, body, sets_host } = prepared;
+    let Prepared { method, target, headers, body, sets_host, .. } = prepared;
     let mut timing = RequestTiming::default();
     let mut retried = false;
     let result = loop {
@@ -586,6 +595,7 @@ mod tests {
             headers,
             body: Bytes::from("{}"),
             sets_host: false,
+            max_redirects: 10,
         };
         redirect(&prepared, StatusCode::from_u16(status).unwrap(), &HeaderValue::from_static(location))?
             .apply(&mut prepared);

@@ -29,6 +29,22 @@ pub fn check_connection(url: &str, base_dir: Option<&std::path::Path>) -> Result
         Ok(connection.kind().name().to_string())
     })
 }
+/// Whether each of the plan's databases answers, before anything is measured.
+pub(crate) fn preflight(program: &crate::lower::Program) -> Result<(), String> {
+    let base_dir = program.plan.base_dir.as_deref().map(std::path::Path::new);
+    for database in &program.plan.databases {
+        check_connection(&database.url, base_dir).map_err(|message| {
+            format!(
+                "cannot connect to the database {:?} at {} (before the run): {}",
+                database.name,
+                redacted(&database.url),
+                message
+            )
+        })?;
+    }
+    Ok(())
+}
+
 pub use statement::{
     translate_placeholders, ScenarioDatabase, SqlLink, SqlStatementProgram, SqlTransactionProgram, WorkerPools,
 };

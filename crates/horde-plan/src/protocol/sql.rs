@@ -7,6 +7,22 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::validate::Validator;
+use crate::{CheckSource, CoreSource, Plan};
+
+/// SQL's steps: one family of [`crate::Step`].
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SqlStep {
+    /// One phase of seed 000's SQL experiment (`horde sql`): see docs/sql.md.
+    SqlWorkload(SqlWorkload),
+    /// A SQL statement on one of the plan's `databases`, with checks on its result
+    /// (`row_count`, `column`): see docs/sql.md.
+    Sql(SqlStatement),
+    /// `begin`, `commit` or `rollback` on one of the plan's `databases`.
+    SqlTransaction(SqlTransaction),
+}
+
 /// The phases, in the order the experiment runs them.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -567,5 +583,160 @@ mod placeholder_tests {
         assert_eq!(numbers("SELECT a$1 FROM t"), Vec::<u32>::new());
         let found = sql_placeholders("x = $12");
         assert_eq!(found[0].range, 4..7);
+    }
+}
+
+/// What only a SQL statement's result has: one family of [`crate::CheckSource`].
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SqlSource {
+    /// A SQL statement's rows: how many a query returned, or an `execute` changed.
+    RowCount,
+    /// A SQL query's values in the column of this name (case as the database gives it), one per
+    /// row in order; SQL NULL is no value. Numbers, dates and the like as the database
+    /// writes them as text.
+    Column { name: String },
+}
+
+// Validation: every problem with its plan path, in the order the plan reads.
+
+pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &SqlStep) {
+    match step {
+        SqlStep::SqlWorkload(step) => sql_workload(v, path, step),
+        SqlStep::Sql(step) => sql_statement(v, path, step),
+        SqlStep::SqlTransaction(step) => sql_database_reference(v, path, step.database.as_deref()),
+    }
+}
+
+fn database_url(v: &mut Validator, path: &str, url: &str) {
+    let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+    if !matches!(scheme, "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb") {
+        v.error(
+            path,
+            format!(
+                "{url:?} is not a database URL horde knows: sqlite:///path/file.db, \
+                 postgres://user:password@host:port/database or mysql://user:password@host:port/database"
+            ),
+        );
+    }
+}
+
+pub(crate) fn validate_databases(v: &mut Validator, plan: &Plan) {
+    let mut names = std::collections::HashSet::new();
+    for (i, database) in plan.databases.iter().enumerate() {
+        let path = format!("databases[{i}]");
+        if database.name.trim().is_empty() {
+            v.error(format!("{path}.name"), "a database needs a name");
+        } else if !names.insert(database.name.as_str()) {
+            v.error(format!("{path}.name"), format!("duplicate database name {:?}", database.name));
+        }
+        database_url(v, &format!("{path}.url"), &database.url);
+        if database.pool_size == Some(0) {
+            v.error(format!("{path}.pool_size"), "must be at least 1 (leave it out for a connection per user)");
+        }
+    }
+}
+
+/// A step's `database`: one of the plan's, or none when the plan has exactly one.
+fn sql_database_reference(v: &mut Validator, path: &str, database: Option<&str>) {
+    let plan = v.plan;
+    let databases: Vec<&str> = plan.databases.iter().map(|d| d.name.as_str()).collect();
+    match database {
+        None if databases.len() == 1 => {}
+        None if databases.is_empty() => v.error(
+            path,
+            "the plan has no database: add one to `databases` (in Python, setup(..., protocol=[sql.url(\"postgres://...\")]))",
+        ),
+        None => v.error(
+            format!("{path}.database"),
+            format!("the plan has several databases: name one of {}", databases.join(", ")),
+        ),
+        Some(name) if !databases.contains(&name) => {
+            let known = if databases.is_empty() { "none".to_string() } else { databases.join(", ") };
+            v.error(format!("{path}.database"), format!("no database named {name:?} (the plan's: {known})"));
+        }
+        Some(_) => {}
+    }
+}
+
+fn sql_statement(v: &mut Validator, path: &str, step: &crate::SqlStatement) {
+    if step.name.trim().is_empty() {
+        v.error(format!("{path}.name"), "a statement needs a name (its row)");
+    }
+    sql_database_reference(v, path, step.database.as_deref());
+    if step.sql.trim().is_empty() {
+        v.error(format!("{path}.sql"), "no statement");
+    }
+    let placeholders = crate::sql_placeholders(&step.sql);
+    let highest = placeholders.iter().map(|p| p.number).max().unwrap_or(0) as usize;
+    if placeholders.iter().any(|p| p.number == 0) {
+        v.error(format!("{path}.sql"), "placeholders count from $1");
+    }
+    if highest > step.params.len() {
+        v.error(
+            format!("{path}.params"),
+            format!("the statement uses ${highest} but has {} param(s)", step.params.len()),
+        );
+    }
+    for (i, param) in step.params.iter().enumerate() {
+        v.template(&format!("{path}.params[{i}]"), param);
+        if !placeholders.iter().any(|p| p.number as usize == i + 1) {
+            v.error(format!("{path}.params[{i}]"), format!("${} is not in the statement", i + 1));
+        }
+    }
+    for (i, check) in step.checks.iter().enumerate() {
+        let path = format!("{path}.checks[{i}]");
+        match &check.source {
+            CheckSource::Sql(SqlSource::RowCount) | CheckSource::Core(CoreSource::ResponseTimeInMillis) => {}
+            CheckSource::Sql(SqlSource::Column { name }) if name.trim().is_empty() => {
+                v.error(format!("{path}.source.name"), "a column check needs a column name");
+            }
+            CheckSource::Sql(SqlSource::Column { .. }) if step.kind == crate::SqlStatementKind::Execute => {
+                v.error(
+                    format!("{path}.source"),
+                    "an execute returns no rows: make the statement a query to read its columns",
+                );
+            }
+            CheckSource::Sql(SqlSource::Column { .. }) => {}
+            _ => v.error(
+                format!("{path}.source"),
+                "a statement's result is checked with row_count, column or response_time_in_millis",
+            ),
+        }
+        v.check(&path, check);
+    }
+}
+
+fn sql_workload(v: &mut Validator, path: &str, step: &crate::SqlWorkload) {
+    if step.name.trim().is_empty() {
+        v.error(format!("{path}.name"), "must not be empty");
+    }
+    database_url(v, &format!("{path}.url"), &step.url);
+    if let Some(problem) = crate::sql_table_name_problem(&step.table) {
+        v.error(format!("{path}.table"), format!("{:?}: {problem}", step.table));
+    }
+    if !step.phase.strategies().contains(&step.strategy) {
+        let names: Vec<&str> = step.phase.strategies().iter().map(|s| s.as_str()).collect();
+        v.error(
+            format!("{path}.strategy"),
+            format!(
+                "{} is not a strategy of the {} phase: {}",
+                step.strategy.as_str(),
+                step.phase.as_str(),
+                names.join(", ")
+            ),
+        );
+    }
+    if step.rows == 0 {
+        v.error(format!("{path}.rows"), "must be more than 0");
+    }
+    if step.threads == 0 {
+        v.error(format!("{path}.threads"), "must be more than 0");
+    }
+    if step.batch_size == 0 {
+        v.error(format!("{path}.batch_size"), "must be more than 0");
+    }
+    if step.text_length == 0 || step.text_length > crate::MAX_SQL_TEXT_LENGTH {
+        v.error(format!("{path}.text_length"), format!("must be from 1 to {}", crate::MAX_SQL_TEXT_LENGTH));
     }
 }

@@ -5,6 +5,18 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::validate::Validator;
+
+/// CouchDB's steps: one family of [`crate::Step`].
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CouchdbStep {
+    /// Iron Cushion's bulk insert step against a CouchDB database.
+    CouchdbBulkInsert(CouchdbBulkInsert),
+    /// Iron Cushion's CRUD step against a CouchDB database.
+    CouchdbCrud(CouchdbCrud),
+}
+
 /// Iron Cushion's bulk insert step, per virtual user (one user = one connection): `inserts`
 /// POSTs to `{database}/_bulk_docs`, each carrying `documents_per_insert` new documents.
 /// The documents of user `c` get the ids `{run}-{c·n + k}` (n = inserts × documents_per_insert,
@@ -162,6 +174,48 @@ pub fn crud_rule_violations(weights: &CrudWeights, operations: u64, bulk_documen
         broken.push(CrudRule::NotEnoughDocumentsToDelete);
     }
     broken
+}
+
+// Validation: every problem with its plan path, in the order the plan reads.
+
+pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &CouchdbStep) {
+    // CouchDB rides on HTTP: a relative database URL takes the protocol's base_url.
+    let has_base_url = v.plan.protocol.base_url.is_some();
+    match step {
+        CouchdbStep::CouchdbBulkInsert(step) => {
+            couchdb_common(v, path, &step.name, &step.database, &step.schema, has_base_url);
+            if step.documents_per_insert == 0 {
+                v.error(format!("{path}.documents_per_insert"), "must be more than 0");
+            }
+        }
+        CouchdbStep::CouchdbCrud(step) => {
+            couchdb_common(v, path, &step.name, &step.database, &step.schema, has_base_url);
+            let counts = step.weights.counts(step.operations);
+            for rule in crud_rule_violations(&step.weights, step.operations, step.bulk_documents_per_user) {
+                v.error(format!("{path}.weights"), rule.explain(&counts, step.bulk_documents_per_user));
+            }
+        }
+    }
+}
+
+fn couchdb_common(v: &mut Validator, path: &str, name: &str, database: &str, schema: &str, has_base_url: bool) {
+    if name.trim().is_empty() {
+        v.error(format!("{path}.name"), "a CouchDB step needs a name");
+    }
+    let database_path = format!("{path}.database");
+    if database.contains("://") {
+        if !super::http::is_http_url(database) {
+            v.error(&database_path, format!("{database:?}: only http:// URLs are supported"));
+        }
+    } else if !has_base_url {
+        v.error(&database_path, format!("{database:?} is relative but the protocol has no base_url"));
+    }
+    if database.contains('$') {
+        v.error(&database_path, "the database URL cannot hold templates");
+    }
+    if schema.trim().is_empty() {
+        v.error(format!("{path}.schema"), "a CouchDB step needs a schema file");
+    }
 }
 
 #[cfg(test)]
