@@ -24,6 +24,7 @@ mod feeder;
 pub mod input;
 mod schema_check;
 mod secrets;
+mod segment;
 mod sql;
 mod template;
 mod threshold;
@@ -33,6 +34,9 @@ pub use couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCoun
 pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
+pub use segment::{
+    ExecutionSegment, ExecutionSegmentOptions, ExecutionSegmentSequence, Fraction, Segmentation, MAX_SEGMENT_DENOMINATOR,
+};
 pub use sql::{
     sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind,
     SqlStrategy, SqlTransaction, SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
@@ -408,6 +412,10 @@ pub struct RunOptions {
     /// computed over the rest of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_ms: Option<u64>,
+    /// This process's share of a run that several processes make together (k6's execution
+    /// segments): it runs only its segment's users, arrivals, budget and feeder rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_segment: Option<ExecutionSegmentOptions>,
 }
 
 impl Default for RunOptions {
@@ -425,6 +433,7 @@ impl Default for RunOptions {
             late_start_threshold_us: default_late_start_threshold_us(),
             graceful_stop_ms: None,
             warmup_ms: None,
+            execution_segment: None,
         }
     }
 }
