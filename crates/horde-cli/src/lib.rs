@@ -429,7 +429,7 @@ fn check_databases(program: &Program) -> Result<(), Failure> {
 /// Whether this machine can run the program: its users that must hold connections at once
 /// fit in the open-file limit. Nothing is created yet.
 fn check_capacity(program: &Program) -> Result<(), Failure> {
-    let needed = horde_engine::connections_needed_at_once(&program.plan);
+    let needed = horde_engine::connections_needed_at_once(program);
     let capacity = horde_engine::connection_capacity();
     if needed > capacity {
         return Err(Failure::Invalid(format!(

@@ -4,10 +4,10 @@
 
 use super::value::Value;
 use super::Session;
+use crate::segment::RunCounter;
 use base64::Engine as _;
 use horde_plan::{CompareOp, Condition, Expr, Function, Method, Segment};
 use rand::Rng;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Why an expression has no value.
@@ -30,7 +30,7 @@ pub trait Names {
         self.variable(path)
     }
     /// The run-wide counter of this name, shared by every worker.
-    fn counter(&mut self, name: &str) -> Arc<AtomicU64>;
+    fn counter(&mut self, name: &str) -> Arc<RunCounter>;
 }
 
 /// A string with `${...}` expressions.
@@ -138,7 +138,7 @@ pub enum Compiled {
     RandomInt(Box<Compiled>, Box<Compiled>),
     RandomString(Box<Compiled>),
     NowMs,
-    Counter(Arc<AtomicU64>),
+    Counter(Arc<RunCounter>),
     UserId,
     Scenario,
     Method { target: Box<Compiled>, method: Method, args: Vec<Compiled> },
@@ -227,7 +227,7 @@ impl Compiled {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Value::from(now.as_millis().to_string())
             }
-            Compiled::Counter(counter) => Value::from((counter.fetch_add(1, Ordering::Relaxed) + 1).to_string()),
+            Compiled::Counter(counter) => Value::from((counter.take() + 1).to_string()),
             Compiled::UserId => Value::from(session.user_id.to_string()),
             Compiled::Scenario => Value::Text(session.scenario.clone()),
             Compiled::Index(target, index) => {
@@ -525,7 +525,7 @@ mod tests {
     #[derive(Default)]
     struct TestNames {
         slots: HashMap<String, usize>,
-        counters: HashMap<String, Arc<AtomicU64>>,
+        counters: HashMap<String, Arc<RunCounter>>,
     }
 
     impl Names for TestNames {
@@ -539,7 +539,7 @@ mod tests {
             let next = self.slots.len();
             (*self.slots.entry(path[0].clone()).or_insert(next), 1)
         }
-        fn counter(&mut self, name: &str) -> Arc<AtomicU64> {
+        fn counter(&mut self, name: &str) -> Arc<RunCounter> {
             self.counters.entry(name.to_string()).or_default().clone()
         }
     }
