@@ -60,6 +60,8 @@ const FLAG_OF_PATH: &[(&str, &str)] = &[
     ("options.max_requests", "-n/--requests"),
     ("options.throttle", "--rate"),
     ("options.workers", "--workers"),
+    ("options.execution_segment.segment", "--execution-segment"),
+    ("options.execution_segment.sequence", "--execution-segment-sequence"),
     ("thresholds", "--threshold"),
     ("protocol.request_timeout_ms", "--timeout"),
     ("protocol.tls.ca_file", "--cacert"),
@@ -195,7 +197,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
     // A year stands in for "no duration", and -n then bounds the run.
     let loop_ms = duration_ms.map_or(MAX_DURATION_MS, |ms| ms.saturating_add(1000).min(MAX_DURATION_MS));
     let steps = vec![Step::During { duration_ms: loop_ms, counter: None, steps: vec![exchange] }];
-    let plan = Plan {
+    let mut plan = Plan {
         version: PLAN_VERSION,
         name: "http".into(),
         base_dir: None,
@@ -221,6 +223,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
             ..RunOptions::default()
         },
     };
+    args.segment.apply(&mut plan.options);
     match horde_engine::lower(&plan) {
         Ok(program) if problems.is_empty() => Ok(program),
         Ok(_) => Err(problems),

@@ -35,7 +35,8 @@ pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use segment::{
-    ExecutionSegment, ExecutionSegmentOptions, ExecutionSegmentSequence, Fraction, Segmentation, MAX_SEGMENT_DENOMINATOR,
+    ExecutionSegment, ExecutionSegmentOptions, ExecutionSegmentSequence, Fraction, Segmentation,
+    MAX_SEGMENT_DENOMINATOR,
 };
 pub use sql::{
     sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind,
