@@ -104,6 +104,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
+    pub segment: SegmentArgs,
+    #[command(flatten)]
     pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -339,11 +341,49 @@ pub struct HttpArgs {
     #[arg(long)]
     pub compressed: bool,
     #[command(flatten)]
+    pub segment: SegmentArgs,
+    #[command(flatten)]
     pub thresholds: GateArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+/// This process's share of a run that several processes make together (k6's execution
+/// segments, docs/cli.md#execution-segments), over the plan's `options.execution_segment`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct SegmentArgs {
+    /// Run only this share of the plan: FROM:TO, fractions, decimals or percentages of the
+    /// whole (1/3:2/3, 0.5:1, 25%:50%; a lone TO is 0:TO). The processes of a sequence
+    /// together send exactly what one process would.
+    #[arg(long, value_name = "FROM:TO", value_parser = execution_segment)]
+    pub execution_segment: Option<String>,
+    /// Every process's segments, the same for all of them: the points that cut the run
+    /// (0,1/3,2/3,1) [default: 0,FROM,TO,1].
+    #[arg(long, value_name = "0,P1,...,1", value_parser = execution_segment_sequence, requires = "execution_segment")]
+    pub execution_segment_sequence: Option<String>,
+}
+
+impl SegmentArgs {
+    /// Puts the flags over the plan's segment: the flag's segment, with the flag's sequence or
+    /// else the plan's.
+    pub(crate) fn apply(&self, options: &mut horde_plan::RunOptions) {
+        let Some(segment) = &self.execution_segment else { return };
+        let plan_sequence = options.execution_segment.take().and_then(|s| s.sequence);
+        options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
+            segment: segment.clone(),
+            sequence: self.execution_segment_sequence.clone().or(plan_sequence),
+        });
+    }
+}
+
+fn execution_segment(text: &str) -> Result<String, String> {
+    text.parse::<horde_plan::ExecutionSegment>().map(|_| text.to_string())
+}
+
+fn execution_segment_sequence(text: &str) -> Result<String, String> {
+    text.parse::<horde_plan::ExecutionSegmentSequence>().map(|_| text.to_string())
 }
 
 /// Whom https trusts, where names lead and which HTTP version is spoken: `horde http`'s flags,

@@ -119,7 +119,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Run(args) => match (args.trials, args.files.as_slice()) {
             (Some(count), _) => trials::trials(&args, count, loader),
             (None, [file]) => {
-                let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
+                let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
+                let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
                 let run = RunOutputs { name: &results_name(file), output: &args.output, exports: Some(&args.exports) };
                 execute(program, &run, &args.thresholds, &loader.front_end())
             }
@@ -130,7 +131,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Compare(args) => compare::compare(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Plan { file, params } => {
-            let program = load_program(&file, &params, &[], &args::TransportArgs::default(), loader)?;
+            let program = load_program(&file, &params, &[], &PlanFlags::default(), loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));
             Ok(exit::OK)
         }
@@ -157,7 +158,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 format!("ca_file={}", certificate.path().display()),
                 "http2=1".to_string(),
             ];
-            let program = load_program(&simulation, &params, &[], &args::TransportArgs::default(), loader)?;
+            let program = load_program(&simulation, &params, &[], &PlanFlags::default(), loader)?;
             let run = RunOutputs { name: &results_name(&simulation), output: &output, exports: None };
             let code = execute(program, &run, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
@@ -317,14 +318,21 @@ fn load_failure(error: LoadError) -> Failure {
     }
 }
 
+/// The flags a command puts over the plan it loads.
+#[derive(Default)]
+pub(crate) struct PlanFlags {
+    pub transport: args::TransportArgs,
+    pub segment: args::SegmentArgs,
+}
+
 /// Reads a plan file or runs a simulation, adds the command line's thresholds and puts its
-/// transport flags over the plan's protocol, then validates and lowers it; every problem is
-/// listed with its path.
+/// transport and segment flags over the plan's, then validates and lowers it; every problem
+/// is listed with its path.
 pub(crate) fn load_program(
     file: &Path,
     params: &[String],
     thresholds: &[String],
-    transport: &args::TransportArgs,
+    flags: &PlanFlags,
     loader: &dyn SimulationLoader,
 ) -> Result<Program, Failure> {
     let text = match input_kind(file)? {
@@ -349,7 +357,8 @@ pub(crate) fn load_program(
     }
     let mut plan = Plan::from_json(&text).map_err(|errors| Failure::Invalid(invalid_plan_message(file, &errors)))?;
     plan.thresholds.extend(thresholds.iter().cloned());
-    transport.apply(&mut plan.protocol, None).map_err(invalid_flags)?;
+    flags.transport.apply(&mut plan.protocol, None).map_err(invalid_flags)?;
+    flags.segment.apply(&mut plan.options);
     if plan.base_dir.is_none() {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -417,7 +426,7 @@ fn preflight(program: &Program) -> Result<(), Failure> {
 /// Whether this machine can run the program: its users that must hold connections at once
 /// fit in the open-file limit. Nothing is created yet.
 fn check_capacity(program: &Program) -> Result<(), Failure> {
-    let needed = horde_engine::connections_needed_at_once(&program.plan);
+    let needed = horde_engine::connections_needed_at_once(program);
     let capacity = horde_engine::connection_capacity();
     if needed > capacity {
         return Err(Failure::Invalid(format!(

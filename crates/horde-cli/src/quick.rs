@@ -62,6 +62,8 @@ const FLAG_OF_PATH: &[(&str, &str)] = &[
     ("options.max_requests", "-n/--requests"),
     ("options.throttle", "--rate"),
     ("options.workers", "--workers"),
+    ("options.execution_segment.segment", "--execution-segment"),
+    ("options.execution_segment.sequence", "--execution-segment-sequence"),
     ("thresholds", "--threshold"),
     ("protocol.request_timeout_ms", "--timeout"),
     ("protocol.tls.ca_file", "--cacert"),
@@ -204,7 +206,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         injection: vec![Injection::AtOnceUsers { users: connections }],
         after: None,
     };
-    let plan = Plan {
+    let mut plan = Plan {
         thresholds: args.thresholds.thresholds.clone(),
         protocol,
         options: RunOptions {
@@ -220,6 +222,7 @@ pub fn program(args: &HttpArgs) -> Result<horde_engine::Program, Vec<String>> {
         },
         ..Plan::new("http", vec![scenario])
     };
+    args.segment.apply(&mut plan.options);
     match horde_engine::lower(&plan) {
         Ok(program) if problems.is_empty() => Ok(program),
         Ok(_) => Err(problems),

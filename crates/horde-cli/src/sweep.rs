@@ -155,7 +155,13 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         (plan, None, name)
     } else {
         let file = Path::new(&args.target);
-        let program = load_program(file, &args.params, &[], &args.transport, loader)?;
+        let program = load_program(
+            file,
+            &args.params,
+            &[],
+            &crate::PlanFlags { transport: args.transport.clone(), ..Default::default() },
+            loader,
+        )?;
         (program.plan, program.session_functions, crate::results_name(file))
     };
     if args.workers.is_some() {

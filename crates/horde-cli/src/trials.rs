@@ -42,8 +42,9 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
     }
     let front_end = loader.front_end();
     let mut arms = Vec::new();
+    let flags = crate::PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
     for (file, label) in args.files.iter().zip(["A", "B"]) {
-        let program = load_program(file, &args.params, &args.thresholds.thresholds, &args.transport, loader)?;
+        let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
         // Runnable on this machine, before any directory is made.
         prepare(&program.plan, file)?;
         arms.push(Arm {

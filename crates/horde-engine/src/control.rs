@@ -9,7 +9,6 @@ use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
 use horde_plan::OnFeederExhausted;
 use rand::Rng;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -107,9 +106,7 @@ impl VirtualUser {
                 }
             }
             ChoiceProgram::Uniform(cases) => &cases[self.session.rng.random_range(0..cases.len())],
-            ChoiceProgram::RoundRobin { next, cases } => {
-                &cases[(next.fetch_add(1, Ordering::Relaxed) % cases.len() as u64) as usize]
-            }
+            ChoiceProgram::RoundRobin { next, cases } => &cases[(next.take() % cases.len() as u64) as usize],
         };
         self.chain(branch).await
     }

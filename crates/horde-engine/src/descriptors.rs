@@ -34,12 +34,16 @@ pub fn connection_capacity() -> u64 {
     })
 }
 
-/// Connections a plan is sure to hold at one moment: its users that arrive together
-/// (`at_once_users`) or run concurrently (closed model), one connection each. Scenarios that
-/// start `after` another do not overlap with it, the others may all run at once.
-pub fn connections_needed_at_once(plan: &horde_plan::Plan) -> u64 {
-    let peak =
-        |scenario: &horde_plan::Scenario| scenario.injection.iter().map(|i| i.users_at_once()).max().unwrap_or(0);
+/// Connections a program is sure to hold at one moment in this process: its users that arrive
+/// together (`at_once_users`) or run concurrently (closed model), one connection each, of its
+/// share's users when it runs an execution segment. Scenarios that start `after` another do
+/// not overlap with it, the others may all run at once.
+pub fn connections_needed_at_once(program: &crate::Program) -> u64 {
+    let plan = &program.plan;
+    let schedule = &program.share.schedule;
+    let peak = |scenario: &horde_plan::Scenario| {
+        scenario.injection.iter().map(|i| schedule.scale(i.users_at_once())).max().unwrap_or(0)
+    };
     let together: u64 = plan.scenarios.iter().filter(|s| s.after.is_none()).map(peak).fold(0, u64::saturating_add);
     let chained = plan.scenarios.iter().filter(|s| s.after.is_some()).map(peak).max().unwrap_or(0);
     together.max(chained)

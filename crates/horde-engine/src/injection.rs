@@ -288,9 +288,27 @@ pub struct Slot {
     pub until: Duration,
 }
 
-/// The slots of a closed profile that belong to `worker` of `workers`: for each user index,
-/// the periods it is active, adjoining periods merged so a user is not cut between steps.
-pub fn closed_slots(steps: &[Injection], worker: usize, workers: usize) -> Vec<Vec<Slot>> {
+/// The users a profile deals out, each with its index: its arrivals in the open model (a
+/// randomized rate counts its expected arrivals), its user slots (the highest concurrency) in
+/// the closed one. What segments are weighed by (`segment::Share`).
+pub fn user_indices(steps: &[Injection]) -> u64 {
+    if steps.iter().any(Injection::is_closed) {
+        return closed_levels(steps).iter().map(|&(from, to, _)| from.max(to)).max().unwrap_or(0);
+    }
+    expand_open(steps)
+        .iter()
+        .map(|step| match step {
+            OpenStep::Wait(_) => 0,
+            OpenStep::AtOnce(users) | OpenStep::Ramp { users, .. } | OpenStep::Peak { users, .. } => *users,
+            OpenStep::Rate { schedule, .. } => schedule.total().round() as u64,
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// The slots of a closed profile whose user index `owned` (by this worker): for each such
+/// user, the periods it is active, adjoining periods merged so a user is not cut between
+/// steps.
+pub fn closed_slots(steps: &[Injection], owned: impl Fn(u64) -> bool) -> Vec<Vec<Slot>> {
     let mut by_user: Vec<Vec<Slot>> = Vec::new();
     let mut add = |user: u64, from: Duration, until: Duration| {
         if until <= from {
@@ -327,7 +345,7 @@ pub fn closed_slots(steps: &[Injection], worker: usize, workers: usize) -> Vec<V
     by_user
         .into_iter()
         .enumerate()
-        .filter(|(user, slots)| user % workers == worker && !slots.is_empty())
+        .filter(|(user, slots)| owned(*user as u64) && !slots.is_empty())
         .map(|(_, slots)| slots)
         .collect()
 }
@@ -442,10 +460,10 @@ mod tests {
             Injection::ConstantConcurrentUsers { users: 3, duration_ms: 1000 },
             Injection::ConstantConcurrentUsers { users: 1, duration_ms: 500 },
         ];
-        let all: usize = (0..2).map(|w| closed_slots(&steps, w, 2).len()).sum();
+        let all: usize = (0..2).map(|w| closed_slots(&steps, |user| user % 2 == w).len()).sum();
         assert_eq!(all, 3);
         assert_eq!(
-            closed_slots(&steps, 0, 2),
+            closed_slots(&steps, |user| user % 2 == 0),
             vec![
                 vec![Slot { from: Duration::ZERO, until: Duration::from_millis(1500) }],
                 vec![Slot { from: Duration::ZERO, until: Duration::from_secs(1) }],
@@ -456,11 +474,11 @@ mod tests {
     #[test]
     fn a_concurrency_ramp_adds_users_evenly() {
         let steps = [Injection::RampConcurrentUsers { from: 0, to: 4, duration_ms: 4000 }];
-        let slots = closed_slots(&steps, 0, 1);
+        let slots = closed_slots(&steps, |_| true);
         let starts: Vec<u128> = slots.iter().map(|s| s[0].from.as_millis()).collect();
         assert_eq!(starts, vec![1000, 2000, 3000]);
         let down = [Injection::RampConcurrentUsers { from: 4, to: 0, duration_ms: 4000 }];
-        let ends: Vec<u128> = closed_slots(&down, 0, 1).iter().map(|s| s[0].until.as_millis()).collect();
+        let ends: Vec<u128> = closed_slots(&down, |_| true).iter().map(|s| s[0].until.as_millis()).collect();
         assert_eq!(ends, vec![3000, 2000, 1000]);
     }
 

@@ -32,6 +32,7 @@ mod protocol;
 mod request_log;
 mod run;
 mod run_limits;
+pub mod segment;
 pub mod session;
 mod start_line;
 mod thresholds;

@@ -13,7 +13,6 @@ use http::header::{HeaderName, HeaderValue};
 use http::Method;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
@@ -22,6 +21,7 @@ use crate::protocol::http::cookies::{self, CookieStep};
 use crate::protocol::http::resolve::Resolver;
 use crate::protocol::http::tls::TlsSetup;
 use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
+use crate::segment::{RunCounter, Share};
 pub use crate::session::expression::Template;
 use crate::session::expression::{CompiledCondition, Names};
 use crate::session::feeder::FeederRuntime;
@@ -73,6 +73,8 @@ pub struct Program {
     pub sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
     /// The plan's databases, which `sql` steps run on, in the plan's order.
     pub databases: Vec<crate::protocol::sql::ScenarioDatabase>,
+    /// What this process runs of the plan: all of it, or its execution segment's share.
+    pub share: Share,
 }
 
 impl Program {
@@ -281,7 +283,7 @@ pub enum ChoiceProgram {
     Uniform(Vec<Vec<StepProgram>>),
     /// Each pass, by any user of the run, takes the next case.
     RoundRobin {
-        next: Arc<AtomicU64>,
+        next: Arc<RunCounter>,
         cases: Vec<Vec<StepProgram>>,
     },
 }
@@ -538,6 +540,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         first_reads: HashMap::new(),
         current_path: String::new(),
         counters: HashMap::new(),
+        share: Share::of(plan),
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
         session_function_keys: Vec::new(),
@@ -632,6 +635,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         thresholds,
         sql_phases: lowering.sql_phases,
         databases,
+        share: lowering.share,
         protocol: ProtocolProgram {
             connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
             request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
@@ -692,7 +696,9 @@ struct Lowering {
     first_reads: HashMap<usize, String>,
     /// The plan path of the step being lowered, for errors of its templates.
     current_path: String,
-    counters: HashMap<String, Arc<AtomicU64>>,
+    counters: HashMap<String, Arc<RunCounter>>,
+    /// This process's share of the run: counters and feeder rows are striped by it.
+    share: Share,
     feeders: Vec<Arc<FeederRuntime>>,
     /// Each feeder's source, as errors name it (the file, or the plan's inline records).
     feeder_sources: Vec<String>,
@@ -717,8 +723,9 @@ impl Names for Lowering {
         (self.slot(&path[..used].join(".")), used)
     }
 
-    fn counter(&mut self, name: &str) -> Arc<AtomicU64> {
-        self.counters.entry(name.to_string()).or_default().clone()
+    fn counter(&mut self, name: &str) -> Arc<RunCounter> {
+        let stripe = &self.share.work;
+        self.counters.entry(name.to_string()).or_insert_with(|| Arc::new(RunCounter::new(stripe.clone()))).clone()
     }
 }
 
@@ -766,11 +773,11 @@ impl Lowering {
     /// Reads every feeder's source now: a missing file, a ragged line or bad JSON is a plan
     /// error with the file and line, before anything is sent.
     fn load_feeders(&mut self, plan: &Plan) {
-        let seed = plan.options.seed.unwrap_or_else(rand::random);
+        let seed = crate::segment::shared_seed(plan).unwrap_or_else(rand::random);
         for (i, feeder) in plan.feeders.iter().enumerate() {
             let row_id = self.row(format!("feed {}", feeder.name).into());
             let file = feeder.source.path().map(|p| self.resolve_file(p));
-            match FeederRuntime::load(feeder, file, row_id, seed ^ i as u64) {
+            match FeederRuntime::load(feeder, file, row_id, seed ^ i as u64, self.share.work.clone()) {
                 Ok(runtime) => {
                     self.feeder_sources.push(runtime.origin.clone());
                     self.feeders.push(Arc::new(runtime));
@@ -1022,7 +1029,7 @@ impl Lowering {
                     .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
                     .collect();
                 let choice = if matches!(step_ref, CoreStep::RoundRobinSwitch { .. }) {
-                    ChoiceProgram::RoundRobin { next: Arc::default(), cases }
+                    ChoiceProgram::RoundRobin { next: Arc::new(RunCounter::new(self.share.work.clone())), cases }
                 } else {
                     ChoiceProgram::Uniform(cases)
                 };

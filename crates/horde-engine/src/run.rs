@@ -73,15 +73,16 @@ pub fn run_with_request_log(
 ) -> RunResult {
     let options = program.plan.options.clone();
     let workers = worker_count(&program).max(1);
-    let seed = options.seed.unwrap_or_else(|| {
+    let seed = crate::segment::shared_seed(&program.plan).unwrap_or_else(|| {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     });
     let (snapshots, received) = mpsc::channel();
     let run_token = run_token(SystemTime::now());
     let start_line = StartLine::new(workers);
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
-    let ledger = RunLedger::new(options.max_requests, &options.throttle, workers);
-    crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program.plan));
+    let share = &program.share;
+    let ledger = RunLedger::new(share.budget(options.max_requests), &options.throttle, workers, share.work.clone());
+    crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program));
     let active_users = Arc::new(ActiveUsers::new(workers, program.scenarios.len()));
     let mut give_back = Vec::with_capacity(workers);
     let threads: Vec<_> = (0..workers)

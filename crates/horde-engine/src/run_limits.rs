@@ -13,8 +13,13 @@
 //! local: blocks are sized to be a small part of what is left (requests) or about a
 //! millisecond of the schedule where it is (slots), so no worker sits on much that another
 //! could use.
+//!
+//! With an execution segment the ledger holds the share's part of the budget, and its slot
+//! indices are the share's: its c-th slot is the run's slot `stripe.global(c)`, so the
+//! processes of a sequence together take every slot of the run's schedule once.
 
 use crate::injection::RateSchedule;
+use crate::segment::Stripe;
 use horde_plan::ThrottleStep;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,23 +47,27 @@ pub(crate) struct RunLedger {
 struct Throttle {
     /// The whole run's schedule (not a worker's share).
     schedule: RateSchedule,
-    /// The first slot index no worker has leased.
+    /// The first of the share's slot indices no worker has leased.
     next_slot: AtomicU64,
+    /// The share's slots of the schedule (all of them without a segment).
+    share: Stripe,
 }
 
 impl Throttle {
     /// Slots in about a millisecond of the schedule from slot `at`, at the rate there: one at
     /// a time at low rates, so that no worker holds a slot another's idle user could take.
     fn lease_size(&self, at: u64) -> u64 {
-        let time = self.schedule.time_of(at as f64).unwrap_or(f64::MAX);
+        let time = self.schedule.time_of(self.share.global(at) as f64).unwrap_or(f64::MAX);
         (self.schedule.rate_at(time) * SLOT_LEASE_SPAN_S).floor().clamp(1.0, MAX_SLOT_LEASE as f64) as u64
     }
 }
 
 impl RunLedger {
-    pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize) -> Arc<RunLedger> {
+    /// A ledger of `max_requests` (the share's part of the budget) and the share's slots of the
+    /// throttle.
+    pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize, share: Stripe) -> Arc<RunLedger> {
         let throttle =
-            RateSchedule::throttle(throttle).map(|schedule| Throttle { schedule, next_slot: AtomicU64::new(0) });
+            RateSchedule::throttle(throttle).map(|schedule| Throttle { schedule, next_slot: AtomicU64::new(0), share });
         Arc::new(RunLedger {
             requests_left: max_requests.map(AtomicU64::new),
             workers: workers.max(1) as u64,
@@ -167,7 +176,7 @@ impl WorkerLimits {
             end = next + lease;
         }
         self.slots.set((next + 1, end));
-        let at = throttle.schedule.time_of(next as f64).unwrap_or(f64::MAX / 4.0);
+        let at = throttle.schedule.time_of(throttle.share.global(next) as f64).unwrap_or(f64::MAX / 4.0);
         Some(self.start + Duration::from_secs_f64(at.min(1e9)))
     }
 }
@@ -179,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_budget_is_exact_whichever_worker_spends_it() {
-        let ledger = RunLedger::new(Some(5000), &[], 4);
+        let ledger = RunLedger::new(Some(5000), &[], 4, Stripe::whole());
         let start = Instant::now();
         let workers: Vec<WorkerLimits> = (0..4).map(|_| WorkerLimits::new(ledger.clone(), start)).collect();
         // One worker has all the users, as with -c 1.
@@ -188,7 +197,7 @@ mod tests {
         assert!(workers.iter().all(WorkerLimits::requests_exhausted));
 
         // Uneven users: worker 0 asks three times as often as worker 1.
-        let ledger = RunLedger::new(Some(1001), &[], 2);
+        let ledger = RunLedger::new(Some(1001), &[], 2, Stripe::whole());
         let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
         let mut sent = 0;
         for i in 0..4000 {
@@ -200,7 +209,7 @@ mod tests {
 
     #[test]
     fn returned_leases_are_spent_by_another_worker() {
-        let ledger = RunLedger::new(Some(1000), &[], 2);
+        let ledger = RunLedger::new(Some(1000), &[], 2, Stripe::whole());
         let start = Instant::now();
         let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
         assert!(a.take_request());
@@ -213,7 +222,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn throttle_slots_of_all_workers_are_the_whole_schedule_once() {
         let steps = [ThrottleStep::JumpToRps { rps: 500.0 }, ThrottleStep::HoldFor { duration_ms: 10_000 }];
-        let ledger = RunLedger::new(None, &steps, 2);
+        let ledger = RunLedger::new(None, &steps, 2, Stripe::whole());
         let start = Instant::now();
         let (a, b) = (WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start));
         // One user on one worker gets the whole rate: a slot every 2 ms.
@@ -229,12 +238,39 @@ mod tests {
         assert_eq!(seen, expected);
     }
 
+    /// P3: the throttle slots that the workers of every share take are the whole run's,
+    /// each once.
+    #[tokio::test(start_paused = true)]
+    async fn the_shares_take_every_throttle_slot_once() {
+        let steps = [ThrottleStep::JumpToRps { rps: 1000.0 }, ThrottleStep::HoldFor { duration_ms: 10_000 }];
+        let start = Instant::now();
+        for weights in [vec![1, 1, 1], vec![1, 1, 2], vec![3, 2], vec![1, 0]] {
+            let mut seen = BTreeSet::new();
+            let mut taken = 0;
+            for member in 0..weights.len() {
+                let share = Stripe::of(&weights, member);
+                let slots = share.scale(600);
+                let ledger = RunLedger::new(None, &steps, 2, share);
+                let workers = [WorkerLimits::new(ledger.clone(), start), WorkerLimits::new(ledger.clone(), start)];
+                for i in 0..slots {
+                    let at = workers[(i % 3 == 0) as usize].next_throttle_slot().unwrap() - start;
+                    assert!(seen.insert(at), "{weights:?}: slot at {at:?} twice");
+                    taken += 1;
+                }
+            }
+            // The first 600 slots of the run, 1 ms apart, and no other.
+            assert_eq!(taken, 600);
+            assert_eq!(seen, (0..600).map(Duration::from_millis).collect::<BTreeSet<_>>(), "{weights:?}");
+        }
+    }
+
     #[test]
     fn slots_are_leased_about_a_millisecond_at_a_time_where_the_schedule_is() {
-        let throttle =
-            |steps: &[ThrottleStep]| RunLedger::new(None, steps, 2).throttle.as_ref().map(|t| t.schedule.clone());
+        let throttle = |steps: &[ThrottleStep]| {
+            RunLedger::new(None, steps, 2, Stripe::whole()).throttle.as_ref().map(|t| t.schedule.clone())
+        };
         let lease = |steps: &[ThrottleStep], at: u64| {
-            let ledger = RunLedger::new(None, steps, 2);
+            let ledger = RunLedger::new(None, steps, 2, Stripe::whole());
             ledger.throttle.as_ref().unwrap().lease_size(at)
         };
         assert!(throttle(&[]).is_none());

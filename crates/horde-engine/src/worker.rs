@@ -452,9 +452,11 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     };
     let injection = &program.injection;
     if injection.iter().any(Injection::is_closed) {
-        // Closed-model users are numbered on each worker and interleaved across workers.
+        // Closed-model users are numbered on each worker and interleaved across workers (and
+        // across the processes of a segmented run, through the share's stripe).
         let users_made = Rc::new(Cell::new(0u64));
-        let slots: Vec<_> = closed_slots(injection, ctx.worker, ctx.workers)
+        let schedule = &ctx.program.share.schedule;
+        let slots: Vec<_> = closed_slots(injection, |user| schedule.owns_local(user, ctx.worker, ctx.workers))
             .into_iter()
             .map(|periods| {
                 let ctx = ctx.clone();
@@ -466,7 +468,11 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                         let until = begin + period.until;
                         while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested()
                         {
-                            let number = users_made.get() * ctx.workers as u64 + ctx.worker as u64;
+                            let number = ctx
+                                .program
+                                .share
+                                .schedule
+                                .global(users_made.get() * ctx.workers as u64 + ctx.worker as u64);
                             users_made.set(users_made.get() + 1);
                             let began = Instant::now();
                             let failed = match run_user(&ctx, scenario, number).await {
@@ -489,8 +495,9 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
         let mut timer = PreciseTimer::new();
         let mut made_since_yield = 0u64;
         let mut previous_offset = None;
+        let schedule = &ctx.program.share.schedule;
         for (k, offset) in arrivals(injection, seed).enumerate() {
-            if k % ctx.workers != ctx.worker {
+            if !schedule.owns_local(k as u64, ctx.worker, ctx.workers) {
                 continue;
             }
             // Users are made as they are due. In a burst (`at_once_users(N)`), every user is

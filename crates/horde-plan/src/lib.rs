@@ -24,6 +24,7 @@ pub mod input;
 mod protocol;
 mod schema_check;
 mod secrets;
+mod segment;
 mod step;
 mod template;
 mod threshold;
@@ -48,6 +49,10 @@ pub use protocol::sql::{
 pub use protocol::sql::{SqlSource, SqlStep};
 pub use protocol::{CheckSource, Step};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
+pub use segment::{
+    ExecutionSegment, ExecutionSegmentOptions, ExecutionSegmentSequence, Fraction, Segmentation,
+    MAX_SEGMENT_DENOMINATOR,
+};
 pub use step::{Chain, Child, ChildPath, CoreStep, SwitchCase, WeightedCase};
 pub use template::{
     escape_template, is_variable_name, parse_condition, parse_template, template_variables, CompareOp, Condition, Expr,
@@ -239,6 +244,10 @@ pub struct RunOptions {
     /// computed over the rest of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_ms: Option<u64>,
+    /// This process's share of a run that several processes make together (k6's execution
+    /// segments): it runs only its segment's users, arrivals, budget and feeder rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_segment: Option<ExecutionSegmentOptions>,
 }
 
 impl Default for RunOptions {
@@ -256,6 +265,7 @@ impl Default for RunOptions {
             late_start_threshold_us: default_late_start_threshold_us(),
             graceful_stop_ms: None,
             warmup_ms: None,
+            execution_segment: None,
         }
     }
 }

@@ -243,6 +243,9 @@ impl Validator<'_> {
         if let Some(ThrottleStep::HoldFor { .. }) = options.throttle.first() {
             self.error("options.throttle[0]", "a throttle starts with jump_to_rps or reach_rps");
         }
+        if let Some(Err(errors)) = options.execution_segment.as_ref().map(crate::ExecutionSegmentOptions::resolve) {
+            self.errors.extend(errors);
+        }
     }
 
     pub(crate) fn steps(&mut self, path: &str, steps: &[Step]) {

@@ -4,10 +4,10 @@
 
 use super::value::Value;
 use super::Session;
+use crate::segment::RunCounter;
 use base64::Engine as _;
 use horde_plan::{CompareOp, Condition, Expr, Function, Method, Segment};
 use rand::Rng;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Why an expression has no value.
@@ -30,7 +30,7 @@ pub trait Names {
         self.variable(path)
     }
     /// The run-wide counter of this name, shared by every worker.
-    fn counter(&mut self, name: &str) -> Arc<AtomicU64>;
+    fn counter(&mut self, name: &str) -> Arc<RunCounter>;
 }
 
 /// A string with `${...}` expressions.
@@ -139,7 +139,7 @@ pub enum Compiled {
     RandomString(Box<Compiled>),
     NowMs,
     NowS,
-    Counter(Arc<AtomicU64>),
+    Counter(Arc<RunCounter>),
     UserId,
     Scenario,
     Method { target: Box<Compiled>, method: Method, args: Vec<Compiled> },
@@ -233,7 +233,7 @@ impl Compiled {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Value::from(now.as_secs().to_string())
             }
-            Compiled::Counter(counter) => Value::from((counter.fetch_add(1, Ordering::Relaxed) + 1).to_string()),
+            Compiled::Counter(counter) => Value::from((counter.take() + 1).to_string()),
             Compiled::UserId => Value::from(session.user_id.to_string()),
             Compiled::Scenario => Value::Text(session.scenario.clone()),
             Compiled::Index(target, index) => {
@@ -531,7 +531,7 @@ mod tests {
     #[derive(Default)]
     struct TestNames {
         slots: HashMap<String, usize>,
-        counters: HashMap<String, Arc<AtomicU64>>,
+        counters: HashMap<String, Arc<RunCounter>>,
     }
 
     impl Names for TestNames {
@@ -545,7 +545,7 @@ mod tests {
             let next = self.slots.len();
             (*self.slots.entry(path[0].clone()).or_insert(next), 1)
         }
-        fn counter(&mut self, name: &str) -> Arc<AtomicU64> {
+        fn counter(&mut self, name: &str) -> Arc<RunCounter> {
             self.counters.entry(name.to_string()).or_default().clone()
         }
     }

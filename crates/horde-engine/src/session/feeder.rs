@@ -2,10 +2,16 @@
 //! record is an `Arc`, so handing it to a user copies nothing), taken in queue order by one
 //! atomic counter across all workers, so each record goes to exactly one user.
 //!
+//! With an execution segment, queue, shuffle and circular feeders take only the rows of the
+//! share's stripe (the c-th take is row `stripe.global(c)`, modulo the count for circular): the
+//! processes of a sequence together take each row once, as one process would have, with no
+//! call between them. Random feeders draw from every row, in each process.
+//!
 //! A feeder with `batch` keeps only a batch of records in memory, behind a lock: for files
 //! larger than memory, at the cost of a lock per record taken.
 
 use super::value::Value;
+use crate::segment::Stripe;
 use horde_plan::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -40,8 +46,10 @@ enum Records {
         records: Vec<Record>,
         /// `shuffle`: the order records are taken in, drawn once per run.
         order: Option<Vec<u32>>,
-        /// The next record in queue order, across all workers.
+        /// The next of this share's records in queue order, across all workers.
         next: AtomicU64,
+        /// The share's rows: its c-th take is row `rows.global(c)`.
+        rows: Stripe,
     },
     Batched(Box<Mutex<BatchReader>>),
 }
@@ -56,8 +64,15 @@ pub enum FeedError {
 
 impl FeederRuntime {
     /// Reads and checks the feeder's source: `file`, the source's path resolved by the plan's
-    /// rules, or the plan's inline records. `seed` orders a `shuffle`.
-    pub fn load(feeder: &Feeder, file: Option<PathBuf>, row_id: usize, seed: u64) -> Result<FeederRuntime, String> {
+    /// rules, or the plan's inline records. `seed` orders a `shuffle`; `rows` are the share's
+    /// (every row without a segment).
+    pub fn load(
+        feeder: &Feeder,
+        file: Option<PathBuf>,
+        row_id: usize,
+        seed: u64,
+        rows: Stripe,
+    ) -> Result<FeederRuntime, String> {
         let origin = match &file {
             Some(file) => file.display().to_string(),
             None => format!("feeder {:?}", feeder.name),
@@ -71,7 +86,7 @@ impl FeederRuntime {
                 let file = file.expect("files only");
                 // Checked whole now, kept a batch at a time later: a bad line is an error
                 // before the run, not in its middle.
-                let mut reader = BatchReader::open(source, &file, batch as usize, feeder.strategy, seed)?;
+                let mut reader = BatchReader::open(source, &file, batch as usize, feeder.strategy, seed, rows)?;
                 let (columns, count) = reader.check_all()?;
                 if count == 0 {
                     return Err(format!("{}: no records", file.display()));
@@ -107,20 +122,20 @@ impl FeederRuntime {
             on_exhausted: feeder.on_exhausted,
             row_id,
             origin,
-            records: Records::InMemory { records, order, next: AtomicU64::new(0) },
+            records: Records::InMemory { records, order, next: AtomicU64::new(0), rows },
         })
     }
 
     /// The next record by the feeder's strategy; `rng` is the user's, for `random`.
     pub fn take(&self, rng: &mut impl Rng) -> Result<Record, FeedError> {
         match &self.records {
-            Records::InMemory { records, order, next } => {
+            Records::InMemory { records, order, next, rows } => {
                 let count = records.len() as u64;
                 let index = match self.strategy {
                     FeederStrategy::Random => rng.random_range(0..count),
-                    FeederStrategy::Circular => next.fetch_add(1, Ordering::Relaxed) % count,
+                    FeederStrategy::Circular => rows.global(next.fetch_add(1, Ordering::Relaxed)) % count,
                     FeederStrategy::Queue | FeederStrategy::Shuffle => {
-                        let taken = next.fetch_add(1, Ordering::Relaxed);
+                        let taken = rows.global(next.fetch_add(1, Ordering::Relaxed));
                         if taken >= count {
                             return Err(FeedError::Exhausted);
                         }
@@ -139,7 +154,7 @@ impl FeederRuntime {
         }
     }
 
-    /// How many records a queue has handed out (for tests and the summary).
+    /// How many records a queue has handed out in this process (for tests and the summary).
     pub fn taken(&self) -> u64 {
         match &self.records {
             Records::InMemory { next, .. } => next.load(Ordering::Relaxed),
@@ -328,6 +343,10 @@ struct BatchReader {
     exhausted: bool,
     taken: u64,
     rng: rand::rngs::SmallRng,
+    /// The share's rows, and the run-wide index of the next row read (it goes on counting
+    /// past the file's end when a circular feeder starts it over).
+    share: Stripe,
+    position: u64,
 }
 
 enum RowSource {
@@ -342,6 +361,7 @@ impl BatchReader {
         batch: usize,
         strategy: FeederStrategy,
         seed: u64,
+        rows: Stripe,
     ) -> Result<BatchReader, String> {
         Ok(BatchReader {
             source: source.clone(),
@@ -354,6 +374,9 @@ impl BatchReader {
             exhausted: false,
             taken: 0,
             rng: rand::SeedableRng::seed_from_u64(seed),
+            // Random draws within batches of every row: not striped.
+            share: if strategy == FeederStrategy::Random { Stripe::whole() } else { rows },
+            position: 0,
         })
     }
 
@@ -403,8 +426,23 @@ impl BatchReader {
         Ok(())
     }
 
-    /// The next record of the file, or None at its end.
+    /// The next record of the file that is the share's, or None at the file's end.
     fn read_one(&mut self) -> Result<Option<Record>, String> {
+        loop {
+            let record = self.read_next()?;
+            if record.is_none() {
+                return Ok(None);
+            }
+            let position = self.position;
+            self.position += 1;
+            if self.share.owns(position) {
+                return Ok(record);
+            }
+        }
+    }
+
+    /// The next record of the file, or None at its end.
+    fn read_next(&mut self) -> Result<Option<Record>, String> {
         if self.rows.is_none() {
             self.reopen()?;
         }
@@ -430,27 +468,30 @@ impl BatchReader {
     }
 
     fn refill(&mut self) -> Result<(), FeedError> {
-        let mut restarted = false;
+        // Where the file was last started over in this refill: a pass from there that reads
+        // no row at all (the share's or not) finds an empty file.
+        let mut restarted_at = None;
         while self.buffer.len() < self.batch {
             match self.read_one().map_err(FeedError::Read)? {
                 Some(record) => {
                     self.buffer.push_back(record);
-                    restarted = false;
+                    restarted_at = None;
                 }
                 None if self.strategy.runs_out() => {
                     self.exhausted = true;
                     break;
                 }
                 // An empty file (it was checked to hold records: it changed since).
-                None if restarted => return Err(FeedError::Exhausted),
+                None if restarted_at == Some(self.position) => return Err(FeedError::Exhausted),
                 None => {
                     // Circular and random start the file over: at once when the batch is
-                    // empty, else at the next refill.
+                    // empty, else at the next refill. A share's rows of a small file may
+                    // come only after a few passes.
                     self.rows = None;
                     if !self.buffer.is_empty() {
                         break;
                     }
-                    restarted = true;
+                    restarted_at = Some(self.position);
                 }
             }
         }
@@ -496,7 +537,7 @@ mod tests {
 
     fn load(feeder: Feeder) -> Result<FeederRuntime, String> {
         let file = feeder.source.path().map(PathBuf::from);
-        FeederRuntime::load(&feeder, file, 0, 1)
+        FeederRuntime::load(&feeder, file, 0, 1, Stripe::whole())
     }
 
     fn ids(runtime: &FeederRuntime, takes: usize) -> Vec<Option<String>> {
@@ -554,6 +595,49 @@ mod tests {
             assert_eq!(taken, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
             assert!(ids(&shuffle, 1)[0].is_none(), "a shuffle runs out");
         }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// P5: with segments, queue, shuffle and circular feeders, whole or in batches, hand
+    /// each row to exactly one share; together the shares take what one process would.
+    #[test]
+    fn the_shares_of_a_feeder_take_each_row_once() {
+        let dir = temp_dir("shares");
+        let path = csv_file(&dir, 25).display().to_string();
+        for weights in [vec![1, 1, 1], vec![1, 1, 2], vec![5, 3], vec![1, 0]] {
+            for strategy in [FeederStrategy::Queue, FeederStrategy::Shuffle, FeederStrategy::Circular] {
+                for batch in [None, Some(4)] {
+                    let mut union = Vec::new();
+                    for member in 0..weights.len() {
+                        let share = Stripe::of(&weights, member);
+                        let source = FeederSource::Csv { path: path.clone() };
+                        let runtime = FeederRuntime::load(
+                            &feeder(source, strategy, batch),
+                            Some(path.clone().into()),
+                            0,
+                            1,
+                            share.clone(),
+                        )
+                        .unwrap();
+                        // A queue is taken until it runs out; a circular feeder, for the
+                        // share's part of one pass.
+                        let takes = if strategy == FeederStrategy::Circular { share.scale(25) as usize } else { 30 };
+                        let ids: Vec<String> = ids(&runtime, takes).into_iter().flatten().collect();
+                        assert_eq!(ids.len() as u64, share.scale(25), "{weights:?} {strategy:?} {batch:?}");
+                        union.extend(ids);
+                    }
+                    union.sort_by_key(|id| id.parse::<u32>().unwrap());
+                    let every_row: Vec<String> = (0..25).map(|i| i.to_string()).collect();
+                    assert_eq!(union, every_row, "{weights:?} {strategy:?} {batch:?}");
+                }
+            }
+        }
+        // A circular feeder's share of a file smaller than its block still comes round.
+        let small = csv_file(&dir, 1).display().to_string();
+        let third = Stripe::of(&[1, 1, 1], 2);
+        let circular = feeder(FeederSource::Csv { path: small }, FeederStrategy::Circular, Some(2));
+        let runtime = FeederRuntime::load(&circular, circular.source.path().map(PathBuf::from), 0, 1, third).unwrap();
+        assert_eq!(ids(&runtime, 3), [Some("0".to_string()), Some("0".to_string()), Some("0".to_string())]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
