@@ -390,3 +390,35 @@ def test_a_number_in_a_json_body_stays_a_number(tmp_path):
     assert saves(requests[0]) == {"note_id": ("jsonpath", "$.id", False)}
     assert requests[1]["body"] == {"type": "raw", "text": '{"note_id": ${note_id}, "pinned": true, "label": "top $${x}"}'}
     assert headers(requests[1]) == {"Content-Type": "application/json"}
+
+
+# A value a redirect carries.
+
+def test_a_code_in_a_redirects_location_sent_again_later_is_read_from_the_location(tmp_path):
+    # An OAuth-style login: the 302 carries a code to the callback page, whose script then
+    # posts the same code. The engine would follow the redirect unseen: the import cuts the
+    # chain there, and the login's check reads the Location.
+    code = "Sp1xQ9rT4vW8yZ2b"
+    plan, requests, source = imported(tmp_path, [
+        post(SITE + "/login", {"user": "ann"}, 0, status=302, body="",
+             response_headers=[("Location", f"{SITE}/callback?code={code}&state=xyz")]),
+        entry("GET", f"{SITE}/callback?code={code}&state=xyz", at=0.1, body="<title>callback</title>"),
+        post(SITE + "/api/token", {"code": code, "client": "web"}, 0.3, body='{"ok": true}'),
+    ])
+    login, callback, token = requests
+    assert login["follow_redirects"] is False
+    assert saves(login) == {"code": ("header_regex", "[?&]code=([^&#]*)", False)}
+    assert {"source": {"type": "status"}, "validate": {"type": "is", "value": "302"}} in login["checks"]
+    assert callback["url"].endswith("/callback") or "${code}" in json.dumps(callback)
+    assert "${code}" in json.dumps(callback) and form(token)["code"] == "${code}"
+    assert "disable_follow_redirect()" in source
+
+
+def test_a_redirect_whose_values_are_not_sent_again_is_followed_by_the_engine(tmp_path):
+    _, requests, _ = imported(tmp_path, [
+        post(SITE + "/login", {"user": "ann"}, 0, status=302, body="",
+             response_headers=[("Location", f"{SITE}/home?welcome=Sp1xQ9rT4vW8yZ2b")]),
+        entry("GET", f"{SITE}/home?welcome=Sp1xQ9rT4vW8yZ2b", at=0.1, body="<title>home</title>"),
+        page("<title>other</title>", 0.5, url=SITE + "/other"),
+    ])
+    assert len(requests) == 2 and "follow_redirects" not in requests[0]

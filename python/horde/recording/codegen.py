@@ -383,6 +383,9 @@ class SimulationWriter:
                 lines.append(f"# {use.slot.where}: {self.describe(use)}")
         lines += self.header_lines(index, exchange, uses)
         lines += self.body_lines(index, exchange, uses)
+        if not exchange.follow_redirects:
+            lines.append("# Its redirect is not followed: a value in its Location is sent again later")
+            lines.append(".disable_follow_redirect()")
         checks = [self.status_check(exchange)]
         if index is not None and self.observed is not None:
             checks = self.observing_checks(index) + checks

@@ -168,6 +168,9 @@ class Exchange:
     resources: List["Exchange"] = field(default_factory=list)
     pause_before: float = 0.0
     page_title: Optional[str] = None
+    # False when a value this redirect's Location carries is sent again later (an OAuth code a
+    # page's script posts): the redirect is then the response its checks read, not a hop.
+    follow_redirects: bool = True
 
     @property
     def ended(self) -> float:

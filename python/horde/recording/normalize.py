@@ -17,12 +17,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urljoin, urlsplit, urlunsplit
 
 from .exchanges import Exchange, header_value
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 MIN_PAUSE = 0.1
+# A Location's query value shorter than this is a flag or a word, not a code made for the user.
+MIN_LOCATION_VALUE = 8
 
 # Hosts a browser talks to by itself, and the usual analytics: never part of a journey.
 NOISE_HOSTS = (
@@ -155,13 +157,41 @@ def redirect_target(exchange: Exchange) -> Optional[str]:
     return _normalized(urljoin(exchange.request.url, location)) if location else None
 
 
+def location_values(exchange: Exchange) -> List[str]:
+    """The values a redirect's Location carries in its query that look made for this
+    exchange (an authorization code, a state): long enough not to be words or flags."""
+    location = header_value(exchange.response.headers, "location") or exchange.response.redirect_url or ""
+    return [value for _, value in parse_qsl(urlsplit(location).query) if len(value) >= MIN_LOCATION_VALUE]
+
+
+def _sent_again(value: str, exchanges: List[Exchange], hop: Exchange) -> bool:
+    """Whether a request other than the redirect's own follow-up sends ``value``."""
+    for exchange in exchanges:
+        if exchange is hop:
+            continue
+        body = exchange.request.body
+        sent = [unquote(exchange.request.url), unquote_plus(body.data.decode("utf-8", "replace")), body.text]
+        sent += [v for _, v in body.fields]
+        if any(value in text for text in sent):
+            return True
+    return False
+
+
 def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
-    """Each redirect's follow-up becomes a hop of the request that started the chain."""
+    """Each redirect's follow-up becomes a hop of the request that started the chain, unless
+    a value its Location carries is sent again by a later request: the chain is cut there, so
+    that a check can read the Location (the engine would follow it unseen)."""
     waiting: Dict[str, Exchange] = {}  # the URL a chain was sent to -> the chain's first request
     heads = []
-    for exchange in exchanges:
+    for position, exchange in enumerate(exchanges):
         url = _normalized(exchange.request.url)
         head = waiting.pop(url, None)
+        if head is not None and not head.hops and any(
+                _sent_again(value, exchanges[position:], exchange) for value in location_values(head)):
+            # The chain's first redirect: cut there. (A value from a redirect in the middle of
+            # a chain stays the engine's to follow.)
+            head.follow_redirects = False
+            head = None
         if head is not None and exchange.started >= head.started:
             last = head.hops[-1] if head.hops else head
             if last.response.status in (307, 308) or exchange.request.method in ("GET", "HEAD"):

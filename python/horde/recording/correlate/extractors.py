@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
+from urllib.parse import parse_qsl, quote, unquote_plus, urlsplit
 
 from ..exchanges import Exchange, header_values, html_title
 from ..htmlscan import Page, css_identifier_ok, css_string, scan
@@ -59,6 +60,8 @@ class ResponseView:
             return False
         if any(form in self.text for form in _encodings(value)) or any(value == v for _, v in self.response.headers):
             return True
+        if any(value in v for v in header_values(self.response.headers, "location")):
+            return True
         if self.json is not None:
             from ..decisions import json_leaves
 
@@ -99,6 +102,30 @@ def header_extractor(name: str) -> Extractor:
         return values[0] if values else None
 
     return Extractor("header", f"header({py(name)})", evaluate, f"header {name}")
+
+
+def location_extractor(view: ResponseView, value: str) -> Optional[Extractor]:
+    """A query parameter's value in a redirect's Location: ``header_regex("Location",
+    "[?&]code=([^&#]*)")``, which a request that does not follow its redirect reads."""
+    for location in header_values(view.response.headers, "location"):
+        for name, found in parse_qsl(urlsplit(location).query, keep_blank_values=True):
+            if found != value:
+                continue
+            pattern = "[?&]" + re.escape(quote(name, safe="")) + "=([^&#]*)"
+            compiled = re.compile(pattern)
+
+            def evaluate(view, compiled=compiled):
+                for header in header_values(view.response.headers, "location"):
+                    match = compiled.search(header)
+                    if match:
+                        return unquote_plus(match.group(1))
+                return None
+
+            extractor = Extractor("header_regex", f"header_regex(\"Location\", {py(pattern)})", evaluate,
+                                  f"the {name} parameter of its Location")
+            if extractor.works_on(view, value) and quote(value, safe="") == value:
+                return extractor
+    return None
 
 
 # JSON.
@@ -269,6 +296,9 @@ def find_extractor(view: ResponseView, value: str, json_paths=None) -> Optional[
             extractor = header_extractor(name)
             if extractor.works_on(view, value):
                 return extractor
+    extractor = location_extractor(view, value)
+    if extractor is not None:
+        return extractor
     if view.json is not None:
         for path in json_paths if json_paths is not None else _json_paths(view.json, value):
             extractor = jsonpath_extractor(path)
