@@ -290,12 +290,34 @@ def confirm_journey(client, url):
 FIXTURE_UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
 
 
+def oauth_journey(client, url):
+    """OAuth's authorization code grant on the built-in target, as a single-page app signs in:
+    the authorization redirects to the callback page (the client follows it), whose script
+    posts the code of its URL for a token, which then opens the orders API."""
+    import urllib.request
+    from urllib.parse import parse_qs, urlencode, urlsplit
+
+    with client.open(url + "/oauth/authorize?client_id=web&redirect_uri=/oauth/callback&state=st4te") as response:
+        landed = response.geturl()
+        response.read()
+    code = parse_qs(urlsplit(landed).query)["code"][0]
+    form = urlencode({"grant_type": "authorization_code", "code": code}).encode()
+    with client.open(urllib.request.Request(url + "/oauth/token", data=form)) as response:
+        token = json.loads(response.read())["access_token"]
+    request = urllib.request.Request(url + "/api/orders")
+    request.add_header("Authorization", f"Bearer {token}")
+    with client.open(request) as response:
+        response.read()
+
+
 def record_target_journeys(directory, url, ca_dir):
-    """The built-in target's JSF journey and orders API, scripted through `horde record`:
-    directory/jsf.har and directory/orders.har."""
+    """The built-in target's JSF journey, orders API and OAuth sign-in, scripted through
+    `horde record`: directory/jsf.har, directory/orders.har and directory/oauth.har."""
     directory = Path(directory)
     with Recorder(directory / "jsf.har", ca_dir) as recorder:
         jsf_journey(proxied_client(recorder), url, "planer.bin", FIXTURE_UPLOAD)
     with Recorder(directory / "orders.har", ca_dir) as recorder:
         orders_journey(proxied_client(recorder), url, user="ann")
-    return directory / "jsf.har", directory / "orders.har"
+    with Recorder(directory / "oauth.har", ca_dir) as recorder:
+        oauth_journey(proxied_client(recorder), url)
+    return directory / "jsf.har", directory / "orders.har", directory / "oauth.har"

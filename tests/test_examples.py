@@ -206,7 +206,7 @@ def test_every_example_is_covered():
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
-               "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py"}
+               "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -503,3 +503,18 @@ def test_think_times(target, tmp_path):
     assert summary["scheduling"]["scheduled_starts"] == users
     kinds = [step["type"] for step in summary["plan"]["scenarios"][0]["steps"] if step["type"].startswith("pause")]
     assert kinds == ["pause", "pause_uniform", "pause_exponential", "pause_normal", "pause_template"]
+
+
+def test_oauth_login(target, tmp_path):
+    users = 5
+    before = target.stats()
+    run_example(["horde", "run", EXAMPLES / "oauth_login.py", "-D", f"base_url={target.url}", "-D", f"users={users}"],
+                tmp_path)
+    [summary] = summaries(tmp_path)
+    assert (summary["global"]["ok"], summary["global"]["ko"]) == (4 * users, 0), summary["errors"]
+    after = target.stats()
+    # One code per user, each exchanged once, and every token opened the orders API.
+    assert after["oauth_codes_given"] - before["oauth_codes_given"] == users
+    assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == users
+    assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
+    assert after["orders_listed"] - before["orders_listed"] == users

@@ -108,7 +108,8 @@ UPLOAD = FIXTURE_UPLOAD
 
 @pytest.fixture(scope="module")
 def target_recordings(tmp_path_factory):
-    """The JSF journey and the orders API on the built-in target, scripted through `horde record`."""
+    """The JSF journey, the orders API and the OAuth sign-in on the built-in target, scripted through
+    `horde record`."""
     from conftest import Target
 
     directory = tmp_path_factory.mktemp("target-recordings")
@@ -169,6 +170,34 @@ def test_orders_recording_without_correlation_fails(target, target_recordings, t
     assert result.code == 0, result.stderr
     assert result.summary["global"]["ko"] > 0
     assert target.stats()["unauthorized"] >= USERS
+
+
+def test_oauth_recording_replays_with_20_users_each_with_its_own_code(target, target_recordings, tmp_path, horde):
+    completed = import_har(target_recordings[2], "-o", tmp_path / "oauth.py")
+    assert completed.returncode == 0, completed.stderr
+    # The code is read from the authorization's redirect, which the replay does not follow.
+    source = (tmp_path / "oauth.py").read_text()
+    assert ".disable_follow_redirect()" in source and 'header_regex("Location"' in source
+    before = target.stats()
+    result = run_on_target(target, horde, tmp_path / "oauth.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    after = target.stats()
+    # Each code is good once: 20 exchanged means 20 users each read its own.
+    assert after["oauth_codes_given"] - before["oauth_codes_given"] == USERS
+    assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == USERS
+    assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
+    assert after["orders_listed"] - before["orders_listed"] == USERS and after["unauthorized"] == before["unauthorized"]
+
+
+def test_oauth_recording_without_correlation_fails(target, target_recordings, tmp_path, horde):
+    assert import_har(target_recordings[2], "-o", tmp_path / "oauth.py", "--no-correlate").returncode == 0
+    before = target.stats()
+    result = run_on_target(target, horde, tmp_path / "oauth.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] > 0
+    # The recorded code was used when recording: every replay of it is refused.
+    assert target.stats()["oauth_invalid_grants"] - before["oauth_invalid_grants"] == USERS
 
 
 @pytest.fixture(scope="module")

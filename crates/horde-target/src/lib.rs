@@ -51,6 +51,9 @@
 //! | `GET /api/orders` | with `Authorization: Bearer <token>` (401 otherwise): `{"count": 4, "orders": [{"id": .., "status": "open" \| "shipped" \| "cancelled", "total_cents": ..}, ...]}`, the same [`ORDERS_PER_USER`] orders for a user name at each login, odd ones open |
 //! | `GET /api/orders/{id}` | bearer required: one of the login's orders (404 if it is not one) |
 //! | `POST /api/orders/{id}/cancel` | bearer required: cancels an open order (200, the order now `cancelled`); 409 `{"error": "not_open", ...}` for any other |
+//! | `GET /oauth/authorize?client_id=C&redirect_uri=/oauth/callback&state=S` | 302 to `redirect_uri?code=..&state=S`: a one-time code (OAuth's authorization code grant) |
+//! | `GET /oauth/callback` | the page the authorization redirects to (its script would post the code) |
+//! | `POST /oauth/token` | form `grant_type=authorization_code&code=..`: `{"access_token": .., "token_type": "Bearer"}` for a code given and unused (a token `/api/orders` takes, user `oauth`), else 400 `invalid_grant` |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |
 //!
 //! For the tickers and the events, N defaults to 10 and M to 1000; larger values than 10000
@@ -64,6 +67,7 @@
 
 mod compressed;
 mod eventual;
+mod oauth;
 mod orders;
 mod pages;
 mod server;

@@ -3,7 +3,7 @@
 
 use crate::stats::Stats;
 use crate::streams::{sse, websocket, Cadence};
-use crate::{compressed, eventual, orders, pages, tls};
+use crate::{compressed, eventual, oauth, orders, pages, tls};
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
@@ -60,6 +60,8 @@ pub(crate) struct Server {
     pub(crate) eventual: Mutex<eventual::Store>,
     /// `/api/orders`' logins and their orders, apart from the sessions too.
     pub(crate) orders: Mutex<orders::Sessions>,
+    /// `/oauth/authorize`'s codes not yet exchanged.
+    pub(crate) oauth: Mutex<oauth::Codes>,
 }
 
 pub(crate) type Shared = Arc<Server>;
@@ -120,6 +122,7 @@ impl TargetServer {
             work_slots: tokio::sync::Semaphore::new(options.work_slots.max(1)),
             eventual: Mutex::new(eventual::Store::new(options.eventual_delay)),
             orders: Mutex::new(orders::Sessions::default()),
+            oauth: Mutex::new(oauth::Codes::default()),
         });
         let (shutdown, stopped) = oneshot::channel();
         let serving = state.clone();
@@ -366,6 +369,9 @@ async fn handle(mut request: Request<Incoming>, state: &Shared) -> Response<Body
     }
     if orders::serves(&path) {
         return orders::respond(request, &path, state).await;
+    }
+    if oauth::serves(&path) {
+        return oauth::respond(request, &path, state).await;
     }
     if let Some(ms) = path.strip_prefix("/delay/") {
         // A slow endpoint, for timeouts: answers after the given milliseconds (at most 60 s).

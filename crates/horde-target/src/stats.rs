@@ -33,6 +33,11 @@ pub struct Stats {
     pub tls_connections: u64,
     /// Connections whose first request was HTTP/2 (by ALPN or h2c prior knowledge).
     pub http2_connections: u64,
+    /// `/oauth/authorize`'s codes, `/oauth/token`'s tokens, and its refusals of a code not
+    /// given or used already.
+    pub oauth_codes_given: u64,
+    pub oauth_tokens_given: u64,
+    pub oauth_invalid_grants: u64,
     /// Writes accepted by `/eventual/{key}` (PUT or POST, 202).
     pub eventual_writes: u64,
     /// Reads of `/eventual/{key}` that found a visible body (200) ...
@@ -77,6 +82,9 @@ impl Stats {
             "orders_read": self.orders_read,
             "orders_cancelled": self.orders_cancelled,
             "unauthorized": self.unauthorized,
+            "oauth_codes_given": self.oauth_codes_given,
+            "oauth_tokens_given": self.oauth_tokens_given,
+            "oauth_invalid_grants": self.oauth_invalid_grants,
         })
     }
 }
