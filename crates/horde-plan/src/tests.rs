@@ -265,37 +265,49 @@ fn checks_and_cookie_steps_survive_a_json_round_trip() {
     assert!(!serde_json::to_string(&Check::new(HttpSource::Status)).unwrap().contains("select"));
 }
 
-/// Each step `type` belongs to one family: [`Step`] is untagged, so a tag two families shared
-/// would silently go to the first. And plan format 1's order lists each tag once.
-#[test]
-fn every_step_type_is_in_exactly_one_family_and_in_the_v1_order() {
-    use schemars::JsonSchema;
-    let mut generator = schemars::SchemaGenerator::default();
-    let families = [
-        ("core", CoreStep::json_schema(&mut generator)),
-        ("http", HttpStep::json_schema(&mut generator)),
-        ("socket", SocketStep::json_schema(&mut generator)),
-        ("couchdb", CouchdbStep::json_schema(&mut generator)),
-        ("sql", SqlStep::json_schema(&mut generator)),
-    ];
+/// Each `type` of a family of internally tagged enums, with the family it belongs to. A tag two
+/// families shared would silently go to the first ([`Step`] and [`CheckSource`] are untagged
+/// over families), so it fails here.
+fn family_of_each_tag(
+    families: Vec<(&'static str, schemars::Schema)>,
+) -> std::collections::BTreeMap<String, &'static str> {
     let mut owner = std::collections::BTreeMap::new();
     for (family, schema) in families {
         for branch in schema.to_value()["oneOf"].as_array().unwrap() {
             let tag = protocol::tag_of(branch).to_string();
             assert!(!tag.is_empty(), "{family}: a branch without a type");
             if let Some(other) = owner.insert(tag.clone(), family) {
-                panic!("{tag:?} is a step of both {other} and {family}");
+                panic!("{tag:?} is in both {other} and {family}");
             }
         }
     }
-    let mut order: Vec<&str> = protocol::PLAN_V1_STEP_ORDER.to_vec();
-    order.sort_unstable();
-    order.dedup();
-    assert_eq!(order.len(), protocol::PLAN_V1_STEP_ORDER.len(), "a tag listed twice");
-    // Every type of plan format 1 is still read; types added since follow them.
-    for tag in order {
+    owner
+}
+
+/// Plan format 1's order lists each tag once, and each is still some family's; types added
+/// since follow them.
+fn v1_order_is_complete(order: &[&str], owner: &std::collections::BTreeMap<String, &'static str>) {
+    let mut sorted = order.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), order.len(), "a tag listed twice");
+    for tag in sorted {
         assert!(owner.contains_key(tag), "{tag:?} of plan format 1 is no family's");
     }
+}
+
+#[test]
+fn every_step_type_is_in_exactly_one_family_and_in_the_v1_order() {
+    use schemars::JsonSchema;
+    let mut generator = schemars::SchemaGenerator::default();
+    let owner = family_of_each_tag(vec![
+        ("core", CoreStep::json_schema(&mut generator)),
+        ("http", HttpStep::json_schema(&mut generator)),
+        ("socket", SocketStep::json_schema(&mut generator)),
+        ("couchdb", CouchdbStep::json_schema(&mut generator)),
+        ("sql", SqlStep::json_schema(&mut generator)),
+    ]);
+    v1_order_is_complete(&protocol::PLAN_V1_STEP_ORDER, &owner);
 }
 
 /// The walker sees every nested chain, in the plan's order, with the path a plan names it by.
@@ -351,32 +363,17 @@ fn the_deepest_plan_the_reader_accepts_loads() {
     assert_eq!(Plan::from_json(&plan.to_json_pretty()).unwrap(), plan);
 }
 
-/// The same for check sources: each `type` in one family, plan format 1's order complete.
+/// The same for check sources.
 #[test]
 fn every_check_source_is_in_exactly_one_family_and_in_the_v1_order() {
     use schemars::JsonSchema;
     let mut generator = schemars::SchemaGenerator::default();
-    let families = [
+    let owner = family_of_each_tag(vec![
         ("core", CoreSource::json_schema(&mut generator)),
         ("http", HttpSource::json_schema(&mut generator)),
         ("sql", SqlSource::json_schema(&mut generator)),
-    ];
-    let mut owner = std::collections::BTreeMap::new();
-    for (family, schema) in families {
-        for branch in schema.to_value()["oneOf"].as_array().unwrap() {
-            let tag = protocol::tag_of(branch).to_string();
-            if let Some(other) = owner.insert(tag.clone(), family) {
-                panic!("{tag:?} is a source of both {other} and {family}");
-            }
-        }
-    }
-    let mut order: Vec<&str> = protocol::PLAN_V1_CHECK_SOURCE_ORDER.to_vec();
-    order.sort_unstable();
-    order.dedup();
-    assert_eq!(order.len(), protocol::PLAN_V1_CHECK_SOURCE_ORDER.len(), "a tag listed twice");
-    for tag in order {
-        assert!(owner.contains_key(tag), "{tag:?} of plan format 1 is no family's");
-    }
+    ]);
+    v1_order_is_complete(&protocol::PLAN_V1_CHECK_SOURCE_ORDER, &owner);
     assert_eq!(owner.get("header_regex"), Some(&"http"), "added since plan format 1's first sources");
 }
 

@@ -599,7 +599,7 @@ pub(crate) fn starts_with_template(url: &str) -> bool {
 }
 
 /// RFC 9110's token: what a method or a header name is made of.
-pub(crate) fn is_token(text: &str) -> bool {
+fn is_token(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 

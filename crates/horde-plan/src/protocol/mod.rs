@@ -223,14 +223,10 @@ impl CheckSource {
         }
     }
 
-    /// Whether the source reads a SQL statement's result (and nothing else does).
-    pub fn is_sql(&self) -> bool {
-        matches!(self, CheckSource::Sql(_))
-    }
-
-    /// Whether the source reads something only a response has (not a socket's message).
-    pub fn needs_response(&self) -> bool {
-        matches!(self, CheckSource::Http(_) | CheckSource::Core(CoreSource::ResponseTimeInMillis))
+    /// Whether the source reads the body alone (a socket's message has nothing else): no
+    /// status, header, location, response time or rows.
+    pub fn reads_body_only(&self) -> bool {
+        matches!(self, CheckSource::Core(source) if *source != CoreSource::ResponseTimeInMillis)
     }
 }
 

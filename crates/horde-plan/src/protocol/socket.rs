@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::validate::Validator;
-use crate::{Check, CheckSource, CoreSource, NameValue};
+use crate::{Check, NameValue};
 
 /// The sockets' steps (WebSocket and server-sent events): one family of [`crate::Step`].
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
@@ -191,8 +191,7 @@ fn await_messages(v: &mut Validator, path: &str, messages: &AwaitMessages) {
         for (kind, checks) in [("matching", &message.matching), ("checks", &message.checks)] {
             for (j, check) in checks.iter().enumerate() {
                 let path = format!("{path}.{kind}[{j}]");
-                if !matches!(check.source, CheckSource::Core(ref source) if *source != CoreSource::ResponseTimeInMillis)
-                {
+                if !check.source.reads_body_only() {
                     v.error(
                         format!("{path}.source"),
                         "a message has no status, headers, location, response time or rows: check its text",
