@@ -140,8 +140,8 @@ pub fn run_with_request_log(
                 give_way_to_workers();
                 let function_cost = (!program.session_function_keys.is_empty()).then_some(&*program.function_cost);
                 let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options.snapshot_interval_ms);
-                let sql_phases = &program.sql_phases;
-                let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost, sql_phases };
+                let protocols = &program.protocols;
+                let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost, protocols };
                 collect(&options, &run, control, received, &give_back, thresholds, sink)
             })
             .expect("spawning the collector thread")
@@ -175,8 +175,8 @@ struct CollectorRun<'a> {
     ledger: &'a RunLedger,
     /// The session functions' cost, when the plan calls any.
     function_cost: Option<&'a FunctionCost>,
-    /// The plan's SQL phases, whose rows the progress line shows.
-    sql_phases: &'a [crate::protocol::sql::PhaseProgress],
+    /// What the protocols report as the run goes (the rows of a SQL phase).
+    protocols: &'a crate::protocol::ProtocolPrograms,
 }
 
 fn collect(
@@ -188,7 +188,7 @@ fn collect(
     mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
-    let CollectorRun { workers, started_at, start, ledger, function_cost, sql_phases } = *run;
+    let CollectorRun { workers, started_at, start, ledger, function_cost, protocols } = *run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
@@ -249,7 +249,7 @@ fn collect(
             totals.elapsed = totals.elapsed.max(interval * complete as u32);
             totals.generator_cpu = cpu_since_start();
             totals.session_functions = function_cost.map(FunctionCost::read);
-            totals.sql_progress = crate::protocol::sql::running_phase(sql_phases);
+            protocols.report_progress(&mut totals);
             // Judged before the sink takes the intervals; an abort stops the users as the
             // deadline does, and everything measured is kept.
             if let Some(reason) = thresholds.interval(&totals, complete) {
@@ -266,7 +266,7 @@ fn collect(
             totals.generator_cpu = cpu_since_start();
             intervals.written += 1;
             totals.session_functions = function_cost.map(FunctionCost::read);
-            totals.sql_progress = crate::protocol::sql::running_phase(sql_phases);
+            protocols.report_progress(&mut totals);
             sink.interval(&mut totals);
         }
         if disconnected {
