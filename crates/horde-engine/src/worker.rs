@@ -368,7 +368,7 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
         gates,
         request_log: request_log
             .map(|(output, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
-        protocols: Default::default(),
+        protocols: crate::protocol::WorkerProtocols::new(&program.protocols),
     });
 
     for scenario in 0..program.scenarios.len() {

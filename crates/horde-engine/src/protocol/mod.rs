@@ -8,6 +8,7 @@
 //! protocol in each enum and `match` below, dispatched statically.
 
 pub(crate) mod couchdb;
+pub(crate) mod cql;
 pub(crate) mod http;
 pub(crate) mod messages;
 pub(crate) mod sql;
@@ -22,6 +23,7 @@ pub enum ProtocolStepProgram {
     Socket(Box<messages::program::SocketStepProgram>),
     Couchdb(couchdb::program::CouchdbStepProgram),
     Sql(sql::SqlStepProgram),
+    Cql(cql::CqlStepProgram),
 }
 
 /// What each protocol needs for the whole run: its settings, and what its steps share.
@@ -29,6 +31,7 @@ pub struct ProtocolPrograms {
     pub http: http::program::HttpProgram,
     pub sockets: messages::program::SocketsProgram,
     pub sql: sql::SqlProgram,
+    pub cql: cql::CqlProgram,
 }
 
 /// What each protocol's lowering carries from one step to the next.
@@ -36,6 +39,7 @@ pub(crate) struct Lowerings {
     http: http::lower::HttpLowering,
     sockets: messages::lower::SocketLowering,
     sql: sql::lower::SqlLowering,
+    cql: cql::lower::CqlLowering,
 }
 
 impl Lowerings {
@@ -45,6 +49,7 @@ impl Lowerings {
             sql: sql::lower::SqlLowering::new(plan, cx),
             http: http::lower::HttpLowering::new(plan, cx),
             sockets: messages::lower::SocketLowering::default(),
+            cql: cql::lower::CqlLowering::default(),
         }
     }
 
@@ -58,6 +63,7 @@ impl Lowerings {
             }
             Step::Couchdb(step) => ProtocolStepProgram::Couchdb(couchdb::lower::lower_step(cx, at, step, &self.http)),
             Step::Sql(step) => ProtocolStepProgram::Sql(self.sql.lower_step(cx, at, step)),
+            Step::Cql(step) => ProtocolStepProgram::Cql(self.cql.lower_step(cx, at, step)),
         }
     }
 
@@ -66,6 +72,7 @@ impl Lowerings {
             http: self.http.finish(plan, cx),
             sockets: self.sockets.finish(),
             sql: self.sql.finish(plan),
+            cql: self.cql.finish(plan),
         }
     }
 }
@@ -78,6 +85,7 @@ pub(crate) fn saved_variables(step: &Step, save: &mut dyn FnMut(&str)) {
         Step::Http(step) => http::saved_variables(step, save),
         Step::Socket(step) => messages::saved_variables(step, save),
         Step::Sql(step) => sql::saved_variables(step, save),
+        Step::Cql(step) => cql::saved_variables(step, save),
     }
 }
 
@@ -92,6 +100,7 @@ impl ProtocolStepProgram {
             ProtocolStepProgram::Socket(step) => Box::pin(messages::run_step(step, user)).await,
             ProtocolStepProgram::Couchdb(step) => Box::pin(couchdb::run_step(step, user)).await,
             ProtocolStepProgram::Sql(step) => Box::pin(sql::run_step(step, user)).await,
+            ProtocolStepProgram::Cql(step) => Box::pin(cql::run_step(step, user)).await,
         }
     }
 }
@@ -114,6 +123,8 @@ pub(crate) struct UserProtocols {
     /// Connections to the plan's databases, by their index; empty until the user's first SQL
     /// step.
     pub(crate) sql: Vec<sql::SqlLink>,
+    /// CQL statements the user sent asynchronously and has not seen answered.
+    pub(crate) cql: cql::UserCql,
 }
 
 impl UserProtocols {
@@ -122,30 +133,43 @@ impl UserProtocols {
             http: http::HttpSession::new(programs.http.reads_response_headers),
             sockets: Vec::new(),
             sql: Vec::new(),
+            cql: cql::UserCql::default(),
         }
     }
 
-    /// What a user leaves when its scenario ends: the sockets it still holds are closed.
+    /// What a user leaves when its scenario ends: the sockets it still holds are closed, the
+    /// CQL statements it sent asynchronously are waited for.
     pub(crate) async fn finish(user: &mut VirtualUser) {
         if !user.protocols.sockets.is_empty() {
             // Boxed: only users that held sockets pay for the closing's state.
             Box::pin(user.close_sockets()).await;
         }
+        if user.protocols.cql.has_pending() {
+            Box::pin(user.protocols.cql.finish()).await;
+        }
     }
 }
 
 /// Each protocol's state in one worker thread, shared by its users.
-#[derive(Default)]
 pub(crate) struct WorkerProtocols {
     /// This worker's share of the pooled databases' connections.
     pub(crate) sql: sql::WorkerPools,
+    /// This worker's session to the CQL cluster and its prepared statements.
+    pub(crate) cql: cql::WorkerCql,
+}
+
+impl WorkerProtocols {
+    pub(crate) fn new(programs: &ProtocolPrograms) -> WorkerProtocols {
+        WorkerProtocols { sql: sql::WorkerPools::default(), cql: cql::WorkerCql::new(&programs.cql) }
+    }
 }
 
 /// What each protocol checks before a run, so that a wrong address or password is its own
 /// message (exit 3) and not a run of failures: each SQL database answers `SELECT 1`. HTTP
 /// needs none (a refused connection is counted as what it is, per request).
 pub fn preflight(program: &Program) -> Result<(), String> {
-    sql::preflight(program)
+    sql::preflight(program)?;
+    cql::preflight(program)
 }
 
 #[cfg(test)]
@@ -155,19 +179,8 @@ mod tests {
     /// (A test of its own may look inside a protocol's program.)
     #[test]
     fn the_core_names_no_protocol() {
-        let protocol_names = [
-            "http",
-            "sql",
-            "messages",
-            "couchdb",
-            "HttpStep",
-            "HttpSource",
-            "SocketStep",
-            "CouchdbStep",
-            "SqlStep",
-            "SqlSource",
-            "RequestProgram",
-        ];
+        let modules = ["http", "sql", "messages", "couchdb", "cql"];
+        let types = ["HttpStep", "HttpSource", "SocketStep", "CouchdbStep", "SqlStep", "CqlStep", "RequestProgram"];
         for file in ["lower.rs", "user.rs", "worker.rs", "run.rs", "control.rs", "checks/mod.rs", "checks/body.rs"] {
             let path = format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap();
@@ -179,10 +192,10 @@ mod tests {
                 while let Some(part) = parts.next() {
                     if part == "protocol" {
                         if let Some(next) = parts.next() {
-                            assert!(!protocol_names.contains(&next), "{file} names the protocol module {path}");
+                            assert!(!modules.contains(&next), "{file} names the protocol module {path}");
                         }
                     }
-                    assert!(!protocol_names[4..].contains(&part), "{file} names the protocol type {part}");
+                    assert!(!types.contains(&part), "{file} names the protocol type {part}");
                 }
             }
         }

@@ -18,7 +18,7 @@ use crate::session::expression::Template;
 use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
 use horde_metrics::RequestTiming;
-use horde_plan::{CheckSource, SqlSource, SqlStatementKind, SqlTransactionAction};
+use horde_plan::{CheckSource, RowsSource, SqlStatementKind, SqlTransactionAction};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -160,8 +160,8 @@ pub enum SqlExtractor {
 impl OwnSource for SqlExtractor {
     fn lower(source: &CheckSource, _path: &str, _cx: &mut LoweringContext) -> Option<(Self, String)> {
         match source {
-            CheckSource::Sql(SqlSource::RowCount) => Some((SqlExtractor::RowCount, "row_count".to_string())),
-            CheckSource::Sql(SqlSource::Column { name }) => {
+            CheckSource::Rows(RowsSource::RowCount) => Some((SqlExtractor::RowCount, "row_count".to_string())),
+            CheckSource::Rows(RowsSource::Column { name }) => {
                 Some((SqlExtractor::Column(name.clone()), format!("column({name:?})")))
             }
             _ => None,
