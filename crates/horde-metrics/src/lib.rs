@@ -21,6 +21,7 @@ mod summary;
 mod threshold;
 mod timeseries;
 mod totals;
+pub mod wire;
 
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
