@@ -325,7 +325,8 @@ pub(crate) fn run_worker(setup: WorkerSetup, arrival: Arrival) {
         .build()
         .expect("a current-thread runtime can always be built");
     let local = tokio::task::LocalSet::new();
-    let start = arrival.ready();
+    // A share's run can be cancelled before it starts (its coordinator gave no start).
+    let Some(start) = arrival.ready() else { return };
     local.block_on(&runtime, worker_main(setup, start));
     // Dropping the LocalSet here cancels every user still running; they were counted as
     // interrupted in the final snapshot.

@@ -39,6 +39,8 @@ pub struct ShareReady {
     pub share: usize,
     /// 0, then 1, 2... for a share run again elsewhere: a coordinator ignores older attempts.
     pub attempt: u32,
+    /// Its execution segment (`FROM:TO`).
+    pub segment: String,
     pub pid: u32,
     pub host: String,
     /// Worker threads of the share.
@@ -648,7 +650,14 @@ mod tests {
 
     #[test]
     fn a_ready_share_round_trips_and_another_version_is_named() {
-        let ready = ShareMessage::Ready(ShareReady { share: 2, attempt: 1, pid: 42, host: "h".into(), threads: 3 });
+        let ready = ShareMessage::Ready(ShareReady {
+            share: 2,
+            attempt: 1,
+            segment: "2/3:1".into(),
+            pid: 42,
+            host: "h".into(),
+            threads: 3,
+        });
         assert_eq!(ShareMessage::decode(&ready.encode()).unwrap(), ready);
         let text = String::from_utf8(ready.encode()).unwrap().replace(HORDE_VERSION, "0.0.0-other");
         let err = ShareMessage::decode(text.as_bytes()).unwrap_err();
