@@ -7,20 +7,12 @@ bucket, the shares' added up; its thresholds are judged on the merged data only.
 
 import subprocess
 
-import pytest
-from conftest import Nginx, stop_process
+from conftest import stop_process
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 SEQUENCE = "0,1/2,1"
 HALVES = ["0:1/2", "1/2:1"]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    nginx = Nginx(tmp_path_factory.mktemp("nginx-cluster"))
-    yield nginx
-    nginx.stop()
 
 
 class Cluster:
@@ -67,11 +59,11 @@ def buckets(histogram):
             for value in histogram.get_recorded_iterator()]
 
 
-def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(server, tmp_path):
-    before = server.requests_served()
-    cluster = Cluster(tmp_path, ["http", server.url + "/wire", "-n", "3000", "-c", "4"])
+def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(nginx, tmp_path):
+    before = nginx.requests_served()
+    cluster = Cluster(tmp_path, ["http", nginx.url + "/wire", "-n", "3000", "-c", "4"])
     assert cluster.codes == [0, 0, 0], cluster.stderr
-    served = server.requests_served() - before
+    served = nginx.requests_served() - before
     merged = cluster.summary(0)
     shares = [cluster.summary(1), cluster.summary(2)]
 
@@ -100,33 +92,33 @@ def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(s
         s["global"]["latency"]["all"]["max_us"] for s in shares)
 
 
-def test_thresholds_are_judged_on_the_merged_data_only(server, tmp_path):
+def test_thresholds_are_judged_on_the_merged_data_only(nginx, tmp_path):
     # Each share sends 1,500 requests: count>=3000 passes only merged, count<2000 fails only
     # merged. The shares judge nothing (their summaries have no thresholds).
-    passing = Cluster(tmp_path / "passing", ["http", server.url + "/t", "-n", "3000", "-c", "2"],
+    passing = Cluster(tmp_path / "passing", ["http", nginx.url + "/t", "-n", "3000", "-c", "2"],
                       coordinator_flags=["--threshold", "count>=3000"])
     assert passing.codes == [0, 0, 0], passing.stderr
     assert [t["status"] for t in passing.summary(0)["thresholds"]] == ["pass"]
     assert [passing.summary(i)["global"]["count"] for i in (1, 2)] == [1500, 1500]
     assert "thresholds" not in passing.summary(1)
 
-    failing = Cluster(tmp_path / "failing", ["http", server.url + "/t", "-n", "3000", "-c", "2"],
+    failing = Cluster(tmp_path / "failing", ["http", nginx.url + "/t", "-n", "3000", "-c", "2"],
                       coordinator_flags=["--threshold", "count<2000"])
     assert failing.codes == [99, 0, 0], failing.stderr
     assert [t["status"] for t in failing.summary(0)["thresholds"]] == ["fail"]
 
 
-def test_a_coordinator_without_its_shares_fails_before_any_load(server, tmp_path):
+def test_a_coordinator_without_its_shares_fails_before_any_load(nginx, tmp_path):
     # Only one of the two shares comes: the coordinator waits, then says which is missing.
     spool = tmp_path / "spool"
     spool.mkdir()
-    before = server.requests_served()
-    share = subprocess.Popen(["horde", "http", server.url + "/lonely", "-n", "100", "-q",
+    before = nginx.requests_served()
+    share = subprocess.Popen(["horde", "http", nginx.url + "/lonely", "-n", "100", "-q",
                               "--execution-segment", "0:1/2", "--execution-segment-sequence", SEQUENCE,
                               "--share-spool", str(spool), "--results-dir", str(tmp_path / "share")],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        coordinator = subprocess.run(["horde", "http", server.url + "/lonely", "-n", "100", "-q",
+        coordinator = subprocess.run(["horde", "http", nginx.url + "/lonely", "-n", "100", "-q",
                                       "--coordinate-spool", f"2:{spool}", "--spool-ready-timeout-ms", "1500",
                                       "--results-dir", str(tmp_path / "c")],
                                      capture_output=True, text=True, timeout=60)
@@ -138,4 +130,49 @@ def test_a_coordinator_without_its_shares_fails_before_any_load(server, tmp_path
     # The share that came was told, and sent nothing either.
     assert share.returncode == 3, share_err
     assert "stopped the run before it started" in share_err
-    assert server.requests_served() - before == 0
+    assert nginx.requests_served() - before == 0
+
+
+def test_an_interrupted_coordinator_stops_its_shares_and_keeps_what_they_sent(nginx, tmp_path):
+    import json
+    import signal
+    import time
+
+    from conftest import wait_until
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    command = ["horde", "http", nginx.url + "/interrupted", "-d", "60s", "--rate", "200", "-c", "2", "-q"]
+    dirs = [tmp_path / name for name in ("coordinator", "share-0", "share-1")]
+    argvs = [[*command, "--coordinate-spool", f"2:{spool}"]]
+    argvs += [[*command, "--execution-segment", segment, "--execution-segment-sequence", SEQUENCE,
+               "--share-spool", str(spool)] for segment in HALVES]
+    before = nginx.requests_served()
+    processes = [subprocess.Popen([*argv, "--results-dir", str(d)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for argv, d in zip(argvs, dirs)]
+    try:
+        def merged_some():
+            try:
+                return json.loads((dirs[0] / "summary.json").read_text())["global"]["count"] > 0
+            except (OSError, ValueError, KeyError):
+                return False
+
+        wait_until(merged_some, timeout=30, what="the coordinator's first merged interval")
+        interrupted_at = time.monotonic()
+        processes[0].send_signal(signal.SIGINT)
+        outputs = [process.communicate(timeout=30) for process in processes]
+        stopped_within = time.monotonic() - interrupted_at
+    finally:
+        for process in processes:
+            stop_process(process)
+    codes = [process.returncode for process in processes]
+    assert codes == [130, 0, 0], [err for _, err in outputs]
+    assert stopped_within < 10, stopped_within
+    merged = json.loads((dirs[0] / "summary.json").read_text())
+    shares = [json.loads((d / "summary.json").read_text()) for d in dirs[1:]]
+    assert merged["run"]["status"] == "interrupted"
+    assert [s["run"]["status"] for s in shares] == ["stopped", "stopped"]
+    assert all("stopped by the coordinator" in s["run"]["stop_reason"] for s in shares)
+    # Every request the shares sent reached the coordinator: the server's count is the merged one.
+    assert nginx.requests_served() - before == merged["global"]["count"] == sum(s["global"]["count"] for s in shares)
+    assert all(m["delivered"] for m in merged["machines"])

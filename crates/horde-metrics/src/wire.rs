@@ -10,7 +10,7 @@
 //! times an interval either. The message is internal: both ends must be the same horde version,
 //! which decoding checks.
 
-use crate::couchdb::{ConnectionPhases, CouchdbStepKind};
+use crate::couchdb::ConnectionPhases;
 use crate::recorder::{ConnectionEvents, Distribution, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -313,21 +313,6 @@ struct WireErrorCount {
     last_interval: u64,
 }
 
-/// [`ConnectionPhases`] (a CouchDB step's user), field for field.
-#[derive(Serialize, Deserialize)]
-struct WireCouchdbConnection {
-    step: String,
-    crud: bool,
-    time_taken_us: u64,
-    local_processing_us: u64,
-    send_us: u64,
-    remote_us: [u64; 4],
-    receive_us: u64,
-    json_bytes_sent: u64,
-    json_bytes_received: u64,
-    documents: [u64; 4],
-}
-
 #[derive(Serialize, Deserialize)]
 struct WireInterval {
     share: usize,
@@ -353,7 +338,7 @@ struct WireInterval {
     replacements_held_back: u64,
     connections: ConnectionEvents,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    couchdb_connections: Vec<WireCouchdbConnection>,
+    couchdb_connections: Vec<ConnectionPhases>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     sql_phases: Vec<crate::SqlPhaseReport>,
 }
@@ -400,22 +385,7 @@ impl WireInterval {
             late_starts: s.late_starts,
             replacements_held_back: s.replacements_held_back,
             connections: s.connections,
-            couchdb_connections: s
-                .couchdb_connections
-                .iter()
-                .map(|p| WireCouchdbConnection {
-                    step: p.step.to_string(),
-                    crud: p.kind == CouchdbStepKind::Crud,
-                    time_taken_us: p.time_taken_us,
-                    local_processing_us: p.local_processing_us,
-                    send_us: p.send_us,
-                    remote_us: p.remote_us,
-                    receive_us: p.receive_us,
-                    json_bytes_sent: p.json_bytes_sent,
-                    json_bytes_received: p.json_bytes_received,
-                    documents: p.documents,
-                })
-                .collect(),
+            couchdb_connections: s.couchdb_connections.clone(),
             sql_phases: s.sql_phases.clone(),
         }
     }
@@ -467,22 +437,7 @@ impl WireInterval {
             late_starts: self.late_starts,
             replacements_held_back: self.replacements_held_back,
             connections: self.connections,
-            couchdb_connections: self
-                .couchdb_connections
-                .into_iter()
-                .map(|p| ConnectionPhases {
-                    step: p.step.into(),
-                    kind: if p.crud { CouchdbStepKind::Crud } else { CouchdbStepKind::BulkInsert },
-                    time_taken_us: p.time_taken_us,
-                    local_processing_us: p.local_processing_us,
-                    send_us: p.send_us,
-                    remote_us: p.remote_us,
-                    receive_us: p.receive_us,
-                    json_bytes_sent: p.json_bytes_sent,
-                    json_bytes_received: p.json_bytes_received,
-                    documents: p.documents,
-                })
-                .collect(),
+            couchdb_connections: self.couchdb_connections,
             sql_phases: self.sql_phases,
             finished: self.finished,
             interval: self.interval,
@@ -500,6 +455,7 @@ impl WireInterval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::couchdb::CouchdbStepKind;
     use crate::recorder::RequestTiming;
     use proptest::prelude::*;
 

@@ -147,3 +147,82 @@ impl CollectorTap for ShareRelay {
         self.link.stop_requested().map(|reason| format!("stopped by the coordinator ({reason})"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::Stripe;
+    use horde_metrics::{Recorder, RequestTiming};
+    use std::sync::Mutex;
+
+    /// Keeps what a share sends.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<ShareInterval>>);
+
+    impl ShareLink for Recording {
+        fn ready(&self, _: &[u8]) -> Result<SystemTime, String> {
+            Ok(SystemTime::now())
+        }
+        fn send(&self, message: &[u8]) -> Result<(), String> {
+            match ShareMessage::decode(message) {
+                Ok(ShareMessage::Interval(interval)) => self.0.lock().unwrap().push(*interval),
+                other => panic!("not an interval: {other:?}"),
+            }
+            Ok(())
+        }
+        fn stop_requested(&self) -> Option<String> {
+            None
+        }
+    }
+
+    fn snapshot(worker: usize, interval: u64, requests: u64, finished: bool) -> Snapshot {
+        let mut recorder = Recorder::default();
+        for i in 0..requests {
+            recorder.record(&RequestTiming { latency_us: 100 + i, uncorrected_us: 100, ..Default::default() }, true);
+        }
+        Snapshot { worker, requests: vec![("r".into(), recorder)], interval, finished, ..Default::default() }
+    }
+
+    fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
+        let role = ShareRole { link, share: 1, attempt: 0, segment: "1/2:1".into() };
+        let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
+        (role.relay(ledger.clone()), ledger)
+    }
+
+    #[test]
+    fn a_share_sends_each_complete_interval_once_merged_across_its_workers() {
+        let link = Arc::new(Recording::default());
+        let (mut relay, ledger) = relay(link.clone());
+        relay.snapshot(&snapshot(0, 1, 3, false));
+        relay.snapshot(&snapshot(1, 1, 4, false));
+        relay.snapshot(&snapshot(0, 2, 5, false));
+        relay.complete(Some(1));
+        // Worker 1's interval 2 comes in last, with its end; the run ends.
+        relay.snapshot(&snapshot(1, 2, 6, true));
+        ledger.request_stop("stop_load_generator".into());
+        relay.complete(None);
+        let sent = link.0.lock().unwrap();
+        let seen: Vec<_> = sent
+            .iter()
+            .map(|m| {
+                (m.share, m.snapshot.worker, m.snapshot.interval, m.snapshot.requests[0].1.count(), m.snapshot.finished)
+            })
+            .collect();
+        assert_eq!(seen, [(1, 1, 1, 7, false), (1, 1, 2, 11, true)]);
+        assert_eq!(sent[1].stop_reason.as_deref(), Some("stop_load_generator"));
+        assert!(sent.iter().all(|m| m.cpu_ns.is_some()));
+    }
+
+    #[test]
+    fn a_share_with_nothing_left_at_the_end_still_says_it_finished() {
+        let link = Arc::new(Recording::default());
+        let (mut relay, _) = relay(link.clone());
+        relay.snapshot(&snapshot(0, 1, 2, true));
+        relay.complete(Some(1));
+        relay.complete(None);
+        let sent = link.0.lock().unwrap();
+        let seen: Vec<_> =
+            sent.iter().map(|m| (m.snapshot.interval, m.snapshot.requests.len(), m.snapshot.finished)).collect();
+        assert_eq!(seen, [(1, 1, false), (2, 0, true)]);
+    }
+}
