@@ -7,6 +7,7 @@ bucket, the shares' added up; its thresholds are judged on the merged data only.
 
 import subprocess
 
+import jsonschema
 from conftest import stop_process
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
@@ -59,7 +60,7 @@ def buckets(histogram):
             for value in histogram.get_recorded_iterator()]
 
 
-def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(nginx, tmp_path):
+def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(nginx, tmp_path, summary_schema):
     before = nginx.requests_served()
     cluster = Cluster(tmp_path, ["http", nginx.url + "/wire", "-n", "3000", "-c", "4"])
     assert cluster.codes == [0, 0, 0], cluster.stderr
@@ -79,6 +80,7 @@ def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(n
         (0, "0:1/2", 1500, True), (1, "1/2:1", 1500, True)]
     assert all(m["intervals"] >= 1 and m["threads"] >= 1 and "lost" not in m for m in machines)
     assert "machines" not in shares[0]
+    jsonschema.validate(merged, summary_schema)
 
     # Bucket for bucket, the merged histogram is one built from both shares' intervals.
     from_shares = cluster.histogram(1)
