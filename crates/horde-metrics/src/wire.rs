@@ -13,7 +13,8 @@
 use crate::couchdb::ConnectionPhases;
 use crate::recorder::{ConnectionEvents, Distribution, ErrorKey, ErrorRecord, GroupRecorder, Recorder, Snapshot};
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -142,31 +143,98 @@ enum WireBody {
     Interval(Box<WireInterval>),
 }
 
-/// Serializes and deserializes histograms, reusing its buffers across a message's histograms.
+/// HdrHistogram's cookie of a V2 histogram compressed with deflate (its standard compressed
+/// form), followed by the compressed length and the zlib stream of the V2 encoding.
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+
+/// Serializes and deserializes histograms in HdrHistogram's standard compressed form, reusing
+/// its buffers and its deflate and inflate states across a message's histograms: making them
+/// afresh for each (as `V2DeflateSerializer` and `Deserializer` do) was most of the cost of a
+/// message of a few rows (0.5 ms a row, bench wire_merge).
 struct HistogramCodec {
-    serializer: V2DeflateSerializer,
+    serializer: V2Serializer,
     deserializer: Deserializer,
-    bytes: Vec<u8>,
+    compress: Compress,
+    decompress: Decompress,
+    plain: Vec<u8>,
+    framed: Vec<u8>,
 }
 
 impl HistogramCodec {
     fn new() -> HistogramCodec {
-        HistogramCodec { serializer: V2DeflateSerializer::new(), deserializer: Deserializer::new(), bytes: Vec::new() }
+        HistogramCodec {
+            serializer: V2Serializer::new(),
+            deserializer: Deserializer::new(),
+            // Fast compression: a message is sent once and read once, within the second. Against
+            // the default level (bench wire_merge, 100 busy rows): half the share's CPU to encode
+            // (4.9 against 9.7 ms), a third more bytes (210 against 155 KB).
+            compress: Compress::new(Compression::fast(), true),
+            decompress: Decompress::new(true),
+            plain: Vec::new(),
+            framed: Vec::new(),
+        }
     }
 
     fn encode(&mut self, histogram: &Histogram<u64>) -> String {
-        self.bytes.clear();
-        self.serializer.serialize(histogram, &mut self.bytes).expect("an in-memory histogram always serializes");
-        base64::engine::general_purpose::STANDARD.encode(&self.bytes)
+        self.plain.clear();
+        self.serializer.serialize(histogram, &mut self.plain).expect("an in-memory histogram always serializes");
+        self.framed.clear();
+        self.framed.extend_from_slice(&V2_COMPRESSED_COOKIE.to_be_bytes());
+        self.framed.extend_from_slice(&[0; 4]);
+        self.framed.reserve(self.plain.len() / 2 + 64);
+        self.compress.reset();
+        loop {
+            let consumed = self.compress.total_in() as usize;
+            let status = self
+                .compress
+                .compress_vec(&self.plain[consumed..], &mut self.framed, FlushCompress::Finish)
+                .expect("deflating into memory does not fail");
+            if status == flate2::Status::StreamEnd {
+                break;
+            }
+            self.framed.reserve(self.framed.capacity().max(64));
+        }
+        let length = (self.framed.len() - 8) as u32;
+        self.framed[4..8].copy_from_slice(&length.to_be_bytes());
+        base64::engine::general_purpose::STANDARD.encode(&self.framed)
     }
 
     /// A histogram at `significant_figures`, auto-resizing like every histogram horde records
     /// into (a deserialized one is not), so that merging more into it never fails.
     fn decode(&mut self, text: &str, significant_figures: u8, measure: &str) -> Result<Histogram<u64>, WireError> {
         let problem = |problem: String| WireError::Histogram { measure: measure.to_string(), problem };
-        let bytes = base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| problem(e.to_string()))?;
+        self.framed.clear();
+        base64::engine::general_purpose::STANDARD
+            .decode_vec(text, &mut self.framed)
+            .map_err(|e| problem(e.to_string()))?;
+        let (Some(cookie), Some(length)) = (self.framed.get(..4), self.framed.get(4..8)) else {
+            return Err(problem("shorter than its header".into()));
+        };
+        if cookie != V2_COMPRESSED_COOKIE.to_be_bytes() {
+            return Err(problem("not a compressed V2 histogram".into()));
+        }
+        let length = u32::from_be_bytes(length.try_into().expect("4 bytes")) as usize;
+        let compressed = self.framed.get(8..8 + length).ok_or_else(|| problem("truncated".into()))?;
+        self.plain.clear();
+        self.decompress.reset(true);
+        loop {
+            let consumed = self.decompress.total_in() as usize;
+            self.plain.reserve(self.plain.capacity().max(4 * compressed.len()).max(256));
+            let produced = self.decompress.total_out();
+            let status = self
+                .decompress
+                .decompress_vec(&compressed[consumed..], &mut self.plain, FlushDecompress::None)
+                .map_err(|e| problem(e.to_string()))?;
+            if status == flate2::Status::StreamEnd {
+                break;
+            }
+            // Neither input taken nor output made: the stream is cut short.
+            if self.decompress.total_out() == produced && self.decompress.total_in() as usize == consumed {
+                return Err(problem("its deflate stream ends early".into()));
+            }
+        }
         let mut histogram: Histogram<u64> =
-            self.deserializer.deserialize(&mut bytes.as_slice()).map_err(|e| problem(format!("{e:?}")))?;
+            self.deserializer.deserialize(&mut self.plain.as_slice()).map_err(|e| problem(format!("{e:?}")))?;
         if histogram.sigfig() != significant_figures {
             return Err(problem(format!(
                 "{} significant figures where {significant_figures} are recorded",
@@ -633,6 +701,26 @@ mod tests {
             err.to_string().contains("request \"home\", ok") && err.to_string().contains("2 significant figures"),
             "{err}"
         );
+    }
+
+    /// The histograms are HdrHistogram's standard compressed form: its own deserializer reads
+    /// them; one cut short is an error, not a hang.
+    #[test]
+    fn histograms_are_hdrhistograms_standard_form() {
+        let mut histograms = HistogramCodec::new();
+        let mut histogram = crate::recorder::new_histogram();
+        for value in (1..100_000).step_by(7) {
+            histogram.record(value).unwrap();
+        }
+        let text = histograms.encode(&histogram);
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&text).unwrap();
+        let theirs: Histogram<u64> = Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap();
+        assert_eq!(theirs, histogram);
+        assert_eq!(histograms.decode(&text, 3, "r").unwrap(), histogram);
+        let cut = base64::engine::general_purpose::STANDARD.encode(&bytes[..bytes.len() / 2]);
+        assert!(histograms.decode(&cut, 3, "r").is_err());
+        // The codec is whole again after an error.
+        assert_eq!(histograms.decode(&text, 3, "r").unwrap(), histogram);
     }
 
     /// A decoded histogram grows as the ones horde records into do: merging bigger values
