@@ -191,12 +191,20 @@ pub(crate) fn run_program(
                 };
                 let thresholds = ThresholdMonitor::new(thresholds, options.snapshot_interval_ms);
                 let sql_phases = &program.sql_phases;
-                let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost, sql_phases };
                 let mut tap: Box<dyn CollectorTap> = match role {
                     Role::Local => Box::new(LocalRun),
                     Role::Share(share) => Box::new(share.relay(ledger.clone())),
                 };
-                collect(&options, &run, control, received, &give_back, thresholds, sink, &mut *tap)
+                let run = CollectorRun {
+                    workers,
+                    started_at,
+                    start,
+                    ledger: &ledger,
+                    function_cost,
+                    sql_phases,
+                    tap: &mut *tap,
+                };
+                collect(&options, run, control, received, &give_back, thresholds, sink)
             })
             .expect("spawning the collector thread")
             .join()
@@ -230,6 +238,8 @@ pub(crate) struct CollectorRun<'a> {
     pub function_cost: Option<&'a FunctionCost>,
     /// The plan's SQL phases, whose rows the progress line shows.
     pub sql_phases: &'a [crate::protocol::sql::PhaseProgress],
+    /// What else the collector does: nothing in a local run.
+    pub tap: &'a mut dyn CollectorTap,
 }
 
 /// What a collector does besides merging snapshots and feeding its sink: nothing in a local
@@ -258,18 +268,16 @@ impl CollectorTap for LocalRun {}
 
 /// The collector: merges the workers' snapshots, feeds the sink once per interval and at the
 /// end, and stops the run at its deadline or interruption.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn collect(
     options: &horde_plan::RunOptions,
-    run: &CollectorRun<'_>,
+    run: CollectorRun<'_>,
     control: &RunControl,
     received: mpsc::Receiver<Snapshot>,
     give_back: &[mpsc::Sender<Vec<Recorder>>],
     mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
-    tap: &mut dyn CollectorTap,
 ) -> (Totals, RunStatus) {
-    let CollectorRun { workers, started_at, start, ledger, function_cost, sql_phases } = *run;
+    let CollectorRun { workers, started_at, start, ledger, function_cost, sql_phases, tap } = run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);

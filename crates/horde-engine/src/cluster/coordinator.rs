@@ -82,6 +82,7 @@ pub fn run_coordinated(
     let give_back: Vec<_> = (0..shares).map(|_| mpsc::channel().0).collect();
     let options_run = &program.plan.options;
     let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options_run.snapshot_interval_ms);
+    let mut tap = CoordinatorTap { link, machines };
     let run = CollectorRun {
         workers: shares,
         started_at,
@@ -89,9 +90,9 @@ pub fn run_coordinated(
         ledger: &ledger,
         function_cost: None,
         sql_phases: &program.sql_phases,
+        tap: &mut tap,
     };
-    let mut tap = CoordinatorTap { link, machines };
-    let (totals, status) = collect(options_run, &run, control, received, &give_back, thresholds, sink, &mut tap);
+    let (totals, status) = collect(options_run, run, control, received, &give_back, thresholds, sink);
     done.store(true, Ordering::Relaxed);
     let _ = inlet.join();
     Ok(RunResult { totals, status })
