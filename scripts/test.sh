@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The second quickstart command: installs what the tests need, builds and installs horde, and
 # runs every test, Rust and Python. The Python tests start their own servers on 127.0.0.1 (the
-# built-in target, nginx with one worker, pouchdb-server) and stop them by PID when they are done.
+# built-in target, nginx with one worker, pouchdb-server, PostgreSQL, MariaDB, Cassandra) and stop
+# them by PID when they are done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,9 @@ command -v mariadb > /dev/null 2>&1 || missing+=(mariadb-client)
 # An sshd of the tests' own for `horde bench --host` (tests/test_bench.py), and the ssh client.
 [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
 command -v ssh > /dev/null 2>&1 || missing+=(openssh-client)
+# Apache Cassandra for the CQL steps (tests/test_cql.py), run from Maven Central's jars on Java 17.
+command -v java > /dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn > /dev/null 2>&1 || missing+=(maven)
 command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is needed: https://rustup.rs" >&2; exit 1; }
 if [ ${#missing[@]} -gt 0 ]; then
     step "installing ${missing[*]}"
@@ -48,8 +52,13 @@ if [ ! -x scripts/couchdb/node_modules/pouchdb-server/bin/pouchdb-server ]; then
     (cd scripts/couchdb && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
 
+if [ ! -d scripts/cassandra/lib ]; then
+    step "fetching Apache Cassandra 5.0 (its jars from Maven Central, scripts/cassandra/pom.xml)"
+    (cd scripts/cassandra && mvn -B -q dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime)
+fi
+
 step "installing the Python test tools"
-python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10" "bcrypt>=4"
+python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10" "bcrypt>=4" "cassandra-driver>=3.29"
 
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .

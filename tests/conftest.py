@@ -568,3 +568,68 @@ def postgres_tls():
     server = PostgresWithTls()
     yield server
     server.stop()
+
+
+CASSANDRA_SCRIPT = ROOT / "scripts" / "cassandra" / "start_cassandra.sh"
+
+
+class Cassandra:
+    """A throwaway single-node Apache Cassandra 5.0 on 127.0.0.1 (scripts/cassandra, its jars
+    fetched from Maven Central by scripts/test.sh), stopped by its PID. ``execute`` is a client
+    of the tests' own (the DataStax Python driver), which counts on the server's side."""
+
+    def __init__(self):
+        self.directory = Path(tempfile.mkdtemp(prefix="horde-cassandra-"))
+        self.port = free_port()
+        started = subprocess.run(["bash", str(CASSANDRA_SCRIPT), str(self.directory), str(self.port), str(free_port())],
+                                 capture_output=True, text=True, timeout=60)
+        if started.returncode != 0:
+            raise RuntimeError(f"{CASSANDRA_SCRIPT} failed: {started.stderr}{started.stdout}")
+        self.pid = int(started.stdout.strip().splitlines()[-1])
+
+        def ready():
+            if not Path(f"/proc/{self.pid}").exists():
+                log = (self.directory / "server.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"Cassandra exited while starting:\n{log}")
+            return can_connect(self.port)
+
+        wait_until(ready, timeout=120, what="Cassandra's CQL port")
+        from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
+        from cassandra.policies import WhiteListRoundRobinPolicy
+
+        profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy(["127.0.0.1"]))
+        self.cluster = Cluster(["127.0.0.1"], port=self.port, protocol_version=5,
+                               execution_profiles={EXEC_PROFILE_DEFAULT: profile})
+        self.client = self.cluster.connect()
+
+    @property
+    def contact_point(self):
+        return f"127.0.0.1:{self.port}"
+
+    def execute(self, cql, params=()):
+        """The server's own answer: every row."""
+        return list(self.client.execute(cql, params))
+
+    def keyspace(self, name):
+        """A fresh keyspace (replication 1: one node)."""
+        self.execute(f"DROP KEYSPACE IF EXISTS {name}")
+        self.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        return name
+
+    def stop(self):
+        self.cluster.shutdown()
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+            wait_until(lambda: not Path(f"/proc/{self.pid}").exists(), timeout=30, what="Cassandra to stop")
+        except ProcessLookupError:
+            pass
+        except TimeoutError:
+            os.kill(self.pid, signal.SIGKILL)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def cassandra():
+    server = Cassandra()
+    yield server
+    server.stop()

@@ -7,7 +7,7 @@ import pytest
 
 # By name: `horde.http` is also the name of the request builder the package exports.
 MODULES = ["horde.assertions", "horde.bench", "horde.chains", "horde.checks", "horde.cookies", "horde.couchdb", "horde.http",
-           "horde.injection", "horde.simulation", "horde.sql",
+           "horde.injection", "horde.simulation", "horde.sql", "horde.cql",
            "horde.testing"]
 
 

@@ -206,7 +206,8 @@ def test_every_example_is_covered():
                "page_resources.py", "live_updates.py", "csv_login.py", "users.csv", "orders_api.py",
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
-               "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py"}
+               "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
+               "cassandra_eventually.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -518,3 +519,17 @@ def test_oauth_login(target, tmp_path):
     assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == users
     assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
     assert after["orders_listed"] - before["orders_listed"] == users
+
+
+def test_cassandra_eventually(cassandra, tmp_path):
+    run_example(["horde", "run", EXAMPLES / "cassandra_eventually.py", "-D", f"cluster={cassandra.contact_point}",
+                 "-D", "users=8"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    groups = {g["name"]: g for g in summary["groups"]}
+    assert (groups["view agrees"]["ok"], groups["gone"]["ok"]) == (8, 8), groups
+    counts = {r["name"]: r["ok"] for r in summary["requests"]}
+    assert (counts["subscribe"], counts["unsubscribe"]) == (8, 8), counts
+    # The server's side: every subscription written, every one deleted, the view empty again.
+    assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions")[0][0] == 0
+    assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions_by_source")[0][0] == 0

@@ -94,6 +94,7 @@ from .injection import (
 from .sockets import sse, ws
 from .cookies import add_cookie, flush_cookie_jar, flush_session_cookies, get_cookie_value
 from .sql import SqlDatabase, column, row_count, sql
+from .cql import CqlCluster, applied, cql
 from .simulation import Simulation, hold_for, jump_to_rps, param, reach_rps, setup, throttle
 
 # Gatling spells it exec; here exec_ avoids the builtin, and exec works on chains.
@@ -116,7 +117,7 @@ __all__ = [
     "stop_load_generator", "Session", "before", "after",
     "jmespath", "xpath", "body_string", "body_bytes", "body_length", "md5", "sha1", "sha256", "current_location",
     "response_time_in_millis", "add_cookie", "get_cookie_value", "flush_cookie_jar", "flush_session_cookies",
-    "sql", "row_count", "column", "SqlDatabase",
+    "sql", "row_count", "column", "SqlDatabase", "cql", "CqlCluster", "applied",
 ]
 
 

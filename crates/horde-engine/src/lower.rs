@@ -3,38 +3,23 @@
 //! regexes, selectors and JSONPath queries are compiled, static URLs and bodies are built, and
 //! files are read. Whatever fails is reported with its plan path.
 
-use bytes::Bytes;
 use horde_plan::{
-    parse_condition, parse_template, Body, BodyPart, CheckSource, CompareOp, Injection, Plan, PlanError, Request,
-    Select, Step, Transform, Validation,
+    parse_condition, parse_template, CheckSource, CompareOp, Injection, Plan, PlanError, Select, Step, Validation,
 };
-use horde_plan::{CoreSource, CoreStep, CouchdbStep, HttpSource, HttpStep, SocketStep, SqlSource, SqlStep};
-use http::header::{HeaderName, HeaderValue};
-use http::Method;
+use horde_plan::{CoreSource, CoreStep};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use url::Url;
 
-use crate::protocol::http::cookies::{self, CookieStep};
-use crate::protocol::http::resolve::Resolver;
-use crate::protocol::http::tls::TlsSetup;
-use crate::protocol::sql::{Database, PhaseShared, SqlWorkloadProgram};
+use crate::checks::{BodyExtractor, OwnSource};
+pub use crate::checks::{CheckProgram, Expected, Extractor, ValidationProgram};
+use crate::protocol::{Lowerings, ProtocolPrograms, ProtocolStepProgram};
 use crate::segment::{RunCounter, Share};
 pub use crate::session::expression::Template;
 use crate::session::expression::{CompiledCondition, Names};
 use crate::session::feeder::FeederRuntime;
 use crate::session::functions::{FunctionCost, SessionFunctions};
-
-/// A host as an authority spells it: an IPv6 address in brackets.
-fn bracketed(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    }
-}
 
 /// A plan ready to run.
 pub struct Program {
@@ -48,15 +33,12 @@ pub struct Program {
     /// (Locust's `Type` column).
     pub row_methods: Vec<Option<&'static str>>,
     pub groups: Vec<Arc<str>>,
-    pub protocol: ProtocolProgram,
-    /// Some check reads a response header: the client then keeps every header.
-    pub reads_response_headers: bool,
+    /// What each protocol needs for the whole run: its settings, and what its steps share.
+    pub protocols: ProtocolPrograms,
     /// Pace steps in the plan; each user remembers when it last passed each one.
     pub paces: usize,
     /// Schemas of generated bodies, by id: each user gets a generator for each.
     pub schemas: Vec<Arc<horde_docgen::Schema>>,
-    /// Names of the sockets (WebSockets, event streams) steps use; each user has a slot for each.
-    pub sockets: Vec<String>,
     /// The plan's feeders, loaded, in the plan's order.
     pub feeders: Vec<Arc<FeederRuntime>>,
     /// Variable name -> slot: what a session function's changes are applied by.
@@ -69,10 +51,6 @@ pub struct Program {
     pub function_cost: Arc<FunctionCost>,
     /// The plan's thresholds, parsed, their named scopes checked against `rows` and `groups`.
     pub thresholds: Vec<horde_plan::ThresholdSpec>,
-    /// The plan's SQL phases (`sql_workload` steps): the collector reads their progress.
-    pub sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
-    /// The plan's databases, which `sql` steps run on, in the plan's order.
-    pub databases: Vec<crate::protocol::sql::ScenarioDatabase>,
     /// What this process runs of the plan: all of it, or its execution segment's share.
     pub share: Share,
 }
@@ -84,100 +62,6 @@ impl Program {
     }
 }
 
-/// What both CouchDB steps need.
-pub struct CouchdbTarget {
-    /// The step's name: its report and the prefix of its rows.
-    pub name: Arc<str>,
-    /// The database; documents are `{database}/{id}`.
-    pub database: Arc<Target>,
-    /// Index into the user's generators (shared with generated bodies).
-    pub schema_id: usize,
-    pub schema: Arc<horde_docgen::Schema>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SocketKind {
-    WebSocket,
-    EventStream,
-}
-
-impl SocketKind {
-    pub fn describe(self) -> &'static str {
-        match self {
-            SocketKind::WebSocket => "WebSocket",
-            SocketKind::EventStream => "event stream",
-        }
-    }
-}
-
-/// A step on a socket a virtual user holds, by name.
-pub struct SocketStepProgram {
-    pub kind: SocketKind,
-    /// Index of the socket's name in [`Program::sockets`]: the user's slot for it.
-    pub socket: usize,
-    /// The step's row: the opening's timing, and errors of the step itself.
-    pub row_id: usize,
-    pub action: SocketAction,
-    pub await_messages: Option<AwaitProgram>,
-}
-
-pub enum SocketAction {
-    Connect {
-        url: Template,
-        base: Option<Url>,
-        headers: Vec<HeaderProgram>,
-    },
-    SendText(Template),
-    SendBinary(Bytes),
-    /// Wait only.
-    Await,
-    Close,
-}
-
-pub struct AwaitProgram {
-    pub timeout: Duration,
-    pub messages: Vec<MessageProgram>,
-}
-
-pub struct MessageProgram {
-    pub row_id: usize,
-    pub matching: Vec<CheckProgram>,
-    pub checks: Vec<CheckProgram>,
-}
-
-pub struct BulkInsertProgram {
-    pub target: CouchdbTarget,
-    /// `{database}/_bulk_docs`.
-    pub bulk_docs: Arc<Target>,
-    pub row_id: usize,
-    pub documents_per_insert: u32,
-    pub inserts: u32,
-}
-
-pub struct CrudProgram {
-    pub target: CouchdbTarget,
-    /// Rows of create, read, update and delete, in that order.
-    pub rows: [usize; 4],
-    pub counts: horde_plan::CrudCounts,
-    pub bulk_documents_per_user: u64,
-}
-
-pub struct ProtocolProgram {
-    pub connect_timeout: Duration,
-    pub request_timeout: Duration,
-    pub max_redirects: u32,
-    pub max_body_bytes: u64,
-    pub(crate) tls: TlsSetup,
-    /// The run's host names, cached.
-    pub(crate) resolver: Resolver,
-    /// Whether connections speak HTTP/2.
-    pub http2: horde_plan::Http2Mode,
-    /// HTTP/1.1 connections a user opens to one host for resources and batches.
-    pub max_connections_per_host: usize,
-    /// The headers of resources found in pages (`infer_html_resources`): the protocol's.
-    pub inferred_resource_headers: Vec<HeaderProgram>,
-}
-
 pub struct ScenarioProgram {
     pub name: Arc<str>,
     pub steps: Vec<StepProgram>,
@@ -186,8 +70,10 @@ pub struct ScenarioProgram {
     pub after: Option<usize>,
 }
 
+/// A step as a user runs it: the core's own (pauses, control flow, the session), or a
+/// protocol's, which the core runs without looking inside.
 pub enum StepProgram {
-    Request(Box<RequestProgram>),
+    Protocol(ProtocolStepProgram),
     Pause(PauseKind),
     /// `id` indexes the user's record of when it last passed this step.
     Pace {
@@ -208,8 +94,6 @@ pub enum StepProgram {
         group: usize,
         body: Vec<StepProgram>,
     },
-    /// Requests sent at once.
-    Batch(Vec<RequestProgram>),
     /// Take a feeder's next record(s): `slots[i]` receives column `i`.
     Feed {
         feeder: Arc<FeederRuntime>,
@@ -244,15 +128,6 @@ pub enum StepProgram {
         key: Arc<str>,
         row_id: usize,
     },
-    /// A step on one of the user's WebSockets or event streams.
-    Socket(Box<SocketStepProgram>),
-    /// A step on the user's cookie jar.
-    Cookie(Box<CookieStep>),
-    CouchdbBulkInsert(Box<BulkInsertProgram>),
-    CouchdbCrud(Box<CrudProgram>),
-    SqlWorkload(Box<crate::protocol::sql::SqlWorkloadProgram>),
-    SqlStatement(Box<crate::protocol::sql::SqlStatementProgram>),
-    SqlTransaction(Box<crate::protocol::sql::SqlTransactionProgram>),
 }
 
 /// A condition, with the row its evaluation errors are counted under (a condition is no
@@ -327,215 +202,22 @@ pub struct RetryProgram {
 
 pub use crate::pause::{PauseKind, TemplatePause};
 
-pub struct RequestProgram {
-    /// The statistics row; requests inside groups are named `group / request`.
-    pub row: Arc<str>,
-    /// Index of `row` in [`Program::rows`]: workers keep their recorders in that order.
-    pub row_id: usize,
-    pub method: Method,
-    pub url: UrlProgram,
-    pub query: Vec<(Template, Template)>,
-    pub headers: Vec<HeaderProgram>,
-    pub body: BodyProgram,
-    pub checks: Vec<CheckProgram>,
-    /// Some check reads the body, so it must be kept rather than drained.
-    pub needs_body: bool,
-    /// A Host header is among the request's (or the protocol's): it replaces the URL's.
-    pub sets_host: bool,
-    /// Fetched concurrently after this page.
-    pub resources: Vec<RequestProgram>,
-    /// This page's HTML is parsed for more resources (`infer_html_resources`).
-    pub infers_resources: bool,
-    /// Redirects followed in a row before the chain fails; 0: not followed, the redirect is
-    /// the response.
-    pub max_redirects: u32,
-}
-
-#[derive(Clone)]
-pub struct HeaderProgram {
-    pub name: HeaderName,
-    pub value: Template,
-    /// The value, already validated, when the template has no variables.
-    pub fixed: Option<HeaderValue>,
-}
-
-pub enum UrlProgram {
-    /// Known before the run: parsed once.
-    Static(Arc<Target>),
-    /// Holds templates (or is relative to a templated base): rendered, then parsed, per request.
-    Dynamic { template: Template, base: Option<Url> },
-}
-
-/// A parsed absolute URL with everything the client needs precomputed.
-pub struct Target {
-    pub url: Url,
-    /// `host:port`: with `tls`, the key of the connection a virtual user keeps.
-    pub authority: Arc<str>,
-    /// The host alone, without brackets: the name TLS presents and verifies.
-    pub host: String,
-    /// https.
-    pub tls: bool,
-    /// The Host header: the authority as the URL spells it (no default port).
-    pub host_header: String,
-    /// The request target in origin form (`/path?query`).
-    pub origin_form: String,
-}
-
-impl Target {
-    pub fn from_url(url: Url) -> Result<Target, String> {
-        let tls = match url.scheme() {
-            "http" => false,
-            "https" => true,
-            _ => return Err(format!("{url}: only http:// and https:// URLs are supported")),
-        };
-        // An IPv6 literal keeps its brackets here: `[::1]:8080` is an authority.
-        let host = url.host_str().ok_or_else(|| format!("{url}: no host"))?;
-        let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
-        let authority: Arc<str> = format!("{host}:{port}").into();
-        let host_header = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_string(),
-        };
-        let origin_form = match url.query() {
-            Some(query) => format!("{}?{}", url.path(), query),
-            None => url.path().to_string(),
-        };
-        let name = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        Ok(Target { authority, host: name, tls, host_header, origin_form, url })
-    }
-}
-
-pub enum BodyProgram {
-    None,
-    Static {
-        bytes: Bytes,
-        content_type: Option<HeaderValue>,
-    },
-    Raw {
-        text: Template,
-        content_type: Option<HeaderValue>,
-    },
-    Form(Vec<(Template, Template)>),
-    Multipart {
-        boundary: String,
-        parts: Vec<PartProgram>,
-    },
-    /// Fresh documents per request; `id` indexes the user's generators. With `bulk`, that many
-    /// documents in a `{"docs": [...]}` wrapper.
-    Generated {
-        id: usize,
-        schema: Arc<horde_docgen::Schema>,
-        bulk: Option<u32>,
-    },
-}
-
-pub enum PartProgram {
-    Text { name: String, value: Template },
-    File { name: String, file_name: String, content_type: String, data: Bytes },
-}
-
-pub struct CheckProgram {
-    pub extractor: Extractor,
-    pub select: Select,
-    pub transforms: Vec<Transform>,
-    /// When nothing is found (`with_default`).
-    pub default: Option<Expected>,
-    pub validation: ValidationProgram,
-    pub optional: bool,
-    pub save_as: Option<usize>,
-    /// How the check reads in an error message: `regex("value=\"([^\"]*)\"")`.
-    pub description: String,
-}
-
-/// A check's validation, its expected values compiled: they are templates, rendered from the
-/// session when the check runs.
-pub enum ValidationProgram {
-    Exists,
-    NotExists,
-    Is(Expected),
-    Not(Expected),
-    In(Vec<Expected>),
-    /// `lt`, `lte`, `gt`, `gte`.
-    Compare(CompareOp, Expected),
-}
-
-/// An expected value (or a default): its template, and its text in the plan for messages.
-pub struct Expected {
-    pub template: Template,
-    pub source: String,
-}
-
-pub enum Extractor {
-    Status,
-    Header(HeaderName),
-    /// A capture group of each match in a header's values.
-    HeaderRegex {
-        name: HeaderName,
-        regex: regex::Regex,
-        group: usize,
-    },
-    Substring(String),
-    Regex {
-        regex: regex::Regex,
-        group: usize,
-    },
-    Css {
-        selector: scraper::Selector,
-        attribute: Option<String>,
-    },
-    JsonPath(serde_json_path::JsonPath),
-    JmesPath(jmespath::Expression<'static>),
-    XPath(crate::protocol::http::xpath::XPath),
-    BodyString,
-    BodyBytes,
-    BodyLength,
-    Md5,
-    Sha1,
-    Sha256,
-    CurrentLocation,
-    ResponseTimeInMillis,
-    /// A SQL statement's rows returned or changed.
-    RowCount,
-    /// A SQL query's values in the column of this name.
-    Column(String),
-}
-
-impl Extractor {
-    pub fn reads_body(&self) -> bool {
-        !matches!(
-            self,
-            Extractor::Status
-                | Extractor::Header(_)
-                | Extractor::HeaderRegex { .. }
-                | Extractor::CurrentLocation
-                | Extractor::ResponseTimeInMillis
-        )
-    }
-}
-
 /// Validates the plan and lowers it. Every problem found, in either pass, is returned at
 /// once: a bad regex or a missing file is named along with a bad duration, not after it is
 /// fixed. Lowering therefore copes with an invalid plan, and what it finds again at a place
 /// validation already named is left out.
 pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     let mut errors = plan.validate();
-    let mut lowering = Lowering {
+    let mut cx = LoweringContext {
         variables: HashMap::new(),
         variable_names: Vec::new(),
         rows: Vec::new(),
         row_methods: Vec::new(),
         groups: Vec::new(),
         errors: Vec::new(),
-        base_url: plan.protocol.base_url.as_deref().and_then(|u| Url::parse(u).ok()),
         base_dir: plan.base_dir.as_ref().map(PathBuf::from),
-        default_headers: Vec::new(),
-        boundary_counter: 0,
         paces: 0,
         schemas: Vec::new(),
-        infer_html_resources: plan.protocol.infer_html_resources,
-        follow_redirects: plan.protocol.follow_redirects,
-        max_redirects: plan.protocol.max_redirects,
-        sockets: Vec::new(),
         defined: HashSet::new(),
         first_reads: HashMap::new(),
         current_path: String::new(),
@@ -544,39 +226,23 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
         session_function_keys: Vec::new(),
-        sql_databases: HashMap::new(),
-        sql_phases: Vec::new(),
-        database_names: plan.databases.iter().map(|d| d.name.clone()).collect(),
-        database_kinds: Vec::new(),
     };
-    let databases = lowering.databases(plan);
-    lowering.database_kinds = databases.iter().map(|d| d.database.kind()).collect();
-    lowering.load_feeders(plan);
+    cx.load_feeders(plan);
     for scenario in &plan.scenarios {
-        lowering.collect_defined(&scenario.steps);
+        cx.collect_defined(&scenario.steps);
     }
-    // The protocol's headers are checked once here, each under its own path, not per request.
-    for (i, header) in plan.protocol.headers.iter().enumerate() {
-        let path = format!("protocol.headers[{i}]");
-        if let Some((name, value)) = lowering.header(&path, &header.name, &header.value) {
-            let fixed = lowering.fixed_header_value(&format!("{path}.value"), &value);
-            lowering.default_headers.push(HeaderProgram { name, value, fixed });
-        }
-    }
-    let accept_encoding = http::header::ACCEPT_ENCODING;
-    if !plan.protocol.accept_encoding.is_empty() && !lowering.default_headers.iter().any(|h| h.name == accept_encoding)
-    {
-        let value = lowering.template(&plan.protocol.accept_encoding);
-        let fixed = lowering.fixed_header_value("protocol.accept_encoding", &value);
-        lowering.default_headers.push(HeaderProgram { name: accept_encoding, value, fixed });
-    }
+    let mut protocols = Lowerings::new(plan, &mut cx);
     let scenarios = plan
         .scenarios
         .iter()
         .enumerate()
         .map(|(i, scenario)| ScenarioProgram {
             name: scenario.name.as_str().into(),
-            steps: lowering.steps(&format!("scenarios[{i}].steps"), &scenario.steps, ""),
+            steps: cx.steps(
+                &mut protocols,
+                StepAt { path: &format!("scenarios[{i}].steps"), group_prefix: "" },
+                &scenario.steps,
+            ),
             injection: scenario.injection.clone(),
             after: scenario.after.as_ref().and_then(|name| plan.scenarios.iter().position(|s| &s.name == name)),
         })
@@ -584,18 +250,12 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     // A session function may set any variable, and a feeder that could not be read any of
     // its columns: then what the plan sets cannot be known here (the unreadable file is
     // named already).
-    if lowering.session_function_keys.is_empty() && lowering.feeders.len() == plan.feeders.len() {
-        lowering.never_set_variables();
+    if cx.session_function_keys.is_empty() && cx.feeders.len() == plan.feeders.len() {
+        cx.never_set_variables();
     }
-    // ALPN: what HTTP versions https connections offer, most wanted first.
-    let alpn: &[&[u8]] = match plan.protocol.http2 {
-        horde_plan::Http2Mode::Off => &[b"http/1.1"],
-        horde_plan::Http2Mode::Negotiate => &[b"h2", b"http/1.1"],
-        horde_plan::Http2Mode::PriorKnowledge => &[b"h2"],
-    };
-    let tls = TlsSetup::new(&plan.protocol.tls, lowering.base_dir.as_deref(), alpn, &mut lowering.errors);
-    let thresholds = crate::thresholds::resolve(plan, &lowering.rows, &lowering.groups, &mut lowering.errors);
-    for error in std::mem::take(&mut lowering.errors) {
+    let protocols = protocols.finish(plan, &mut cx);
+    let thresholds = crate::thresholds::resolve(plan, &cx.rows, &cx.groups, &mut cx.errors);
+    for error in std::mem::take(&mut cx.errors) {
         let named_already = errors.iter().any(|known| {
             error
                 .path
@@ -609,86 +269,68 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    // Inferring resources reads each page's Content-Type.
-    let reads_response_headers =
-        plan.protocol.infer_html_resources || plan.scenarios.iter().any(|s| steps_read_headers(&s.steps));
     Ok(Program {
         plan: plan.clone(),
         scenarios,
-        variables: lowering.variable_names,
+        variables: cx.variable_names,
         row_methods: {
-            let mut methods = lowering.row_methods;
-            methods.resize(lowering.rows.len(), None);
+            let mut methods = cx.row_methods;
+            methods.resize(cx.rows.len(), None);
             methods
         },
-        rows: lowering.rows,
-        groups: lowering.groups,
-        reads_response_headers,
-        paces: lowering.paces,
-        schemas: lowering.schemas,
-        sockets: lowering.sockets,
-        feeders: lowering.feeders,
-        variable_slots: lowering.variables,
-        session_function_keys: lowering.session_function_keys,
+        rows: cx.rows,
+        groups: cx.groups,
+        paces: cx.paces,
+        schemas: cx.schemas,
+        feeders: cx.feeders,
+        variable_slots: cx.variables,
+        session_function_keys: cx.session_function_keys,
         session_functions: None,
         function_cost: Arc::default(),
         thresholds,
-        sql_phases: lowering.sql_phases,
-        databases,
-        share: lowering.share,
-        protocol: ProtocolProgram {
-            connect_timeout: Duration::from_millis(plan.protocol.connect_timeout_ms),
-            request_timeout: Duration::from_millis(plan.protocol.request_timeout_ms),
-            max_redirects: if plan.protocol.follow_redirects { plan.protocol.max_redirects } else { 0 },
-            max_body_bytes: plan.protocol.max_body_bytes,
-            tls,
-            http2: plan.protocol.http2,
-            max_connections_per_host: plan.protocol.max_connections_per_host as usize,
-            inferred_resource_headers: lowering.default_headers.clone(),
-            resolver: Resolver::with_mappings(plan.protocol.resolve.iter().filter_map(|m| {
-                let address = m.address.parse::<std::net::IpAddr>().ok()?;
-                Some((format!("{}:{}", bracketed(&m.host), m.port), std::net::SocketAddr::new(address, m.port)))
-            })),
-        },
+        share: cx.share,
+        protocols,
     })
 }
 
-/// A method's name as a static string: the standard ones by name, any other as `OTHER`.
-fn standard_method_name(method: &Method) -> &'static str {
-    const STANDARD: [Method; 9] = [
-        Method::GET,
-        Method::POST,
-        Method::PUT,
-        Method::DELETE,
-        Method::HEAD,
-        Method::OPTIONS,
-        Method::PATCH,
-        Method::TRACE,
-        Method::CONNECT,
-    ];
-    const NAMES: [&str; 9] = ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "TRACE", "CONNECT"];
-    STANDARD.iter().position(|m| m == method).map_or("OTHER", |i| NAMES[i])
+/// Where a step is in the plan: its path, for errors, and the groups around it, which prefix
+/// the names of its rows.
+#[derive(Clone, Copy)]
+pub(crate) struct StepAt<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) group_prefix: &'a str,
 }
 
-struct Lowering {
+impl<'a> StepAt<'a> {
+    /// The same groups, another path (a nested request, a case's steps).
+    pub(crate) fn at<'b>(&self, path: &'b str) -> StepAt<'b>
+    where
+        'a: 'b,
+    {
+        StepAt { path, group_prefix: self.group_prefix }
+    }
+
+    /// A row's name as its groups prefix it: `group / request`.
+    pub(crate) fn row_name(&self, name: &str) -> Arc<str> {
+        format!("{}{name}", self.group_prefix).into()
+    }
+}
+
+/// What lowering any step needs and the core keeps: variable slots, rows, groups, files,
+/// checks, errors. Each protocol's lowering gets it beside its own state
+/// ([`crate::protocol::Lowerings`]).
+pub(crate) struct LoweringContext {
     variables: HashMap<String, usize>,
     variable_names: Vec<String>,
     rows: Vec<Arc<str>>,
     row_methods: Vec<Option<&'static str>>,
     groups: Vec<Arc<str>>,
-    errors: Vec<PlanError>,
-    base_url: Option<Url>,
-    base_dir: Option<PathBuf>,
-    default_headers: Vec<HeaderProgram>,
-    boundary_counter: u32,
+    /// Every problem found while lowering, with its path.
+    pub(crate) errors: Vec<PlanError>,
+    /// Where the plan's relative file names are read from.
+    pub(crate) base_dir: Option<PathBuf>,
     paces: usize,
     schemas: Vec<Arc<horde_docgen::Schema>>,
-    /// Pages (requests outside batches and resources) are parsed for their resources.
-    infer_html_resources: bool,
-    /// The protocol's redirect settings, which a request may override (`follow_redirects`).
-    follow_redirects: bool,
-    max_redirects: u32,
-    sockets: Vec<String>,
     /// Every variable name the plan sets anywhere: by a check, a counter, a feeder's column,
     /// a `set` or a `foreach`. A dotted name in a template names one of these when it can.
     defined: HashSet<String>,
@@ -703,15 +345,9 @@ struct Lowering {
     /// Each feeder's source, as errors name it (the file, or the plan's inline records).
     feeder_sources: Vec<String>,
     session_function_keys: Vec<String>,
-    /// Database URLs of SQL steps, parsed once each.
-    sql_databases: HashMap<String, Arc<Database>>,
-    /// The plan's databases (`sql` steps name them) and what each one is.
-    database_names: Vec<String>,
-    database_kinds: Vec<crate::protocol::sql::database::DatabaseKind>,
-    sql_phases: Vec<crate::protocol::sql::PhaseProgress>,
 }
 
-impl Names for Lowering {
+impl Names for LoweringContext {
     fn variable(&mut self, path: &[String]) -> (usize, usize) {
         let (slot, used) = self.probe(path);
         self.first_reads.entry(slot).or_insert_with(|| self.current_path.clone());
@@ -729,8 +365,8 @@ impl Names for Lowering {
     }
 }
 
-impl Lowering {
-    fn slot(&mut self, name: &str) -> usize {
+impl LoweringContext {
+    pub(crate) fn slot(&mut self, name: &str) -> usize {
         if let Some(&slot) = self.variables.get(name) {
             return slot;
         }
@@ -741,7 +377,7 @@ impl Lowering {
     }
 
     /// A template validation checked; one it refused is taken literally, to go on lowering.
-    fn template(&mut self, text: &str) -> Template {
+    pub(crate) fn template(&mut self, text: &str) -> Template {
         let Ok(segments) = parse_template(text) else {
             return Template::literal(text);
         };
@@ -803,54 +439,30 @@ impl Lowering {
 
     /// The variables one step sets (its nested steps are walked apart).
     fn collect_defined_by(&mut self, step: &Step) {
+        let Step::Core(step) = step else {
+            return crate::protocol::saved_variables(step, &mut |name| {
+                self.defined.insert(name.to_string());
+            });
+        };
         match step {
-            Step::Core(
-                CoreStep::Repeat { counter, .. }
-                | CoreStep::During { counter, .. }
-                | CoreStep::AsLongAs { counter, .. }
-                | CoreStep::DoWhile { counter, .. }
-                | CoreStep::TryMax { counter, .. }
-                | CoreStep::Eventually { counter, .. },
-            ) => self.defined.extend(counter.iter().cloned()),
-            Step::Core(CoreStep::Foreach { element, counter, .. }) => {
+            CoreStep::Repeat { counter, .. }
+            | CoreStep::During { counter, .. }
+            | CoreStep::AsLongAs { counter, .. }
+            | CoreStep::DoWhile { counter, .. }
+            | CoreStep::TryMax { counter, .. }
+            | CoreStep::Eventually { counter, .. } => self.defined.extend(counter.iter().cloned()),
+            CoreStep::Foreach { element, counter, .. } => {
                 self.defined.insert(element.clone());
                 self.defined.extend(counter.iter().cloned());
             }
-            Step::Core(CoreStep::Feed { feeder, .. }) => {
+            CoreStep::Feed { feeder, .. } => {
                 if let Some(feeder) = self.feeder(feeder) {
                     self.defined.extend(feeder.columns.iter().cloned());
                 }
             }
-            Step::Core(CoreStep::Set { values }) => self.defined.extend(values.iter().map(|v| v.name.clone())),
-            Step::Core(_) => {}
-            Step::Http(HttpStep::Request(request)) => self.collect_request(request),
-            Step::Http(HttpStep::Batch { requests }) => requests.iter().for_each(|r| self.collect_request(r)),
-            Step::Http(HttpStep::GetCookie(get)) => {
-                self.defined.insert(get.save_as.clone());
-            }
-            Step::Http(_) => {}
-            Step::Sql(SqlStep::Sql(statement)) => {
-                self.defined.extend(statement.checks.iter().filter_map(|c| c.save_as.clone()))
-            }
-            Step::Sql(_) => {}
-            Step::Socket(
-                SocketStep::WsConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
-                | SocketStep::SseConnect(horde_plan::SocketConnect { await_messages: Some(messages), .. })
-                | SocketStep::WsSend(horde_plan::WsSend { await_messages: Some(messages), .. })
-                | SocketStep::WsAwait(horde_plan::SocketAwait { await_messages: messages, .. })
-                | SocketStep::SseAwait(horde_plan::SocketAwait { await_messages: messages, .. }),
-            ) => {
-                for message in &messages.messages {
-                    self.defined.extend(message.checks.iter().filter_map(|c| c.save_as.clone()));
-                }
-            }
-            Step::Socket(_) | Step::Couchdb(_) => {}
+            CoreStep::Set { values } => self.defined.extend(values.iter().map(|v| v.name.clone())),
+            _ => {}
         }
-    }
-
-    fn collect_request(&mut self, request: &Request) {
-        self.defined.extend(request.checks.iter().filter_map(|c| c.save_as.clone()));
-        request.resources.iter().for_each(|r| self.collect_request(r));
     }
 
     /// A variable read but set nowhere in the plan is a mistyped name (a feeder's column, a
@@ -884,47 +496,24 @@ impl Lowering {
         }
     }
 
-    fn header(&mut self, path: &str, name: &str, value: &str) -> Option<(HeaderName, Template)> {
-        match HeaderName::from_bytes(name.as_bytes()) {
-            Ok(header) => Some((header, self.template(value))),
-            Err(_) => {
-                self.errors.push(PlanError::new(format!("{path}.name"), format!("{name:?} is not a header name")));
-                None
-            }
-        }
-    }
-
-    /// The header value, checked, when it has no variables; a bad one is an error at `path`.
-    fn fixed_header_value(&mut self, path: &str, value: &Template) -> Option<HeaderValue> {
-        let text = value.as_static()?;
-        match HeaderValue::from_str(text) {
-            Ok(value) => Some(value),
-            Err(_) => {
-                self.errors.push(PlanError::new(path, format!("{text:?} is not a valid header value")));
-                None
-            }
-        }
-    }
-
-    fn steps(&mut self, path: &str, steps: &[Step], group_prefix: &str) -> Vec<StepProgram> {
+    fn steps(&mut self, protocols: &mut Lowerings, at: StepAt, steps: &[Step]) -> Vec<StepProgram> {
         steps
             .iter()
             .enumerate()
             .map(|(i, step)| {
-                let path = format!("{path}[{i}]");
+                let path = format!("{}[{i}]", at.path);
                 self.current_path = path.clone();
+                let at = at.at(&path);
                 match step {
-                    Step::Core(step) => self.core_step(&path, step, group_prefix),
-                    Step::Http(step) => self.http_step(&path, step, group_prefix),
-                    Step::Socket(step) => self.socket_step_of(&path, step, group_prefix),
-                    Step::Couchdb(step) => self.couchdb_step(&path, step, group_prefix),
-                    Step::Sql(step) => self.sql_step(&path, step, group_prefix),
+                    Step::Core(step) => self.core_step(protocols, at, step),
+                    step => StepProgram::Protocol(protocols.lower_step(self, at, step)),
                 }
             })
             .collect()
     }
 
-    fn core_step(&mut self, path: &str, step: &CoreStep, group_prefix: &str) -> StepProgram {
+    fn core_step(&mut self, protocols: &mut Lowerings, at: StepAt, step: &CoreStep) -> StepProgram {
+        let (path, group_prefix) = (at.path, at.group_prefix);
         let step_ref = step;
         match step {
             CoreStep::Pause { duration_ms } => {
@@ -952,18 +541,25 @@ impl Lowering {
             CoreStep::Repeat { times, counter, steps } => StepProgram::Repeat {
                 times: *times,
                 counter: counter.as_deref().map(|c| self.slot(c)),
-                body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
             },
             CoreStep::During { duration_ms, counter, steps } => StepProgram::During {
                 duration: Duration::from_millis(*duration_ms),
                 counter: counter.as_deref().map(|c| self.slot(c)),
-                body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
             },
             CoreStep::Group { name, steps } => {
                 let full_name = format!("{group_prefix}{name}");
                 let group = self.group(&full_name);
                 let prefix = format!("{full_name} / ");
-                StepProgram::Group { group, body: self.steps(&format!("{path}.steps"), steps, &prefix) }
+                StepProgram::Group {
+                    group,
+                    body: self.steps(
+                        protocols,
+                        StepAt { path: &format!("{path}.steps"), group_prefix: &prefix },
+                        steps,
+                    ),
+                }
             }
             CoreStep::Feed { feeder, count } => match self.feeder(feeder) {
                 Some(feeder) => {
@@ -986,8 +582,8 @@ impl Lowering {
                     condition,
                     &format!("{group_prefix}do_if {condition}"),
                 );
-                let then = self.steps(&format!("{path}.steps"), steps, group_prefix);
-                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                let then = self.steps(protocols, at.at(&format!("{path}.steps")), steps);
+                let otherwise = self.steps(protocols, at.at(&format!("{path}.else_steps")), else_steps);
                 StepProgram::Choose(Box::new(ChoiceProgram::If { condition, then, otherwise }))
             }
             CoreStep::DoSwitch { value, cases, else_steps } => {
@@ -999,10 +595,10 @@ impl Lowering {
                     .map(|(i, case)| {
                         self.current_path = format!("{path}.cases[{i}].value");
                         let expected = self.template(&case.value);
-                        (expected, self.steps(&format!("{path}.cases[{i}].steps"), &case.steps, group_prefix))
+                        (expected, self.steps(protocols, at.at(&format!("{path}.cases[{i}].steps")), &case.steps))
                     })
                     .collect();
-                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                let otherwise = self.steps(protocols, at.at(&format!("{path}.else_steps")), else_steps);
                 StepProgram::Choose(Box::new(ChoiceProgram::Switch { value, row_id, cases, otherwise }))
             }
             CoreStep::RandomSwitch { cases, else_steps } => {
@@ -1017,16 +613,16 @@ impl Lowering {
                 let cases = cases
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                    .map(|(i, c)| self.steps(protocols, at.at(&format!("{path}.cases[{i}].steps")), &c.steps))
                     .collect();
-                let otherwise = self.steps(&format!("{path}.else_steps"), else_steps, group_prefix);
+                let otherwise = self.steps(protocols, at.at(&format!("{path}.else_steps")), else_steps);
                 StepProgram::Choose(Box::new(ChoiceProgram::Random { bounds, cases, otherwise }))
             }
             CoreStep::UniformRandomSwitch { cases } | CoreStep::RoundRobinSwitch { cases } => {
                 let cases = cases
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| self.steps(&format!("{path}.cases[{i}].steps"), &c.steps, group_prefix))
+                    .map(|(i, c)| self.steps(protocols, at.at(&format!("{path}.cases[{i}].steps")), &c.steps))
                     .collect();
                 let choice = if matches!(step_ref, CoreStep::RoundRobinSwitch { .. }) {
                     ChoiceProgram::RoundRobin { next: Arc::new(RunCounter::new(self.share.work.clone())), cases }
@@ -1043,7 +639,7 @@ impl Lowering {
                     row_id,
                     element: self.slot(element),
                     counter: counter.as_deref().map(|c| self.slot(c)),
-                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
                 }))
             }
             CoreStep::AsLongAs { condition, counter, steps, .. } | CoreStep::DoWhile { condition, counter, steps } => {
@@ -1061,7 +657,7 @@ impl Lowering {
                     test_first,
                     exit_on_fail,
                     counter: counter.as_deref().map(|c| self.slot(c)),
-                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
                 }))
             }
             CoreStep::TryMax { name, times, counter, steps } => {
@@ -1073,7 +669,7 @@ impl Lowering {
                     pause: Duration::ZERO,
                     timeout: None,
                     counter: counter.as_deref().map(|c| self.slot(c)),
-                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
                 };
                 StepProgram::Retry(Box::new(retry))
             }
@@ -1086,7 +682,7 @@ impl Lowering {
                     pause: Duration::from_millis(*pause_ms),
                     timeout: timeout_ms.map(Duration::from_millis),
                     counter: counter.as_deref().map(|c| self.slot(c)),
-                    body: self.steps(&format!("{path}.steps"), steps, group_prefix),
+                    body: self.steps(protocols, at.at(&format!("{path}.steps")), steps),
                 };
                 StepProgram::Retry(Box::new(retry))
             }
@@ -1102,7 +698,7 @@ impl Lowering {
                 StepProgram::Exit { condition, if_failed: false }
             }
             CoreStep::ExitBlockOnFail { steps } => {
-                StepProgram::ExitBlockOnFail(self.steps(&format!("{path}.steps"), steps, group_prefix))
+                StepProgram::ExitBlockOnFail(self.steps(protocols, at.at(&format!("{path}.steps")), steps))
             }
             CoreStep::SessionFunction { name, function } => {
                 if !self.session_function_keys.contains(function) {
@@ -1124,288 +720,6 @@ impl Lowering {
         }
     }
 
-    fn http_step(&mut self, path: &str, step: &HttpStep, group_prefix: &str) -> StepProgram {
-        match step {
-            HttpStep::Request(request) => {
-                let mut page = self.request(path, request, group_prefix);
-                page.resources = request
-                    .resources
-                    .iter()
-                    .enumerate()
-                    .map(|(i, resource)| self.request(&format!("{path}.resources[{i}]"), resource, group_prefix))
-                    .collect();
-                page.infers_resources = self.infer_html_resources;
-                page.needs_body |= page.infers_resources;
-                StepProgram::Request(Box::new(page))
-            }
-            HttpStep::Batch { requests } => StepProgram::Batch(
-                requests
-                    .iter()
-                    .enumerate()
-                    .map(|(i, request)| self.request(&format!("{path}.requests[{i}]"), request, group_prefix))
-                    .collect(),
-            ),
-            HttpStep::AddCookie(_)
-            | HttpStep::GetCookie(_)
-            | HttpStep::FlushCookieJar
-            | HttpStep::FlushSessionCookies => self.cookie_step(path, step, group_prefix),
-        }
-    }
-
-    fn socket_step_of(&mut self, path: &str, step: &SocketStep, group_prefix: &str) -> StepProgram {
-        let step_ref = step;
-        match step {
-            SocketStep::WsConnect(step) => self.socket_connect(path, step, SocketKind::WebSocket, group_prefix),
-            SocketStep::SseConnect(step) => self.socket_connect(path, step, SocketKind::EventStream, group_prefix),
-            SocketStep::WsSend(step) => {
-                let action = match (&step.text, &step.binary_base64) {
-                    (Some(text), _) => SocketAction::SendText(self.template(text)),
-                    (None, Some(data)) => {
-                        use base64::Engine;
-                        let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap_or_else(|err| {
-                            self.errors.push(PlanError::new(format!("{path}.binary_base64"), err.to_string()));
-                            Vec::new()
-                        });
-                        SocketAction::SendBinary(Bytes::from(bytes))
-                    }
-                    (None, None) => SocketAction::SendText(self.template("")),
-                };
-                let messages = step.await_messages.as_ref();
-                self.socket_step(path, SocketKind::WebSocket, &step.name, &step.socket, action, messages, group_prefix)
-            }
-            SocketStep::WsAwait(step) | SocketStep::SseAwait(step) => {
-                let kind = if matches!(step_ref, SocketStep::WsAwait(_)) {
-                    SocketKind::WebSocket
-                } else {
-                    SocketKind::EventStream
-                };
-                let messages = Some(&step.await_messages);
-                self.socket_step(path, kind, &step.name, &step.socket, SocketAction::Await, messages, group_prefix)
-            }
-            SocketStep::WsClose(step) | SocketStep::SseClose(step) => {
-                let kind = if matches!(step_ref, SocketStep::WsClose(_)) {
-                    SocketKind::WebSocket
-                } else {
-                    SocketKind::EventStream
-                };
-                self.socket_step(path, kind, &step.name, &step.socket, SocketAction::Close, None, group_prefix)
-            }
-        }
-    }
-
-    fn couchdb_step(&mut self, path: &str, step: &CouchdbStep, group_prefix: &str) -> StepProgram {
-        match step {
-            CouchdbStep::CouchdbBulkInsert(step) => {
-                let target = self.couchdb_target(path, &step.name, &step.database, &step.schema, group_prefix);
-                let bulk_docs = self.database_url(&format!("{path}.database"), &step.database, "_bulk_docs");
-                StepProgram::CouchdbBulkInsert(Box::new(BulkInsertProgram {
-                    row_id: self.row(target.name.clone()),
-                    target,
-                    bulk_docs,
-                    documents_per_insert: step.documents_per_insert,
-                    inserts: step.inserts,
-                }))
-            }
-            CouchdbStep::CouchdbCrud(step) => {
-                let target = self.couchdb_target(path, &step.name, &step.database, &step.schema, group_prefix);
-                let rows = horde_metrics::CRUD_OPERATIONS.map(|op| self.row(format!("{} {op}", target.name).into()));
-                StepProgram::CouchdbCrud(Box::new(CrudProgram {
-                    target,
-                    rows,
-                    counts: step.weights.counts(step.operations),
-                    bulk_documents_per_user: step.bulk_documents_per_user,
-                }))
-            }
-        }
-    }
-
-    fn sql_step(&mut self, path: &str, step: &SqlStep, group_prefix: &str) -> StepProgram {
-        match step {
-            SqlStep::SqlWorkload(step) => {
-                StepProgram::SqlWorkload(Box::new(self.sql_workload(path, step, group_prefix)))
-            }
-            SqlStep::Sql(step) => StepProgram::SqlStatement(Box::new(self.sql_statement(path, step, group_prefix))),
-            SqlStep::SqlTransaction(step) => {
-                let row = format!("{group_prefix}{}", step.action.statement()).into();
-                StepProgram::SqlTransaction(Box::new(crate::protocol::sql::SqlTransactionProgram {
-                    row_id: self.row(row),
-                    database: self.database_index(step.database.as_deref()),
-                    action: step.action,
-                }))
-            }
-        }
-    }
-
-    fn request(&mut self, path: &str, request: &Request, group_prefix: &str) -> RequestProgram {
-        // Validation names a bad method; GET stands in, to go on lowering.
-        let method = Method::from_bytes(request.method.as_bytes()).unwrap_or(Method::GET);
-        let url = self.url(&format!("{path}.url"), &request.url);
-        let query = request.query.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect();
-        let mut headers: Vec<HeaderProgram> = Vec::new();
-        for (i, header) in request.headers.iter().enumerate() {
-            let path = format!("{path}.headers[{i}]");
-            if let Some((name, value)) = self.header(&path, &header.name, &header.value) {
-                let fixed = self.fixed_header_value(&format!("{path}.value"), &value);
-                headers.push(HeaderProgram { name, value, fixed });
-            }
-        }
-        // Protocol defaults apply unless the request sets the same header itself; repeated
-        // ones all go, as a request's do (one Host among them is sent: the later).
-        let own = headers.len();
-        for default in &self.default_headers {
-            if !headers[..own].iter().any(|h| h.name == default.name) {
-                headers.push(default.clone());
-            }
-        }
-        let body = match &request.body {
-            None => BodyProgram::None,
-            Some(body) => self.body(&format!("{path}.body"), body),
-        };
-        let checks: Vec<CheckProgram> = request
-            .checks
-            .iter()
-            .enumerate()
-            .filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check))
-            .collect();
-        let needs_body = checks.iter().any(|c| c.extractor.reads_body());
-        let row: Arc<str> = format!("{group_prefix}{}", request.name).into();
-        let row_id = self.row(row.clone());
-        if self.row_methods.len() <= row_id {
-            self.row_methods.resize(row_id + 1, None);
-        }
-        // Method's standard names are static; an extension method is named by the plan only.
-        self.row_methods[row_id] = Some(standard_method_name(&method));
-        let sets_host = headers.iter().any(|h| h.name == http::header::HOST);
-        RequestProgram {
-            row,
-            row_id,
-            method,
-            url,
-            query,
-            headers,
-            body,
-            checks,
-            needs_body,
-            sets_host,
-            resources: Vec::new(),
-            infers_resources: false,
-            max_redirects: if request.follow_redirects.unwrap_or(self.follow_redirects) {
-                self.max_redirects
-            } else {
-                0
-            },
-        }
-    }
-
-    fn socket_connect(
-        &mut self,
-        path: &str,
-        step: &horde_plan::SocketConnect,
-        kind: SocketKind,
-        group_prefix: &str,
-    ) -> StepProgram {
-        let mut headers = Vec::new();
-        for (i, header) in step.headers.iter().enumerate() {
-            let path = format!("{path}.headers[{i}]");
-            if let Some((name, value)) = self.header(&path, &header.name, &header.value) {
-                let fixed = self.fixed_header_value(&format!("{path}.value"), &value);
-                headers.push(HeaderProgram { name, value, fixed });
-            }
-        }
-        let action = SocketAction::Connect { url: self.template(&step.url), base: self.base_url.clone(), headers };
-        let messages = step.await_messages.as_ref();
-        self.socket_step(path, kind, &step.name, &step.socket, action, messages, group_prefix)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn socket_step(
-        &mut self,
-        path: &str,
-        kind: SocketKind,
-        name: &str,
-        socket: &str,
-        action: SocketAction,
-        messages: Option<&horde_plan::AwaitMessages>,
-        group_prefix: &str,
-    ) -> StepProgram {
-        let socket = match self.sockets.iter().position(|s| s == socket) {
-            Some(slot) => slot,
-            None => {
-                self.sockets.push(socket.to_string());
-                self.sockets.len() - 1
-            }
-        };
-        let row_id = self.row(format!("{group_prefix}{name}").into());
-        let await_messages = messages.map(|messages| AwaitProgram {
-            timeout: Duration::from_millis(messages.timeout_ms),
-            messages: messages
-                .messages
-                .iter()
-                .enumerate()
-                .map(|(i, message)| {
-                    let path = format!("{path}.await.messages[{i}]");
-                    let checks =
-                        |lowering: &mut Lowering, kind: &str, checks: &[horde_plan::Check]| -> Vec<CheckProgram> {
-                            checks
-                                .iter()
-                                .enumerate()
-                                .filter_map(|(j, check)| lowering.check(&format!("{path}.{kind}[{j}]"), check))
-                                .collect()
-                        };
-                    MessageProgram {
-                        row_id: self.row(format!("{group_prefix}{}", message.name).into()),
-                        matching: checks(self, "matching", &message.matching),
-                        checks: checks(self, "checks", &message.checks),
-                    }
-                })
-                .collect(),
-        });
-        StepProgram::Socket(Box::new(SocketStepProgram { kind, socket, row_id, action, await_messages }))
-    }
-
-    fn cookie_step(&mut self, path: &str, step: &HttpStep, group_prefix: &str) -> StepProgram {
-        let base_host = self.base_url.as_ref().and_then(|u| u.host_str().map(str::to_string));
-        let cookie = match step {
-            HttpStep::AddCookie(add) => {
-                let row_id = self.row(format!("{group_prefix}add_cookie {}", add.name).into());
-                let cookie_path = add.path.clone().unwrap_or_else(|| "/".to_string());
-                // Validation named a missing domain; a stand-in goes on lowering.
-                let host = add.domain.clone().or(base_host).unwrap_or_else(|| "invalid.invalid".to_string());
-                let origin = cookies::origin(&host, &cookie_path, add.secure).unwrap_or_else(|message| {
-                    self.errors.push(PlanError::new(format!("{path}.domain"), message));
-                    Url::parse("http://invalid.invalid/").expect("a valid URL")
-                });
-                CookieStep::Add(cookies::AddCookie {
-                    name: add.name.clone(),
-                    value: self.template(&add.value),
-                    domain: add.domain.clone(),
-                    path: cookie_path,
-                    secure: add.secure,
-                    origin,
-                    row_id,
-                })
-            }
-            HttpStep::GetCookie(get) => {
-                let row_id = self.row(format!("{group_prefix}get_cookie {}", get.name).into());
-                let domain = get.domain.clone().or(base_host).and_then(|host| {
-                    cookies::origin(&host, "/", false)
-                        .map_err(|message| self.errors.push(PlanError::new(format!("{path}.domain"), message)))
-                        .ok()
-                });
-                CookieStep::Get(cookies::GetCookie {
-                    name: get.name.clone(),
-                    domain,
-                    slot: self.slot(&get.save_as),
-                    row_id,
-                })
-            }
-            HttpStep::FlushCookieJar => CookieStep::FlushJar,
-            _ => CookieStep::FlushSession,
-        };
-        StepProgram::Cookie(Box::new(cookie))
-    }
-
-    /// The index of a group's statistics; groups with the same name share them.
     fn group(&mut self, full_name: &str) -> usize {
         match self.groups.iter().position(|g| **g == *full_name) {
             Some(group) => group,
@@ -1417,106 +731,7 @@ impl Lowering {
     }
 
     /// The index of a statistics row; requests with the same name share a row, as in Gatling.
-    /// A phase of `horde sql`. Steps naming one database URL share its parsed form: SQLite's
-    /// connections to one file then take turns writing (see `Database::Sqlite`).
-    fn sql_workload(&mut self, path: &str, step: &horde_plan::SqlWorkload, group_prefix: &str) -> SqlWorkloadProgram {
-        let database = match self.sql_databases.get(&step.url) {
-            Some(database) => database.clone(),
-            None => match Database::parse(&step.url, self.base_dir.as_deref()) {
-                Ok(database) => {
-                    let database = Arc::new(database);
-                    self.sql_databases.insert(step.url.clone(), database.clone());
-                    database
-                }
-                Err(message) => {
-                    self.errors.push(PlanError::new(format!("{path}.url"), message));
-                    Arc::new(Database::sqlite(PathBuf::from(":memory:")))
-                }
-            },
-        };
-        let name: Arc<str> = format!("{group_prefix}{}", step.name).into();
-        let shared = Arc::new(PhaseShared::new(step.threads.max(1)));
-        self.sql_phases.push(crate::protocol::sql::PhaseProgress::new(name.clone(), step.rows, shared.clone()));
-        SqlWorkloadProgram {
-            row_id: self.row(name.clone()),
-            name,
-            database,
-            table: step.table.clone(),
-            phase: step.phase,
-            strategy: step.strategy,
-            rows: step.rows,
-            threads: step.threads.max(1),
-            batch_size: step.batch_size.max(1) as usize,
-            text_length: step.text_length.max(1) as usize,
-            shared,
-        }
-    }
-
-    /// The plan's databases, their URLs parsed once (a bad one is an error at its path).
-    fn databases(&mut self, plan: &Plan) -> Vec<crate::protocol::sql::ScenarioDatabase> {
-        let mut databases = Vec::with_capacity(plan.databases.len());
-        for (i, database) in plan.databases.iter().enumerate() {
-            let parsed = match Database::parse(&database.url, self.base_dir.as_deref()) {
-                Ok(parsed) => parsed,
-                Err(message) => {
-                    self.errors.push(PlanError::new(format!("databases[{i}].url"), message));
-                    Database::sqlite(PathBuf::from(":memory:"))
-                }
-            };
-            databases.push(crate::protocol::sql::ScenarioDatabase {
-                name: database.name.clone(),
-                database: Arc::new(parsed),
-                pool_size: database.pool_size,
-            });
-        }
-        databases
-    }
-
-    /// A step's database: the one it names, or the plan's only one. Validation names a bad
-    /// reference; the first database stands in for it.
-    fn database_index(&self, name: Option<&str>) -> usize {
-        name.and_then(|name| self.database_names.iter().position(|known| known == name)).unwrap_or(0)
-    }
-
-    fn sql_statement(
-        &mut self,
-        path: &str,
-        step: &horde_plan::SqlStatement,
-        group_prefix: &str,
-    ) -> crate::protocol::sql::SqlStatementProgram {
-        let database = self.database_index(step.database.as_deref());
-        let kind =
-            self.database_kinds.get(database).copied().unwrap_or(crate::protocol::sql::database::DatabaseKind::Sqlite);
-        let (sql, bind_order) = crate::protocol::sql::translate_placeholders(&step.sql, kind, step.params.len());
-        let params = step.params.iter().map(|p| self.template(p)).collect();
-        let checks: Vec<CheckProgram> = step
-            .checks
-            .iter()
-            .enumerate()
-            .filter_map(|(i, check)| self.check(&format!("{path}.checks[{i}]"), check))
-            .collect();
-        let mut columns: Vec<String> = Vec::new();
-        for check in &checks {
-            if let Extractor::Column(name) = &check.extractor {
-                if !columns.contains(name) {
-                    columns.push(name.clone());
-                }
-            }
-        }
-        let row = format!("{group_prefix}{}", step.name).into();
-        crate::protocol::sql::SqlStatementProgram {
-            row_id: self.row(row),
-            database,
-            kind: step.kind,
-            sql,
-            params,
-            bind_order,
-            checks,
-            columns,
-        }
-    }
-
-    fn row(&mut self, row: Arc<str>) -> usize {
+    pub(crate) fn row(&mut self, row: Arc<str>) -> usize {
         match self.rows.iter().position(|r| *r == row) {
             Some(id) => id,
             None => {
@@ -1526,142 +741,38 @@ impl Lowering {
         }
     }
 
-    fn couchdb_target(
-        &mut self,
-        path: &str,
-        name: &str,
-        database: &str,
-        schema: &str,
-        group_prefix: &str,
-    ) -> CouchdbTarget {
-        let database = self.database_url(&format!("{path}.database"), database, "");
-        let generated = self.generated(&format!("{path}.schema"), schema, None);
-        let (schema_id, schema) = match generated {
-            BodyProgram::Generated { id, schema, .. } => (id, schema),
-            // The error is recorded; an empty schema keeps lowering going to find the rest.
-            _ => (0, Arc::new(horde_docgen::Schema::Object(Vec::new()))),
-        };
-        CouchdbTarget { name: format!("{group_prefix}{name}").into(), database, schema_id, schema }
+    /// Marks a row as HTTP requests' of this method (Locust's `Type` column).
+    pub(crate) fn set_row_method(&mut self, row_id: usize, method: &'static str) {
+        if self.row_methods.len() <= row_id {
+            self.row_methods.resize(row_id + 1, None);
+        }
+        self.row_methods[row_id] = Some(method);
     }
 
-    /// The database URL, or a resource under it (`_bulk_docs`), resolved against the base URL.
-    fn database_url(&mut self, path: &str, database: &str, resource: &str) -> Arc<Target> {
-        let mut text = database.trim_end_matches('/').to_string();
-        if !resource.is_empty() {
-            text.push('/');
-            text.push_str(resource);
-        }
-        let parsed = match &self.base_url {
-            Some(base) => base.join(&text),
-            None => Url::parse(&text),
-        };
-        match parsed.map_err(|e| format!("{database:?}: {e}")).and_then(Target::from_url) {
-            Ok(target) => Arc::new(target),
-            Err(message) => {
-                if resource.is_empty() {
-                    self.errors.push(PlanError::new(path, message));
-                }
-                Arc::new(Target::from_url(Url::parse("http://invalid.invalid/").expect("a valid URL")).expect("http"))
-            }
-        }
+    /// A problem at `path`, found while lowering.
+    pub(crate) fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(PlanError::new(path, message));
     }
 
-    fn url(&mut self, path: &str, text: &str) -> UrlProgram {
-        let template = self.template(text);
-        let Some(literal) = template.as_static() else {
-            return UrlProgram::Dynamic { template, base: self.base_url.clone() };
-        };
-        let parsed = match &self.base_url {
-            Some(base) => base.join(literal),
-            None => Url::parse(literal),
-        };
-        match parsed.map_err(|e| format!("{text:?}: {e}")).and_then(Target::from_url) {
-            Ok(target) => UrlProgram::Static(Arc::new(target)),
-            Err(message) => {
-                self.errors.push(PlanError::new(path, message));
-                UrlProgram::Dynamic { template, base: None }
-            }
-        }
-    }
-
-    fn body(&mut self, path: &str, body: &Body) -> BodyProgram {
-        match body {
-            Body::Raw { text } => {
-                let text = self.template(text);
-                text_body(text, None)
-            }
-            Body::Json { value } => {
-                let text = serde_json::to_string(value).expect("JSON values serialize");
-                let text = self.template(&text);
-                text_body(text, Some(HeaderValue::from_static("application/json")))
-            }
-            Body::DocumentFromSchema { path: file } => self.generated(&format!("{path}.path"), file, None),
-            Body::BulkDocumentsFromSchema { path: file, count } => {
-                self.generated(&format!("{path}.path"), file, Some(*count))
-            }
-            Body::Form { params } => {
-                BodyProgram::Form(params.iter().map(|p| (self.template(&p.name), self.template(&p.value))).collect())
-            }
-            Body::Multipart { parts } => {
-                self.boundary_counter += 1;
-                // Fixed per request so runs are reproducible; long and odd enough never to
-                // appear in a part by chance.
-                let boundary = format!("horde-boundary-{:08x}-7d3c91a4e5b2", self.boundary_counter);
-                let parts = parts
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, part)| self.part(&format!("{path}.parts[{i}]"), part))
-                    .collect();
-                BodyProgram::Multipart { boundary, parts }
-            }
-        }
-    }
-
-    /// Reads a schema file; `path` is the plan path of the field naming it.
-    fn generated(&mut self, path: &str, file: &str, bulk: Option<u32>) -> BodyProgram {
+    /// A schema file of generated documents, read (`path` is the plan path of the field naming
+    /// it): its id, which indexes each user's generators, and the schema. None when it cannot
+    /// be read (the error is recorded).
+    pub(crate) fn schema(&mut self, path: &str, file: &str) -> Option<(usize, Arc<horde_docgen::Schema>)> {
         let resolved = self.resolve_file(file);
         match horde_docgen::Schema::from_file(&resolved) {
             Ok(schema) => {
                 let schema = Arc::new(schema);
                 self.schemas.push(schema.clone());
-                BodyProgram::Generated { id: self.schemas.len() - 1, schema, bulk }
+                Some((self.schemas.len() - 1, schema))
             }
             Err(err) => {
-                self.errors.push(PlanError::new(path, format!("{}: {err}", resolved.display())));
-                BodyProgram::None
+                self.error(path, format!("{}: {err}", resolved.display()));
+                None
             }
         }
     }
 
-    fn part(&mut self, path: &str, part: &BodyPart) -> Option<PartProgram> {
-        match part {
-            BodyPart::String { name, value } => {
-                Some(PartProgram::Text { name: name.clone(), value: self.template(value) })
-            }
-            BodyPart::RawFile { name, path: file, file_name, content_type } => {
-                let resolved = self.resolve_file(file);
-                match horde_plan::input::read_bounded(&resolved, horde_plan::input::MAX_INPUT_FILE_BYTES) {
-                    Ok(data) => Some(PartProgram::File {
-                        name: name.clone(),
-                        file_name: file_name.clone().unwrap_or_else(|| {
-                            resolved.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
-                        }),
-                        content_type: content_type.clone().unwrap_or_else(|| "application/octet-stream".into()),
-                        data: Bytes::from(data),
-                    }),
-                    Err(err) => {
-                        self.errors.push(PlanError::new(
-                            format!("{path}.path"),
-                            format!("cannot read file {}: {err}", resolved.display()),
-                        ));
-                        None
-                    }
-                }
-            }
-        }
-    }
-
-    fn resolve_file(&self, file: &str) -> PathBuf {
+    pub(crate) fn resolve_file(&self, file: &str) -> PathBuf {
         let path = Path::new(file);
         match &self.base_dir {
             Some(dir) if path.is_relative() => dir.join(path),
@@ -1671,7 +782,12 @@ impl Lowering {
 
     /// A regex source's pattern and capture group (the one given, else 1, or the whole match
     /// when the pattern has none); a bad one is an error at the source's path.
-    fn regex_group(&mut self, path: &str, pattern: &str, group: Option<u32>) -> Option<(regex::Regex, usize)> {
+    pub(crate) fn regex_group(
+        &mut self,
+        path: &str,
+        pattern: &str,
+        group: Option<u32>,
+    ) -> Option<(regex::Regex, usize)> {
         let regex = match regex::Regex::new(pattern) {
             Ok(regex) => regex,
             Err(err) => {
@@ -1691,32 +807,17 @@ impl Lowering {
         Some((regex, group))
     }
 
-    fn check(&mut self, path: &str, check: &horde_plan::Check) -> Option<CheckProgram> {
+    /// A check, lowered: its source (the core's, or the protocol's own `S`), selection,
+    /// transforms and validation. None when it cannot run (the error is recorded).
+    pub(crate) fn check<S: OwnSource>(&mut self, path: &str, check: &horde_plan::Check) -> Option<CheckProgram<S>> {
+        let body = |extractor: BodyExtractor, description: String| (Extractor::Body(extractor), description);
         let (extractor, description) = match &check.source {
-            CheckSource::Http(HttpSource::Status) => (Extractor::Status, "status".to_string()),
-            CheckSource::Http(HttpSource::Header { name }) => match HeaderName::from_bytes(name.as_bytes()) {
-                Ok(header) => (Extractor::Header(header), format!("header({name:?})")),
-                Err(_) => {
-                    self.errors
-                        .push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
-                    return None;
-                }
-            },
-            CheckSource::Http(HttpSource::HeaderRegex { name, pattern, group }) => {
-                let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
-                    self.errors
-                        .push(PlanError::new(format!("{path}.source.name"), format!("{name:?} is not a header name")));
-                    return None;
-                };
-                let (regex, group) = self.regex_group(path, pattern, *group)?;
-                (Extractor::HeaderRegex { name: header, regex, group }, format!("header_regex({name:?}, {pattern:?})"))
-            }
             CheckSource::Core(CoreSource::Substring { value }) => {
-                (Extractor::Substring(value.clone()), format!("substring({value:?})"))
+                body(BodyExtractor::Substring(value.clone()), format!("substring({value:?})"))
             }
             CheckSource::Core(CoreSource::Regex { pattern, group }) => {
                 let (regex, group) = self.regex_group(path, pattern, *group)?;
-                (Extractor::Regex { regex, group }, format!("regex({pattern:?})"))
+                body(BodyExtractor::Regex { regex, group }, format!("regex({pattern:?})"))
             }
             CheckSource::Core(CoreSource::Css { selector, attribute }) => match scraper::Selector::parse(selector) {
                 Ok(parsed) => {
@@ -1724,56 +825,51 @@ impl Lowering {
                         Some(a) => format!("css({selector:?}, {a:?})"),
                         None => format!("css({selector:?})"),
                     };
-                    (Extractor::Css { selector: parsed, attribute: attribute.clone() }, description)
+                    body(BodyExtractor::Css { selector: parsed, attribute: attribute.clone() }, description)
                 }
                 Err(err) => {
-                    self.errors.push(PlanError::new(
+                    self.error(
                         format!("{path}.source.selector"),
                         format!("invalid CSS selector {selector:?}: {}", css_error(&err)),
-                    ));
+                    );
                     return None;
                 }
             },
             CheckSource::Core(CoreSource::Jsonpath { path: query }) => match serde_json_path::JsonPath::parse(query) {
-                Ok(parsed) => (Extractor::JsonPath(parsed), format!("jsonpath({query:?})")),
+                Ok(parsed) => body(BodyExtractor::JsonPath(parsed), format!("jsonpath({query:?})")),
                 Err(err) => {
-                    self.errors.push(PlanError::new(format!("{path}.source.path"), format!("invalid JSONPath: {err}")));
+                    self.error(format!("{path}.source.path"), format!("invalid JSONPath: {err}"));
                     return None;
                 }
             },
             CheckSource::Core(CoreSource::Jmespath { expression }) => match jmespath::compile(expression) {
-                Ok(compiled) => (Extractor::JmesPath(compiled), format!("jmespath({expression:?})")),
+                Ok(compiled) => body(BodyExtractor::JmesPath(compiled), format!("jmespath({expression:?})")),
                 Err(err) => {
-                    self.errors
-                        .push(PlanError::new(format!("{path}.source.expression"), format!("invalid JMESPath: {err}")));
+                    self.error(format!("{path}.source.expression"), format!("invalid JMESPath: {err}"));
                     return None;
                 }
             },
             CheckSource::Core(CoreSource::Xpath { expression }) => {
-                match crate::protocol::http::xpath::XPath::compile(expression) {
-                    Ok(compiled) => (Extractor::XPath(compiled), format!("xpath({expression:?})")),
+                match crate::checks::xpath::XPath::compile(expression) {
+                    Ok(compiled) => body(BodyExtractor::XPath(compiled), format!("xpath({expression:?})")),
                     Err(err) => {
-                        self.errors
-                            .push(PlanError::new(format!("{path}.source.expression"), format!("invalid XPath: {err}")));
+                        self.error(format!("{path}.source.expression"), format!("invalid XPath: {err}"));
                         return None;
                     }
                 }
             }
-            CheckSource::Core(CoreSource::BodyString) => (Extractor::BodyString, "body_string".to_string()),
-            CheckSource::Core(CoreSource::BodyBytes) => (Extractor::BodyBytes, "body_bytes".to_string()),
-            CheckSource::Core(CoreSource::BodyLength) => (Extractor::BodyLength, "body_length".to_string()),
-            CheckSource::Core(CoreSource::Md5) => (Extractor::Md5, "md5".to_string()),
-            CheckSource::Core(CoreSource::Sha1) => (Extractor::Sha1, "sha1".to_string()),
-            CheckSource::Core(CoreSource::Sha256) => (Extractor::Sha256, "sha256".to_string()),
-            CheckSource::Http(HttpSource::CurrentLocation) => {
-                (Extractor::CurrentLocation, "current_location".to_string())
-            }
+            CheckSource::Core(CoreSource::BodyString) => body(BodyExtractor::BodyString, "body_string".to_string()),
+            CheckSource::Core(CoreSource::BodyBytes) => body(BodyExtractor::BodyBytes, "body_bytes".to_string()),
+            CheckSource::Core(CoreSource::BodyLength) => body(BodyExtractor::BodyLength, "body_length".to_string()),
+            CheckSource::Core(CoreSource::Md5) => body(BodyExtractor::Md5, "md5".to_string()),
+            CheckSource::Core(CoreSource::Sha1) => body(BodyExtractor::Sha1, "sha1".to_string()),
+            CheckSource::Core(CoreSource::Sha256) => body(BodyExtractor::Sha256, "sha256".to_string()),
             CheckSource::Core(CoreSource::ResponseTimeInMillis) => {
                 (Extractor::ResponseTimeInMillis, "response_time_in_millis".to_string())
             }
-            CheckSource::Sql(SqlSource::RowCount) => (Extractor::RowCount, "row_count".to_string()),
-            CheckSource::Sql(SqlSource::Column { name }) => {
-                (Extractor::Column(name.clone()), format!("column({name:?})"))
+            source => {
+                let (own, description) = S::lower(source, path, self)?;
+                (Extractor::Own(own), description)
             }
         };
         let description = match check.select {
@@ -1784,7 +880,7 @@ impl Lowering {
         };
         // Expected values and the default are templates: errors in them are the check's.
         let step_path = std::mem::replace(&mut self.current_path, path.to_string());
-        let expected = |lowering: &mut Lowering, text: &str| Expected {
+        let expected = |lowering: &mut LoweringContext, text: &str| Expected {
             template: lowering.template(text),
             source: text.to_string(),
         };
@@ -1811,33 +907,6 @@ impl Lowering {
             save_as: check.save_as.as_deref().map(|name| self.slot(name)),
             description,
         })
-    }
-}
-
-fn request_reads_headers(request: &horde_plan::Request) -> bool {
-    request
-        .checks
-        .iter()
-        .any(|c| matches!(c.source, CheckSource::Http(HttpSource::Header { .. } | HttpSource::HeaderRegex { .. })))
-        || request.resources.iter().any(request_reads_headers)
-}
-
-fn steps_read_headers(steps: &[Step]) -> bool {
-    let mut reads = false;
-    Step::walk(steps, &mut |step| {
-        reads |= match step {
-            Step::Http(HttpStep::Request(request)) => request_reads_headers(request),
-            Step::Http(HttpStep::Batch { requests }) => requests.iter().any(request_reads_headers),
-            _ => false,
-        }
-    });
-    reads
-}
-
-fn text_body(text: Template, content_type: Option<HeaderValue>) -> BodyProgram {
-    match text.as_static() {
-        Some(literal) => BodyProgram::Static { bytes: Bytes::from(literal.to_string()), content_type },
-        None => BodyProgram::Raw { text, content_type },
     }
 }
 
@@ -1871,6 +940,7 @@ fn css_error(error: &scraper::error::SelectorErrorKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::http::program::{request_of, UrlProgram};
 
     fn plan_with(steps: &str) -> Plan {
         Plan::from_json(&format!(
@@ -1885,7 +955,7 @@ mod tests {
     fn static_urls_are_resolved_against_the_base_url_once() {
         let program =
             lower(&plan_with(r#"[{"type": "request", "name": "r", "method": "GET", "url": "items?x=1"}]"#)).unwrap();
-        let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
+        let request = request_of(&program.scenarios[0].steps[0]).unwrap();
         let UrlProgram::Static(target) = &request.url else { panic!("static") };
         assert_eq!(target.origin_form, "/app/items?x=1");
         assert_eq!(&*target.authority, "127.0.0.1:9");
@@ -1942,7 +1012,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(program.variables, vec!["a".to_string(), "b".to_string()]);
-        let StepProgram::Request(request) = &program.scenarios[0].steps[0] else { panic!() };
+        let request = request_of(&program.scenarios[0].steps[0]).unwrap();
         let UrlProgram::Dynamic { template, .. } = &request.url else { panic!("dynamic") };
         let mut session = crate::session::Session {
             variables: vec![Some("x".into()), None],
@@ -1981,7 +1051,7 @@ mod tests {
         assert_eq!(program.groups, vec![Arc::<str>::from("g"), Arc::<str>::from("g / h")]);
         let StepProgram::Group { body, .. } = &program.scenarios[0].steps[0] else { panic!() };
         let StepProgram::Group { body, .. } = &body[0] else { panic!() };
-        let StepProgram::Request(request) = &body[0] else { panic!() };
+        let request = request_of(&body[0]).unwrap();
         assert_eq!(&*request.row, "g / h / r");
     }
 }

@@ -190,7 +190,7 @@ pub(crate) fn run_program(
                     Role::Share(_) => Vec::new(),
                 };
                 let thresholds = ThresholdMonitor::new(thresholds, options.snapshot_interval_ms);
-                let sql_phases = &program.sql_phases;
+                let protocols = &program.protocols;
                 let mut tap: Box<dyn CollectorTap> = match role {
                     Role::Local => Box::new(LocalRun),
                     Role::Share(share) => Box::new(share.relay(ledger.clone())),
@@ -201,7 +201,7 @@ pub(crate) fn run_program(
                     start,
                     ledger: &ledger,
                     function_cost,
-                    sql_phases,
+                    protocols,
                     tap: &mut *tap,
                 };
                 collect(&options, run, control, received, &give_back, thresholds, sink)
@@ -236,8 +236,8 @@ pub(crate) struct CollectorRun<'a> {
     pub ledger: &'a RunLedger,
     /// The session functions' cost, when the plan calls any.
     pub function_cost: Option<&'a FunctionCost>,
-    /// The plan's SQL phases, whose rows the progress line shows.
-    pub sql_phases: &'a [crate::protocol::sql::PhaseProgress],
+    /// What the protocols report as the run goes (the rows of a SQL phase).
+    pub protocols: &'a crate::protocol::ProtocolPrograms,
     /// What else the collector does: nothing in a local run.
     pub tap: &'a mut dyn CollectorTap,
 }
@@ -277,7 +277,7 @@ pub(crate) fn collect(
     mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
-    let CollectorRun { workers, started_at, start, ledger, function_cost, sql_phases, tap } = run;
+    let CollectorRun { workers, started_at, start, ledger, function_cost, protocols, tap } = run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
@@ -345,7 +345,7 @@ pub(crate) fn collect(
             totals.elapsed = totals.elapsed.max(interval * complete as u32);
             totals.generator_cpu = cpu_since_start();
             totals.session_functions = function_cost.map(FunctionCost::read);
-            totals.sql_progress = crate::protocol::sql::running_phase(sql_phases);
+            protocols.report_progress(&mut totals);
             // Judged before the sink takes the intervals; an abort stops the users as the
             // deadline does, and everything measured is kept.
             if let Some(reason) = thresholds.interval(&totals, complete) {
@@ -363,7 +363,7 @@ pub(crate) fn collect(
             totals.generator_cpu = cpu_since_start();
             intervals.written += 1;
             totals.session_functions = function_cost.map(FunctionCost::read);
-            totals.sql_progress = crate::protocol::sql::running_phase(sql_phases);
+            protocols.report_progress(&mut totals);
             tap.before_sink(&mut totals);
             sink.interval(&mut totals);
         }

@@ -4,7 +4,7 @@
 use crate::failure::Failure;
 use crate::lower::{PauseKind, StepProgram};
 use crate::precise_timer::PreciseTimer;
-use crate::protocol::http::HttpSession;
+use crate::protocol::UserProtocols;
 use crate::request_log::Logged;
 use crate::session::expression::EvalError;
 use crate::session::Session;
@@ -58,14 +58,8 @@ pub(crate) struct VirtualUser {
     pub(crate) ctx: Rc<WorkerContext>,
     /// Variables, the random stream, who the user is: what templates and conditions read.
     pub(crate) session: Session,
-    /// Cookies and the keep-alive connection.
-    pub(crate) http: HttpSession,
-    /// WebSockets and event streams the user holds, by the plan's socket index; empty until
-    /// the user's first socket step.
-    pub(crate) sockets: Vec<Option<crate::protocol::messages::OpenSocket>>,
-    /// Connections to the plan's databases, by their index; empty until the user's first SQL
-    /// step.
-    pub(crate) sql: Vec<crate::protocol::sql::SqlLink>,
+    /// Each protocol's own state for this user (cookies, connections, sockets).
+    pub(crate) protocols: UserProtocols,
     /// Inside a group (or `try_max`, `eventually`): when its duration is measured from. Its
     /// entry, or the earlier throttle slot a request inside was held back from, so a group
     /// is never shorter than its requests (one clock for both).
@@ -101,9 +95,7 @@ impl VirtualUser {
     pub fn new(ctx: Rc<WorkerContext>, scenario: usize, seed: u64, number: u64) -> VirtualUser {
         let slots = ctx.program.variables.len();
         VirtualUser {
-            http: HttpSession::new(ctx.program.reads_response_headers),
-            sockets: Vec::new(),
-            sql: Vec::new(),
+            protocols: UserProtocols::new(&ctx.program.protocols),
             paces: vec![None; ctx.program.paces],
             slot_timer: None,
             documents: (0..ctx.program.schemas.len()).map(|_| None).collect(),
@@ -129,10 +121,7 @@ impl VirtualUser {
 
     pub async fn run(&mut self, steps: &[StepProgram]) -> UserOutcome {
         let flow = self.chain(steps).await;
-        if !self.sockets.is_empty() {
-            // Boxed: only users that held sockets pay for the closing's state.
-            Box::pin(self.close_sockets()).await;
-        }
+        UserProtocols::finish(self).await;
         match flow {
             Flow::Exhausted => UserOutcome::Exhausted,
             Flow::Next | Flow::StopIteration | Flow::ExitUser => UserOutcome::Finished { failed: self.failures > 0 },
@@ -142,19 +131,9 @@ impl VirtualUser {
     pub(crate) async fn chain(&mut self, steps: &[StepProgram]) -> Flow {
         for step in steps {
             let flow = match step {
-                StepProgram::Request(request) => {
-                    let failures = self.failures;
-                    let flow = self.request(request).await;
-                    if self.failures != failures {
-                        // A failure can come without any wait (an unsent request, a descriptor
-                        // limit): the worker's other tasks, its snapshot ticker and its stop
-                        // signal get their turn now and then, or a loop of failures would hold
-                        // the worker's thread for ever. Here, not in `request`, where the
-                        // wait would keep its large locals in every user's future.
-                        tokio::task::consume_budget().await;
-                    }
-                    flow
-                }
+                // A protocol's step: awaited here, not in a block, so that HTTP's request (the
+                // hot path) needs no allocation.
+                StepProgram::Protocol(step) => step.run(self).await,
                 StepProgram::Pause(kind) => match self.pause_duration(kind) {
                     Ok(duration) => {
                         self.pause(duration).await;
@@ -220,10 +199,6 @@ impl VirtualUser {
                     }
                     flow
                 }
-                // Boxed each: their states are large (a socket's handshake, CouchDB's operation
-                // mix), and this block's future is the size of its largest arm, allocated at
-                // every entry into a loop or a group of every user.
-                StepProgram::Batch(requests) => Box::pin(self.batch(requests)).await,
                 StepProgram::Feed { feeder, slots, count } => self.feed(feeder, slots, *count),
                 StepProgram::Set { values, row_id } => self.set(values, *row_id),
                 StepProgram::Unset(slots) => {
@@ -249,14 +224,7 @@ impl VirtualUser {
                     self.stop_load_generator(message, condition.as_deref())
                 }
                 StepProgram::SessionFunction { key, row_id } => self.session_function(key, *row_id),
-                StepProgram::Socket(step) => Box::pin(self.socket_step(step)).await,
-                StepProgram::Cookie(step) => self.cookie_step(step),
-                StepProgram::CouchdbBulkInsert(step) => Box::pin(self.couchdb_bulk_insert(step)).await,
-                StepProgram::CouchdbCrud(step) => Box::pin(self.couchdb_crud(step)).await,
-                StepProgram::SqlWorkload(step) => Box::pin(self.sql_workload(step)).await,
-                StepProgram::SqlStatement(step) => Box::pin(self.scenario_statement(step)).await,
-                StepProgram::SqlTransaction(step) => Box::pin(self.sql_transaction(step)).await,
-                StepProgram::Request(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
+                StepProgram::Protocol(_) | StepProgram::Pause(_) | StepProgram::Pace { .. } => {
                     unreachable!("handled by chain")
                 }
             }

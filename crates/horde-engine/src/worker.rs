@@ -95,8 +95,8 @@ pub(crate) struct WorkerContext {
     gates: Arc<[ScenarioGate]>,
     /// The per-request log, when the run keeps one.
     pub request_log: Option<RefCell<WorkerRequestLog>>,
-    /// This worker's share of the pooled databases' connections.
-    pub sql_pools: crate::protocol::sql::WorkerPools,
+    /// Each protocol's state in this worker, shared by its users (SQL's pools).
+    pub(crate) protocols: crate::protocol::WorkerProtocols,
 }
 
 impl WorkerContext {
@@ -369,7 +369,7 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
         gates,
         request_log: request_log
             .map(|(output, active)| RefCell::new(WorkerRequestLog::new(output, started_epoch_us, active))),
-        sql_pools: Default::default(),
+        protocols: crate::protocol::WorkerProtocols::new(&program.protocols),
     });
 
     for scenario in 0..program.scenarios.len() {

@@ -172,7 +172,7 @@ fn a_plan_with_mistakes_names_each_one() {
         "scenarios[0].steps[1].database: no database named \"c\"",
         "scenarios[0].steps[1].checks[0].source: an execute returns no rows",
         "scenarios[0].steps[1].checks[1].source: a statement's result is checked with row_count",
-        "scenarios[0].steps[2].checks[0].source: row_count and column read a SQL statement's result",
+        "scenarios[0].steps[2].checks[0].source: row_count and column read a SQL or CQL statement's result",
     ];
     for fragment in expected {
         assert!(errors.iter().any(|e| e.contains(fragment)), "{fragment:?} not in {errors:#?}");

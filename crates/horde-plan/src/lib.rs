@@ -34,19 +34,24 @@ pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use protocol::couchdb::CouchdbStep;
 pub use protocol::couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
+pub use protocol::cql::{
+    bind_markers, Consistency, CqlBatch, CqlBatchKind, CqlBatchStatement, CqlCluster, CqlStatement, CqlStep,
+    SerialConsistency,
+};
 pub use protocol::http::http_url_problem;
 pub use protocol::http::{
     AddCookie, Body, BodyPart, ClientCertificate, GetCookie, HostMapping, Http2Mode, HttpProtocol, HttpSource,
     HttpStep, Request, TlsOptions, TlsVersion, BROWSER_ACCEPT_ENCODING,
 };
+pub use protocol::rows::RowsSource;
 pub use protocol::socket::{
     AwaitMessages, ExpectedMessage, SocketAwait, SocketClose, SocketConnect, SocketStep, WsSend,
 };
+pub use protocol::sql::SqlStep;
 pub use protocol::sql::{
     sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind,
     SqlStrategy, SqlTransaction, SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
 };
-pub use protocol::sql::{SqlSource, SqlStep};
 pub use protocol::{CheckSource, Step};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use segment::{
@@ -105,6 +110,9 @@ pub struct Plan {
     /// Databases that `sql` steps run statements on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub databases: Vec<SqlDatabase>,
+    /// The Cassandra cluster that `cql` steps run statements on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cql: Option<CqlCluster>,
     pub scenarios: Vec<Scenario>,
     #[serde(default)]
     pub options: RunOptions,
@@ -132,6 +140,7 @@ impl Plan {
             protocol: HttpProtocol::default(),
             feeders: Vec::new(),
             databases: Vec::new(),
+            cql: None,
             scenarios,
             options: RunOptions::default(),
             thresholds: Vec::new(),

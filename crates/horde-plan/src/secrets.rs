@@ -116,6 +116,10 @@ fn redact_value(value: &mut serde_json::Value, secret_headers: &[&str]) {
                     }
                 }
             }
+            // A password of its own (the CQL cluster's), not in a URL.
+            if let Some(password @ Value::String(_)) = object.get_mut("password") {
+                *password = Value::String(REDACTED.into());
+            }
             object.values_mut().for_each(|item| redact_value(item, secret_headers));
         }
         _ => {}
@@ -125,6 +129,23 @@ fn redact_value(value: &mut serde_json::Value, secret_headers: &[&str]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_password_field_is_replaced() {
+        let mut plan = Plan::new("p", Vec::new());
+        plan.cql = Some(crate::CqlCluster {
+            contact_points: vec!["127.0.0.1:9042".into()],
+            keyspace: None,
+            local_datacenter: None,
+            user: Some("cassandra".into()),
+            password: Some("s3cret".into()),
+            consistency: crate::Consistency::LocalOne,
+            request_timeout_ms: 10_000,
+        });
+        let shown = plan.redacted();
+        assert_eq!(shown.cql.as_ref().and_then(|c| c.password.as_deref()), Some(REDACTED));
+        assert_eq!(shown.cql.as_ref().and_then(|c| c.user.as_deref()), Some("cassandra"));
+    }
 
     #[test]
     fn passwords_in_urls_are_replaced_and_the_rest_kept() {

@@ -306,6 +306,7 @@ fn every_step_type_is_in_exactly_one_family_and_in_the_v1_order() {
         ("socket", SocketStep::json_schema(&mut generator)),
         ("couchdb", CouchdbStep::json_schema(&mut generator)),
         ("sql", SqlStep::json_schema(&mut generator)),
+        ("cql", CqlStep::json_schema(&mut generator)),
     ]);
     v1_order_is_complete(&protocol::PLAN_V1_STEP_ORDER, &owner);
 }
@@ -371,7 +372,7 @@ fn every_check_source_is_in_exactly_one_family_and_in_the_v1_order() {
     let owner = family_of_each_tag(vec![
         ("core", CoreSource::json_schema(&mut generator)),
         ("http", HttpSource::json_schema(&mut generator)),
-        ("sql", SqlSource::json_schema(&mut generator)),
+        ("rows", RowsSource::json_schema(&mut generator)),
     ]);
     v1_order_is_complete(&protocol::PLAN_V1_CHECK_SOURCE_ORDER, &owner);
     assert_eq!(owner.get("header_regex"), Some(&"http"), "added since plan format 1's first sources");
@@ -395,7 +396,10 @@ fn the_core_of_the_plan_names_no_protocol() {
         "CouchdbStep",
         "CouchdbCrud",
         "SqlStep",
-        "SqlSource",
+        "RowsSource",
+        "CqlStep",
+        "CqlStatement",
+        "CqlCluster",
         "SqlStatement",
         "SqlDatabase",
     ];

@@ -89,7 +89,7 @@ pub fn run_coordinated(
         start,
         ledger: &ledger,
         function_cost: None,
-        sql_phases: &program.sql_phases,
+        protocols: &program.protocols,
         tap: &mut tap,
     };
     let (totals, status) = collect(options_run, run, control, received, &give_back, thresholds, sink);

@@ -501,9 +501,9 @@ fn validate_request(v: &mut Validator, path: &str, request: &Request, has_base_u
     for (i, check) in request.checks.iter().enumerate() {
         let path = format!("{path}.checks[{i}]");
         match &check.source {
-            CheckSource::Sql(_) => v.error(
+            CheckSource::Rows(_) => v.error(
                 format!("{path}.source"),
-                "row_count and column read a SQL statement's result, not an HTTP response",
+                "row_count and column read a SQL or CQL statement's result, not an HTTP response",
             ),
             CheckSource::Http(HttpSource::Header { name } | HttpSource::HeaderRegex { name, .. })
                 if name.is_empty() =>

@@ -11,7 +11,9 @@
 //! in plan format 1's order: the schema check names errors by the step's `type` from it.
 
 pub mod couchdb;
+pub mod cql;
 pub mod http;
+pub mod rows;
 pub mod socket;
 pub mod sql;
 
@@ -25,9 +27,11 @@ use crate::validate::Validator;
 use crate::CoreSource;
 use crate::Plan;
 use couchdb::CouchdbStep;
+use cql::CqlStep;
 use http::{HttpSource, HttpStep};
+use rows::RowsSource;
 use socket::SocketStep;
-use sql::{SqlSource, SqlStep};
+use sql::SqlStep;
 
 /// One element of a scenario's chain.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -38,6 +42,7 @@ pub enum Step {
     Socket(SocketStep),
     Couchdb(CouchdbStep),
     Sql(SqlStep),
+    Cql(CqlStep),
 }
 
 impl Step {
@@ -46,7 +51,7 @@ impl Step {
     pub fn children(&self) -> impl Iterator<Item = Child<'_>> {
         let core = match self {
             Step::Core(step) => Some(step),
-            Step::Http(_) | Step::Socket(_) | Step::Couchdb(_) | Step::Sql(_) => None,
+            Step::Http(_) | Step::Socket(_) | Step::Couchdb(_) | Step::Sql(_) | Step::Cql(_) => None,
         };
         core.into_iter().flat_map(CoreStep::children)
     }
@@ -70,13 +75,15 @@ pub(crate) fn validate_step(v: &mut Validator<'_>, path: &str, step: &Step) {
         Step::Socket(step) => socket::validate_step(v, path, step),
         Step::Couchdb(step) => couchdb::validate_step(v, path, step),
         Step::Sql(step) => sql::validate_step(v, path, step),
+        Step::Cql(step) => cql::validate_step(v, path, step),
     }
 }
 
-/// Each protocol's plan-wide settings (`protocol.*`, `databases`).
+/// Each protocol's plan-wide settings (`protocol.*`, `databases`, `cql`).
 pub(crate) fn validate_settings(v: &mut Validator<'_>, plan: &Plan) {
     http::validate_settings(v, plan);
     sql::validate_databases(v, plan);
+    cql::validate_settings(v, plan);
 }
 
 impl From<CoreStep> for Step {
@@ -102,6 +109,11 @@ impl From<CouchdbStep> for Step {
 impl From<SqlStep> for Step {
     fn from(step: SqlStep) -> Step {
         Step::Sql(step)
+    }
+}
+impl From<CqlStep> for Step {
+    fn from(step: CqlStep) -> Step {
+        Step::Cql(step)
     }
 }
 
@@ -170,6 +182,7 @@ impl JsonSchema for Step {
             SocketStep::json_schema(generator),
             CouchdbStep::json_schema(generator),
             SqlStep::json_schema(generator),
+            CqlStep::json_schema(generator),
         ];
         let branches = tagged_branches(families, &PLAN_V1_STEP_ORDER);
         schemars::json_schema!({
@@ -204,13 +217,13 @@ pub(crate) fn tag_of(branch: &serde_json::Value) -> &str {
 }
 
 /// Where a check reads its values: the core's sources (the body, the response time), or a
-/// protocol's own (an HTTP status, a SQL result's rows). Untagged over families, as [`Step`].
+/// protocol's own (an HTTP status), or a result's rows (SQL's and CQL's). Untagged over families, as [`Step`].
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(untagged)]
 pub enum CheckSource {
     Core(CoreSource),
     Http(HttpSource),
-    Sql(SqlSource),
+    Rows(RowsSource),
 }
 
 impl CheckSource {
@@ -219,7 +232,7 @@ impl CheckSource {
         match self {
             CheckSource::Core(source) => source.is_multivalued(),
             CheckSource::Http(source) => matches!(source, HttpSource::Header { .. } | HttpSource::HeaderRegex { .. }),
-            CheckSource::Sql(source) => matches!(source, SqlSource::Column { .. }),
+            CheckSource::Rows(source) => matches!(source, RowsSource::Column { .. }),
         }
     }
 
@@ -240,9 +253,9 @@ impl From<HttpSource> for CheckSource {
         CheckSource::Http(source)
     }
 }
-impl From<SqlSource> for CheckSource {
-    fn from(source: SqlSource) -> CheckSource {
-        CheckSource::Sql(source)
+impl From<RowsSource> for CheckSource {
+    fn from(source: RowsSource) -> CheckSource {
+        CheckSource::Rows(source)
     }
 }
 
@@ -274,8 +287,11 @@ impl JsonSchema for CheckSource {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        let families =
-            [CoreSource::json_schema(generator), HttpSource::json_schema(generator), SqlSource::json_schema(generator)];
+        let families = [
+            CoreSource::json_schema(generator),
+            HttpSource::json_schema(generator),
+            RowsSource::json_schema(generator),
+        ];
         let branches = tagged_branches(families, &PLAN_V1_CHECK_SOURCE_ORDER);
         schemars::json_schema!({ "oneOf": branches })
     }

@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::rows::RowsSource;
 use crate::validate::Validator;
 use crate::{CheckSource, CoreSource, Plan};
 
@@ -566,38 +567,6 @@ pub fn sql_placeholders(sql: &str) -> Vec<Placeholder> {
     found
 }
 
-#[cfg(test)]
-mod placeholder_tests {
-    use super::*;
-
-    fn numbers(sql: &str) -> Vec<u32> {
-        sql_placeholders(sql).into_iter().map(|p| p.number).collect()
-    }
-
-    #[test]
-    fn placeholders_outside_quotes_and_comments() {
-        assert_eq!(numbers("SELECT * FROM t WHERE a = $1 AND b = $2"), vec![1, 2]);
-        assert_eq!(numbers("SELECT '$1', \"$2\", `$3` -- $4\n, $5 /* $6 */ FROM t WHERE x=$2"), vec![5, 2]);
-        assert_eq!(numbers("SELECT $$ $1 $$, $tag$ $2 $tag$, $3"), vec![3]);
-        assert_eq!(numbers("SELECT 'it''s $1', $10"), vec![10]);
-        assert_eq!(numbers("SELECT a$1 FROM t"), Vec::<u32>::new());
-        let found = sql_placeholders("x = $12");
-        assert_eq!(found[0].range, 4..7);
-    }
-}
-
-/// What only a SQL statement's result has: one family of [`crate::CheckSource`].
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SqlSource {
-    /// A SQL statement's rows: how many a query returned, or an `execute` changed.
-    RowCount,
-    /// A SQL query's values in the column of this name (case as the database gives it), one per
-    /// row in order; SQL NULL is no value. Numbers, dates and the like as the database
-    /// writes them as text.
-    Column { name: String },
-}
-
 // Validation: every problem with its plan path, in the order the plan reads.
 
 pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &SqlStep) {
@@ -687,17 +656,17 @@ fn sql_statement(v: &mut Validator, path: &str, step: &crate::SqlStatement) {
     for (i, check) in step.checks.iter().enumerate() {
         let path = format!("{path}.checks[{i}]");
         match &check.source {
-            CheckSource::Sql(SqlSource::RowCount) | CheckSource::Core(CoreSource::ResponseTimeInMillis) => {}
-            CheckSource::Sql(SqlSource::Column { name }) if name.trim().is_empty() => {
+            CheckSource::Rows(RowsSource::RowCount) | CheckSource::Core(CoreSource::ResponseTimeInMillis) => {}
+            CheckSource::Rows(RowsSource::Column { name }) if name.trim().is_empty() => {
                 v.error(format!("{path}.source.name"), "a column check needs a column name");
             }
-            CheckSource::Sql(SqlSource::Column { .. }) if step.kind == crate::SqlStatementKind::Execute => {
+            CheckSource::Rows(RowsSource::Column { .. }) if step.kind == crate::SqlStatementKind::Execute => {
                 v.error(
                     format!("{path}.source"),
                     "an execute returns no rows: make the statement a query to read its columns",
                 );
             }
-            CheckSource::Sql(SqlSource::Column { .. }) => {}
+            CheckSource::Rows(RowsSource::Column { .. }) => {}
             _ => v.error(
                 format!("{path}.source"),
                 "a statement's result is checked with row_count, column or response_time_in_millis",
@@ -738,5 +707,25 @@ fn sql_workload(v: &mut Validator, path: &str, step: &crate::SqlWorkload) {
     }
     if step.text_length == 0 || step.text_length > crate::MAX_SQL_TEXT_LENGTH {
         v.error(format!("{path}.text_length"), format!("must be from 1 to {}", crate::MAX_SQL_TEXT_LENGTH));
+    }
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    fn numbers(sql: &str) -> Vec<u32> {
+        sql_placeholders(sql).into_iter().map(|p| p.number).collect()
+    }
+
+    #[test]
+    fn placeholders_outside_quotes_and_comments() {
+        assert_eq!(numbers("SELECT * FROM t WHERE a = $1 AND b = $2"), vec![1, 2]);
+        assert_eq!(numbers("SELECT '$1', \"$2\", `$3` -- $4\n, $5 /* $6 */ FROM t WHERE x=$2"), vec![5, 2]);
+        assert_eq!(numbers("SELECT $$ $1 $$, $tag$ $2 $tag$, $3"), vec![3]);
+        assert_eq!(numbers("SELECT 'it''s $1', $10"), vec![10]);
+        assert_eq!(numbers("SELECT a$1 FROM t"), Vec::<u32>::new());
+        let found = sql_placeholders("x = $12");
+        assert_eq!(found[0].range, 4..7);
     }
 }

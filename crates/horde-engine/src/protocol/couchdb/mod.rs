@@ -3,6 +3,8 @@
 //! run are sent by the user (`user/couchdb_steps.rs`); [`couchdb_request`] at the end is the
 //! one exception, a blocking request for `horde couchdb`'s checks outside any run.
 
+pub(crate) mod lower;
+pub(crate) mod program;
 mod steps;
 
 use horde_plan::CrudCounts;
@@ -200,7 +202,7 @@ pub(crate) fn bulk_outcome(body: &[u8]) -> Result<(u64, u64, Option<Reply>), ser
 /// database exist, how many documents it holds): the status and the JSON reply.
 pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Value), String> {
     let url = url::Url::parse(url).map_err(|err| format!("{url:?}: {err}"))?;
-    let target = crate::lower::Target::from_url(url)?;
+    let target = crate::protocol::http::program::Target::from_url(url)?;
     let method = http::Method::from_bytes(method.as_bytes()).map_err(|err| err.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
     runtime.block_on(async {
@@ -241,6 +243,17 @@ pub fn couchdb_request(method: &str, url: &str) -> Result<(u16, serde_json::Valu
         let reply = serde_json::from_slice(&response.body).unwrap_or(serde_json::Value::Null);
         Ok((response.status.as_u16(), reply))
     })
+}
+
+/// Runs a CouchDB step.
+pub(crate) async fn run_step(
+    step: &program::CouchdbStepProgram,
+    user: &mut crate::user::VirtualUser,
+) -> crate::user::Flow {
+    match step {
+        program::CouchdbStepProgram::BulkInsert(step) => user.couchdb_bulk_insert(step).await,
+        program::CouchdbStepProgram::Crud(step) => user.couchdb_crud(step).await,
+    }
 }
 
 #[cfg(test)]

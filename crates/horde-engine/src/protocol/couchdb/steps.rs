@@ -4,10 +4,11 @@
 //! statistics (HDR latency, errors by kind). A failed operation is counted and the step goes
 //! on, as Iron Cushion does: the step always attempts all of its operations.
 
+use super::program::{BulkInsertProgram, CouchdbTarget, CrudProgram};
 use super::{bulk_outcome, document_id, error_kind, error_message, CrudOp, CrudPlanner, DocumentRef, Reply};
 use crate::failure::Failure;
-use crate::lower::{BulkInsertProgram, CouchdbTarget, CrudProgram, Target};
 use crate::protocol::http::client::Response;
+use crate::protocol::http::program::Target;
 use crate::protocol::http::request::Prepared;
 use crate::user::{Flow, VirtualUser};
 use bytes::Bytes;
@@ -138,7 +139,7 @@ impl VirtualUser {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let sent = body.len();
-        let max_redirects = self.ctx.program.protocol.max_redirects;
+        let max_redirects = self.ctx.program.protocols.http.max_redirects;
         let mut prepared = Prepared { method, target, headers, body, sets_host: false, max_redirects };
         let started = Instant::now();
         let (result, timing) = self.exchange(row_id, &mut prepared, started, started, true).await;

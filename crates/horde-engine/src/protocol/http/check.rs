@@ -1,46 +1,80 @@
-//! What checks read in an HTTP response (or a socket's message): its status, headers and
-//! body, parsed as HTML or JSON on demand. Selecting, validating and saving are the core's
-//! (`crate::checks`).
+//! What checks read in an HTTP response: its status, headers and the URL that answered (the
+//! protocol's own sources), and its body (the core's, `crate::checks::body`). Selecting,
+//! validating and saving are the core's (`crate::checks`).
 
 pub use crate::checks::CheckFailure;
-use crate::checks::{run_checks_on, CheckSubject};
-use crate::lower::{CheckProgram, Extractor};
-use crate::session::expression::hex;
+use crate::checks::{run_checks_on, BodyExtractor, BodyView, CheckProgram, CheckSubject, Extractor, OwnSource};
+use crate::lower::LoweringContext;
 use crate::session::{Session, Value};
-use base64::Engine as _;
-use bytes::Bytes;
+use horde_plan::{CheckSource, HttpSource};
+use http::header::HeaderName;
 use http::{HeaderMap, StatusCode};
-use sha1::Digest as _;
-use std::borrow::Cow;
 use url::Url;
+
+/// HTTP's own check sources.
+pub enum HttpExtractor {
+    Status,
+    Header(HeaderName),
+    /// A capture group of each match in a header's values.
+    HeaderRegex {
+        name: HeaderName,
+        regex: regex::Regex,
+        group: usize,
+    },
+    CurrentLocation,
+}
+
+/// An HTTP request's checks.
+pub type HttpCheck = CheckProgram<HttpExtractor>;
+
+impl OwnSource for HttpExtractor {
+    fn lower(source: &CheckSource, path: &str, cx: &mut LoweringContext) -> Option<(Self, String)> {
+        let CheckSource::Http(source) = source else { return None };
+        let header_name = |cx: &mut LoweringContext, name: &str| match HeaderName::from_bytes(name.as_bytes()) {
+            Ok(header) => Some(header),
+            Err(_) => {
+                cx.error(format!("{path}.source.name"), format!("{name:?} is not a header name"));
+                None
+            }
+        };
+        Some(match source {
+            HttpSource::Status => (HttpExtractor::Status, "status".to_string()),
+            HttpSource::Header { name } => (HttpExtractor::Header(header_name(cx, name)?), format!("header({name:?})")),
+            HttpSource::HeaderRegex { name, pattern, group } => {
+                let header = header_name(cx, name)?;
+                let (regex, group) = cx.regex_group(path, pattern, *group)?;
+                (
+                    HttpExtractor::HeaderRegex { name: header, regex, group },
+                    format!("header_regex({name:?}, {pattern:?})"),
+                )
+            }
+            HttpSource::CurrentLocation => (HttpExtractor::CurrentLocation, "current_location".to_string()),
+        })
+    }
+}
+
+impl HttpExtractor {
+    /// Whether the client must keep every response header for this source.
+    pub fn reads_headers(&self) -> bool {
+        matches!(self, HttpExtractor::Header(_) | HttpExtractor::HeaderRegex { .. })
+    }
+}
 
 /// The response as checks see it. The body is parsed as HTML or JSON at most once, and only
 /// when a check asks for it.
 pub struct ResponseView<'a> {
     pub status: StatusCode,
     pub headers: &'a HeaderMap,
-    pub body: &'a Bytes,
-    /// The URL that answered, after redirects; none for a socket's message.
+    pub body: BodyView<'a>,
+    /// The URL that answered, after redirects.
     url: Option<&'a Url>,
-    /// The exchange's response time in whole milliseconds; none for a socket's message.
+    /// The exchange's response time in whole milliseconds.
     response_time_ms: Option<u64>,
-    html: Option<scraper::Html>,
-    json: Option<Option<serde_json::Value>>,
-    jmespath: Option<Option<jmespath::Rcvar>>,
 }
 
 impl<'a> ResponseView<'a> {
-    pub fn new(status: StatusCode, headers: &'a HeaderMap, body: &'a Bytes) -> Self {
-        ResponseView {
-            status,
-            headers,
-            body,
-            url: None,
-            response_time_ms: None,
-            html: None,
-            json: None,
-            jmespath: None,
-        }
+    pub fn new(status: StatusCode, headers: &'a HeaderMap, body: &'a [u8]) -> Self {
+        ResponseView { status, headers, body: BodyView::new(body), url: None, response_time_ms: None }
     }
 
     /// What an HTTP exchange knows beside the response: the URL that answered and how long
@@ -51,53 +85,34 @@ impl<'a> ResponseView<'a> {
         self
     }
 
-    /// The body parsed as HTML, once for the checks and the page's resources.
-    pub fn html(&mut self) -> &scraper::Html {
-        let body = self.body;
-        self.html.get_or_insert_with(|| scraper::Html::parse_document(&String::from_utf8_lossy(body)))
-    }
-
     /// The parsed HTML, parsed now if no check needed it.
-    pub fn into_html(mut self) -> scraper::Html {
-        self.html();
-        self.html.expect("parsed just above")
-    }
-
-    fn text(&self) -> Cow<'a, str> {
-        String::from_utf8_lossy(self.body)
-    }
-
-    /// The body parsed as JSON, once; a body that is not JSON has no values.
-    fn json(&mut self) -> Option<&serde_json::Value> {
-        let body = self.body;
-        self.json.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()
-    }
-
-    /// The JSON body as JMESPath reads it, converted once.
-    fn jmespath_data(&mut self) -> Option<jmespath::Rcvar> {
-        if self.jmespath.is_none() {
-            let data = self.json().and_then(|json| jmespath::Variable::try_from(json).ok()).map(jmespath::Rcvar::new);
-            self.jmespath = Some(data);
-        }
-        self.jmespath.clone().flatten()
+    pub fn into_html(self) -> scraper::Html {
+        self.body.into_html()
     }
 }
 
 impl CheckSubject for ResponseView<'_> {
-    /// The source's values, at most `limit` of them, in the response's order. JSON null is no
-    /// value. An error is an expression that failed on this response.
-    fn values(&mut self, extractor: &Extractor, limit: usize) -> Result<Vec<Value>, String> {
-        let one = |value: Value| vec![value];
-        Ok(match extractor {
-            Extractor::Status => one(Value::from(self.status.as_u16().to_string())),
-            Extractor::Header(name) => self
+    type Own = HttpExtractor;
+
+    fn body_values(&mut self, source: &BodyExtractor, limit: usize) -> Result<Vec<Value>, String> {
+        self.body.values(source, limit)
+    }
+
+    fn response_time_ms(&self) -> Option<u64> {
+        self.response_time_ms
+    }
+
+    fn own_values(&mut self, source: &HttpExtractor, limit: usize) -> Result<Vec<Value>, String> {
+        Ok(match source {
+            HttpExtractor::Status => vec![Value::from(self.status.as_u16().to_string())],
+            HttpExtractor::Header(name) => self
                 .headers
                 .get_all(name)
                 .iter()
                 .take(limit)
                 .map(|v| Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()))
                 .collect(),
-            Extractor::HeaderRegex { name, regex, group } => self
+            HttpExtractor::HeaderRegex { name, regex, group } => self
                 .headers
                 .get_all(name)
                 .iter()
@@ -111,67 +126,12 @@ impl CheckSubject for ResponseView<'_> {
                 })
                 .take(limit)
                 .collect(),
-            Extractor::Substring(needle) => {
-                let found = self.text().matches(needle.as_str()).take(limit).count();
-                vec![Value::from(needle.as_str()); found]
-            }
-            Extractor::Regex { regex, group } => {
-                let text = self.text();
-                regex
-                    .captures_iter(&text)
-                    .filter_map(|c| c.get(*group))
-                    .take(limit)
-                    .map(|m| Value::from(m.as_str()))
-                    .collect()
-            }
-            Extractor::Css { selector, attribute } => {
-                let html = self.html();
-                let found = html.select(selector).filter_map(|element| match attribute {
-                    Some(attribute) => element.value().attr(attribute).map(Value::from),
-                    None => Some(Value::from(element.text().collect::<String>().trim())),
-                });
-                found.take(limit).collect()
-            }
-            Extractor::JsonPath(path) => match self.json() {
-                None => Vec::new(),
-                Some(json) => path
-                    .query(json)
-                    .all()
-                    .into_iter()
-                    .filter(|v| !v.is_null())
-                    .take(limit)
-                    .map(|v| Value::from_json(v.clone()))
-                    .collect(),
-            },
-            Extractor::JmesPath(expression) => {
-                let Some(data) = self.jmespath_data() else { return Ok(Vec::new()) };
-                let result = expression.search(data).map_err(|err| err.to_string())?;
-                let json = |var: &jmespath::Variable| serde_json::to_value(var).unwrap_or(serde_json::Value::Null);
-                match result.as_array() {
-                    Some(items) => {
-                        items.iter().filter(|v| !v.is_null()).take(limit).map(|v| Value::from_json(json(v))).collect()
-                    }
-                    None if result.is_null() => Vec::new(),
-                    None => one(Value::from_json(json(&result))),
-                }
-            }
-            Extractor::XPath(xpath) => xpath.evaluate(&self.text(), limit)?.into_iter().map(Value::from).collect(),
-            Extractor::BodyString => one(Value::from(self.text().into_owned())),
-            Extractor::BodyBytes => one(Value::from(base64::engine::general_purpose::STANDARD.encode(self.body))),
-            Extractor::BodyLength => one(Value::from(self.body.len().to_string())),
-            Extractor::Md5 => one(Value::from(hex(&md5::Md5::digest(self.body)))),
-            Extractor::Sha1 => one(Value::from(hex(&sha1::Sha1::digest(self.body)))),
-            Extractor::Sha256 => one(Value::from(hex(&sha2::Sha256::digest(self.body)))),
-            Extractor::CurrentLocation => self.url.map(|url| Value::from(url.as_str())).into_iter().collect(),
-            Extractor::ResponseTimeInMillis => {
-                self.response_time_ms.map(|ms| Value::from(ms.to_string())).into_iter().collect()
-            }
-            Extractor::RowCount | Extractor::Column(_) => unreachable!("validation keeps SQL sources on SQL steps"),
+            HttpExtractor::CurrentLocation => self.url.map(|url| Value::from(url.as_str())).into_iter().collect(),
         })
     }
 
-    fn failure_detail(&self, extractor: &Extractor) -> Option<u32> {
-        matches!(extractor, Extractor::Status).then(|| self.status.as_u16() as u32)
+    fn failure_detail(&self, source: &HttpExtractor) -> Option<u32> {
+        matches!(source, HttpExtractor::Status).then(|| self.status.as_u16() as u32)
     }
 }
 
@@ -179,11 +139,11 @@ impl CheckSubject for ResponseView<'_> {
 /// checks that pass. Without an explicit status check, the status must be 2xx or 304, as in
 /// Gatling.
 pub fn run_checks(
-    checks: &[CheckProgram],
+    checks: &[HttpCheck],
     response: &mut ResponseView<'_>,
     session: &mut Session,
 ) -> Result<(), CheckFailure> {
-    if !checks.iter().any(|c| matches!(c.extractor, Extractor::Status)) {
+    if !checks.iter().any(|c| matches!(c.extractor, Extractor::Own(HttpExtractor::Status))) {
         let status = response.status.as_u16();
         if !(200..300).contains(&status) && status != 304 {
             return Err(CheckFailure {
@@ -198,6 +158,7 @@ pub fn run_checks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use horde_plan::Plan;
 
     fn session(slots: usize) -> Session {
@@ -214,7 +175,7 @@ mod tests {
         session.variables.iter().map(|v| v.as_ref().map(|v| v.as_text().into_owned())).collect()
     }
 
-    fn lowered_checks(json: &str) -> (Vec<CheckProgram>, usize) {
+    fn lowered_checks(json: &str) -> (Vec<HttpCheck>, usize) {
         let plan = Plan::from_json(&format!(
             r#"{{"version": 1, "scenarios": [{{"name": "s", "injection": [{{"type": "at_once_users", "users": 1}}],
                 "steps": [{{"type": "request", "name": "r", "method": "GET", "url": "http://127.0.0.1:1/", "checks": {json}}}]}}]}}"#
@@ -223,7 +184,7 @@ mod tests {
         let program = crate::lower::lower(&plan).unwrap();
         let slots = program.variables.len();
         let mut steps = program.scenarios.into_iter().next().unwrap().steps;
-        let crate::lower::StepProgram::Request(request) = steps.remove(0) else { panic!() };
+        let request = crate::protocol::http::program::into_request(steps.remove(0)).unwrap();
         (request.checks, slots)
     }
 
@@ -253,7 +214,7 @@ mod tests {
         assert_eq!(texts(&vars), vec![Some("7".to_string()), Some("seven".to_string())]);
     }
 
-    fn checks_json() -> (Vec<CheckProgram>, usize) {
+    fn checks_json() -> (Vec<HttpCheck>, usize) {
         lowered_checks(
             r#"[{"source": {"type": "jsonpath", "path": "$.items[0].id"}, "save_as": "id"},
                 {"source": {"type": "jsonpath", "path": "$.items[0].name"}, "save_as": "name"}]"#,
@@ -315,13 +276,7 @@ mod tests {
         let program = crate::lower::lower(&plan).unwrap_or_else(|errors| panic!("{errors:?}"));
         let names = program.variables.clone();
         let steps = program.scenarios.into_iter().next().unwrap().steps;
-        let request = steps
-            .into_iter()
-            .find_map(|step| match step {
-                crate::lower::StepProgram::Request(request) => Some(request),
-                _ => None,
-            })
-            .unwrap();
+        let request = steps.into_iter().find_map(crate::protocol::http::program::into_request).unwrap();
         let mut vars = session(names.len());
         for (name, value) in presets {
             vars.variables[names.iter().position(|n| n == name).unwrap()] = Some(Value::from(*value));

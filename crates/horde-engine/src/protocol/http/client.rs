@@ -204,7 +204,7 @@ impl OpenTimeouts {
     /// The protocol's: a TLS handshake may take as long as the connect timeout or the request
     /// timeout allow, whichever is shorter, so that a server which takes the connection and
     /// never answers the ClientHello holds a request no longer than its timeout says.
-    pub fn of(protocol: &crate::lower::ProtocolProgram) -> OpenTimeouts {
+    pub fn of(protocol: &super::program::HttpProgram) -> OpenTimeouts {
         OpenTimeouts {
             connect: protocol.connect_timeout,
             tls_handshake: protocol.connect_timeout.min(protocol.request_timeout),

@@ -12,16 +12,17 @@
 //! order the requests were given, so that a `save_as` of a later request wins as it would in
 //! sequence. Redirects are followed in a next round, together.
 
+use super::check::HttpCheck;
 use super::client::{
     closed_before_response, never_processed, KeepHeaders, OpenTiming, RequestHead, Response, WireTiming,
 };
 use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
+use super::program::{RequestProgram, Target};
 use super::request::{exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Prepared};
 use super::ConnectionSlot;
 use crate::failure::Failure;
-use crate::lower::{CheckProgram, RequestProgram, Target};
 use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
@@ -36,7 +37,7 @@ use url::Url;
 /// One request of a concurrent fetch, through its redirect hops.
 struct Fetch<'p> {
     /// Its checks; none for a resource found in a page's HTML.
-    checks: &'p [CheckProgram],
+    checks: &'p [HttpCheck],
     keep_body: bool,
     /// The request's own row; hops have rows of their own.
     first_row: usize,
@@ -151,7 +152,7 @@ impl VirtualUser {
                 }
                 let Ok(target) = Target::from_url(url) else { continue };
                 let ctx = self.ctx.clone();
-                let headers = match self.render_headers(&ctx.program.protocol.inferred_resource_headers) {
+                let headers = match self.render_headers(&ctx.program.protocols.http.inferred_resource_headers) {
                     Ok(headers) => headers,
                     Err(_) => continue,
                 };
@@ -163,7 +164,7 @@ impl VirtualUser {
                     headers,
                     body: Bytes::new(),
                     sets_host,
-                    max_redirects: ctx.program.protocol.max_redirects,
+                    max_redirects: ctx.program.protocols.http.max_redirects,
                 };
                 fetches.push(Fetch::new(None, row_id, prepared, intended));
             }
@@ -176,7 +177,7 @@ impl VirtualUser {
     async fn fetch_all(&mut self, mut fetches: Vec<Fetch<'_>>) -> Flow {
         let mut failures = 0;
         while fetches.iter().any(|f| !f.done) {
-            if self.http.has_cookies {
+            if self.protocols.http.has_cookies {
                 for fetch in fetches.iter_mut().filter(|f| !f.done) {
                     self.set_cookie_header(&mut fetch.prepared);
                 }
@@ -236,9 +237,9 @@ impl VirtualUser {
     /// One round: every unfinished fetch's current hop, exchanged at once, host by host.
     async fn exchange_concurrently(&mut self, fetches: &mut [Fetch<'_>]) {
         let ctx = self.ctx.clone();
-        let keep_headers = self.http.keep_headers();
+        let keep_headers = self.protocols.http.keep_headers();
         let needs_tls = fetches.iter().any(|f| !f.done && f.prepared.target.tls);
-        let tls = tls_connector(&mut self.http.tls, &ctx, needs_tls).cloned();
+        let tls = tls_connector(&mut self.protocols.http.tls, &ctx, needs_tls).cloned();
         let mut groups: Vec<HostGroup<'_>> = Vec::new();
         for (index, fetch) in fetches.iter().enumerate().filter(|(_, f)| !f.done) {
             let target = &fetch.prepared.target;
@@ -254,14 +255,14 @@ impl VirtualUser {
                 None => {
                     // The host's connections: the main one if it goes there, and spares.
                     let mut slots = Vec::new();
-                    let has_main = self.http.main.is_for(&target.authority, target.tls);
+                    let has_main = self.protocols.http.main.is_for(&target.authority, target.tls);
                     if has_main {
-                        slots.push(std::mem::replace(&mut self.http.main, ConnectionSlot::empty()));
+                        slots.push(std::mem::replace(&mut self.protocols.http.main, ConnectionSlot::empty()));
                     }
                     let mut i = 0;
-                    while i < self.http.spares.len() {
-                        if self.http.spares[i].is_for(&target.authority, target.tls) {
-                            slots.push(self.http.spares.swap_remove(i));
+                    while i < self.protocols.http.spares.len() {
+                        if self.protocols.http.spares[i].is_for(&target.authority, target.tls) {
+                            slots.push(self.protocols.http.spares.swap_remove(i));
                         } else {
                             i += 1;
                         }
@@ -273,12 +274,12 @@ impl VirtualUser {
         // A host without a connection of the user's gets the main slot when it is free (no
         // group took it, and it holds no connection to another host), so a user whose pages and
         // resources share a host keeps one connection across pages.
-        if self.http.main.connection.is_none() && !groups.iter().any(|g| g.has_main) {
+        if self.protocols.http.main.connection.is_none() && !groups.iter().any(|g| g.has_main) {
             if let Some(group) = groups.iter_mut().find(|g| g.slots.is_empty()) {
                 group.has_main = true;
             }
         }
-        let max_lanes = ctx.program.protocol.max_connections_per_host;
+        let max_lanes = ctx.program.protocols.http.max_connections_per_host;
         let outcomes: RefCell<Vec<Option<Exchanged>>> = RefCell::new((0..fetches.len()).map(|_| None).collect());
         let returned = futures_util::future::join_all(
             groups.into_iter().map(|group| fetch_host(&ctx, tls.as_ref(), group, max_lanes, keep_headers, &outcomes)),
@@ -288,17 +289,17 @@ impl VirtualUser {
             let mut slots = slots.into_iter();
             if has_main {
                 if let Some(main) = slots.next() {
-                    self.http.main = main;
+                    self.protocols.http.main = main;
                 }
             }
-            self.http.spares.extend(slots.filter(|s| s.connection.is_some()));
+            self.protocols.http.spares.extend(slots.filter(|s| s.connection.is_some()));
         }
         // A browser keeps a few connections per host; a user that wandered over many hosts
         // keeps only the latest.
         let most = max_lanes * 4;
-        if self.http.spares.len() > most {
-            let excess = self.http.spares.len() - most;
-            self.http.spares.drain(..excess);
+        if self.protocols.http.spares.len() > most {
+            let excess = self.protocols.http.spares.len() - most;
+            self.protocols.http.spares.drain(..excess);
         }
         for (fetch, exchanged) in fetches.iter_mut().zip(outcomes.into_inner()) {
             if let Some(exchanged) = exchanged {
@@ -454,7 +455,7 @@ async fn fetch_as_streams(
     started: Instant,
     outcomes: &RefCell<Vec<Option<Exchanged>>>,
 ) {
-    let protocol = &ctx.program.protocol;
+    let protocol = &ctx.program.protocols.http;
     let measured = ctx.measures(started);
     let timed_out = request_timed_out(protocol.request_timeout);
     // Indices into `jobs` (and `timings`) of the streams still to send.

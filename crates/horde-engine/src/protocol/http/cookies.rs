@@ -56,12 +56,12 @@ impl VirtualUser {
             CookieStep::Add(add) => self.add_cookie(add),
             CookieStep::Get(get) => self.get_cookie(get),
             CookieStep::FlushJar => {
-                self.http.cookies.clear();
-                self.http.has_cookies = false;
+                self.protocols.http.cookies.clear();
+                self.protocols.http.has_cookies = false;
                 Flow::Next
             }
             CookieStep::FlushSession => {
-                let cookies = &mut self.http.cookies;
+                let cookies = &mut self.protocols.http.cookies;
                 let session: Vec<(String, String, String)> = cookies
                     .iter_any()
                     .filter(|c| !c.is_persistent())
@@ -70,7 +70,7 @@ impl VirtualUser {
                 for (domain, path, name) in session {
                     cookies.remove(&domain, &path, &name);
                 }
-                self.http.has_cookies = cookies.iter_any().next().is_some();
+                self.protocols.http.has_cookies = cookies.iter_any().next().is_some();
                 Flow::Next
             }
         }
@@ -94,9 +94,9 @@ impl VirtualUser {
         if let Some(domain) = &add.domain {
             cookie = cookie.domain(domain.clone());
         }
-        match self.http.cookies.insert_raw(&cookie.build(), &add.origin) {
+        match self.protocols.http.cookies.insert_raw(&cookie.build(), &add.origin) {
             Ok(_) => {
-                self.http.has_cookies = true;
+                self.protocols.http.has_cookies = true;
                 Flow::Next
             }
             Err(err) => {
@@ -108,6 +108,7 @@ impl VirtualUser {
 
     fn get_cookie(&mut self, get: &GetCookie) -> Flow {
         let found = self
+            .protocols
             .http
             .cookies
             .iter_unexpired()

@@ -1,7 +1,7 @@
 //! HTTP: the lean HTTP/1.1 client (`client`, over TCP or TLS: `tls`; host names: `resolve`),
 //! HTTP/2 with the h2 crate (`http2`), the user's connection that is one or the other
 //! (`connection`), compressed bodies (`encoding`), requests as a virtual user sends them (`request`: rendering, redirects,
-//! cookies, retries), the checks on responses (`check`, XPath's in `xpath`), and the cookie
+//! cookies, retries), the checks on responses (`check`), and the cookie
 //! jar's own steps (`cookies`).
 
 pub(crate) mod check;
@@ -11,12 +11,14 @@ pub(crate) mod connection;
 pub(crate) mod cookies;
 pub(crate) mod encoding;
 pub(crate) mod http2;
+pub(crate) mod lower;
 pub(crate) mod page_resources;
+pub(crate) mod program;
 pub(crate) mod request;
 pub(crate) mod resolve;
 pub(crate) mod tls;
-pub(crate) mod xpath;
 
+use crate::user::{Flow, VirtualUser};
 use client::KeepHeaders;
 use connection::UserConnection;
 use cookie_store::CookieStore;
@@ -76,5 +78,43 @@ impl HttpSession {
         } else {
             KeepHeaders::CookiesAndLocation
         }
+    }
+}
+
+/// Runs an HTTP step.
+pub(crate) async fn run_step(step: &program::HttpStepProgram, user: &mut VirtualUser) -> Flow {
+    match step {
+        program::HttpStepProgram::Request(request) => {
+            let failures = user.failures;
+            let flow = user.request(request).await;
+            if user.failures != failures {
+                // A failure can come without any wait (an unsent request, a descriptor limit):
+                // the worker's other tasks, its snapshot ticker and its stop signal get their
+                // turn now and then, or a loop of failures would hold the worker's thread for
+                // ever. Here, after `request`, whose large locals would otherwise stay in every
+                // user's future across the wait.
+                tokio::task::consume_budget().await;
+            }
+            flow
+        }
+        // Boxed: a batch's state is large and rare.
+        program::HttpStepProgram::Batch(requests) => Box::pin(user.batch(requests)).await,
+        program::HttpStepProgram::Cookie(step) => user.cookie_step(step),
+    }
+}
+
+/// The variables an HTTP step saves: its requests' (and their resources') checks, a cookie read.
+pub(crate) fn saved_variables(step: &horde_plan::HttpStep, save: &mut dyn FnMut(&str)) {
+    fn by_request(request: &horde_plan::Request, save: &mut dyn FnMut(&str)) {
+        request.checks.iter().filter_map(|c| c.save_as.as_deref()).for_each(&mut *save);
+        request.resources.iter().for_each(|r| by_request(r, save));
+    }
+    match step {
+        horde_plan::HttpStep::Request(request) => by_request(request, save),
+        horde_plan::HttpStep::Batch { requests } => requests.iter().for_each(|r| by_request(r, save)),
+        horde_plan::HttpStep::GetCookie(get) => save(&get.save_as),
+        horde_plan::HttpStep::AddCookie(_)
+        | horde_plan::HttpStep::FlushCookieJar
+        | horde_plan::HttpStep::FlushSessionCookies => {}
     }
 }

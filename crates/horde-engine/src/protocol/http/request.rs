@@ -7,9 +7,9 @@ use super::client::{
     WireTiming,
 };
 use super::connection::UserConnection;
+use super::program::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
 use super::{ConnectionSlot, HttpSession};
 use crate::failure::Failure;
-use crate::lower::{BodyProgram, HeaderProgram, PartProgram, RequestProgram, Target, UrlProgram};
 use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
 use bytes::Bytes;
@@ -156,7 +156,7 @@ impl VirtualUser {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn answer(
         &mut self,
-        checks: &[crate::lower::CheckProgram],
+        checks: &[super::check::HttpCheck],
         needs_body: bool,
         infers_resources: bool,
         row_id: usize,
@@ -194,7 +194,7 @@ impl VirtualUser {
         let body = match response.headers.get(CONTENT_ENCODING).filter(|_| needs_body) {
             None => response.body,
             Some(coding) => {
-                let limit = self.ctx.program.protocol.max_body_bytes;
+                let limit = self.ctx.program.protocols.http.max_body_bytes;
                 match super::encoding::decode(response.body, coding, limit) {
                     Ok(decoded) => {
                         timing.bytes_decoded = Some(decoded.len() as u64);
@@ -385,8 +385,8 @@ impl VirtualUser {
     fn store_cookies(&mut self, headers: &HeaderMap, url: &Url) {
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
-                if self.http.cookies.parse(text, url).is_ok() {
-                    self.http.has_cookies = true;
+                if self.protocols.http.cookies.parse(text, url).is_ok() {
+                    self.protocols.http.has_cookies = true;
                 }
             }
         }
@@ -402,11 +402,11 @@ impl VirtualUser {
         started: Instant,
         keep_body: bool,
     ) -> (Result<Response, Failure>, RequestTiming) {
-        if self.http.has_cookies {
+        if self.protocols.http.has_cookies {
             self.set_cookie_header(prepared);
         }
-        let keep_headers = self.http.keep_headers();
-        let HttpSession { tls, main, .. } = &mut self.http;
+        let keep_headers = self.protocols.http.keep_headers();
+        let HttpSession { tls, main, .. } = &mut self.protocols.http;
         let tls = tls_connector(tls, &self.ctx, prepared.target.tls);
         exchange_on(&self.ctx, tls, main, row_id, prepared, intended, started, keep_body, keep_headers).await
     }
@@ -414,7 +414,7 @@ impl VirtualUser {
     /// The Cookie header for the request's URL from the user's jar.
     pub(crate) fn set_cookie_header(&self, prepared: &mut Prepared) {
         let mut cookie = String::new();
-        for (name, value) in self.http.cookies.get_request_values(&prepared.target.url) {
+        for (name, value) in self.protocols.http.cookies.get_request_values(&prepared.target.url) {
             if !cookie.is_empty() {
                 cookie.push_str("; ");
             }
@@ -439,7 +439,7 @@ pub(crate) fn tls_connector<'a>(
     ctx: &WorkerContext,
     tls: bool,
 ) -> Option<&'a TlsConnector> {
-    tls.then(|| &*connector.get_or_insert_with(|| ctx.program.protocol.tls.connector_for_user()))
+    tls.then(|| &*connector.get_or_insert_with(|| ctx.program.protocols.http.tls.connector_for_user()))
 }
 
 /// Sends one request on a connection of the user (opening it if needed) and reads the whole
@@ -462,7 +462,7 @@ pub(crate) async fn exchange_on(
     keep_body: bool,
     keep_headers: KeepHeaders,
 ) -> (Result<Response, Failure>, RequestTiming) {
-    let protocol = &ctx.program.protocol;
+    let protocol = &ctx.program.protocols.http;
     let (request_timeout, max_body_bytes) = (protocol.request_timeout, protocol.max_body_bytes);
     let measured = ctx.measures(started);
     let Prepared { method, target, headers, body, sets_host, .. } = prepared;
@@ -563,7 +563,7 @@ pub(crate) async fn open_on(
     measured: bool,
 ) -> Result<OpenTiming, Failure> {
     slot.connection = None;
-    let protocol = &ctx.program.protocol;
+    let protocol = &ctx.program.protocols.http;
     let destination =
         Destination { authority: &target.authority, host: &target.host, tls, resolver: &protocol.resolver };
     let (connection, opening) = UserConnection::open(&destination, OpenTimeouts::of(protocol), protocol.http2).await?;

@@ -68,7 +68,7 @@ impl EventStream {
         destination: &Destination<'_>,
         timeouts: OpenTimeouts,
         url: &url::Url,
-        target: &crate::lower::Target,
+        target: &crate::protocol::http::program::Target,
         headers: HeaderMap,
     ) -> Result<(EventStream, OpenTiming), Failure> {
         let opened = open_transport(destination, timeouts).await?;

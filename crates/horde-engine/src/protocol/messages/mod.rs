@@ -10,17 +10,19 @@
 
 mod event_parser;
 mod event_stream;
+pub(crate) mod lower;
+pub(crate) mod program;
 mod websocket;
 
+use crate::checks::{run_checks_on, BodyExtractor, BodyView, CheckSubject, NoSource};
 use crate::failure::Failure;
-use crate::lower::{AwaitProgram, SocketAction, SocketKind, SocketStepProgram, Target};
-use crate::protocol::http::check::{run_checks, ResponseView};
 use crate::protocol::http::client::{Destination, OpenTimeouts};
+use crate::protocol::http::program::Target;
 use crate::user::{Flow, VirtualUser};
 use bytes::Bytes;
 use event_stream::EventStream;
 use horde_metrics::RequestTiming;
-use http::{HeaderMap, StatusCode};
+use program::{AwaitProgram, SocketAction, SocketKind, SocketStepProgram};
 use tokio::time::Instant;
 use url::Url;
 use websocket::WebSocket;
@@ -66,8 +68,8 @@ fn whole(from: Instant, to: Instant, bytes_received: u64) -> RequestTiming {
 impl VirtualUser {
     /// One step on a socket: open, send, wait or close; then wait for its expected messages.
     pub(crate) async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
-        if self.sockets.is_empty() {
-            self.sockets.resize_with(self.ctx.program.sockets.len(), || None);
+        if self.protocols.sockets.is_empty() {
+            self.protocols.sockets.resize_with(self.ctx.program.protocols.sockets.names.len(), || None);
         }
         let since = match &step.action {
             SocketAction::Connect { .. } => match self.open_socket(step).await {
@@ -94,7 +96,7 @@ impl VirtualUser {
             },
             SocketAction::Await => Instant::now(),
             SocketAction::Close => {
-                if let Some(OpenSocket::WebSocket(socket)) = self.sockets[step.socket].take() {
+                if let Some(OpenSocket::WebSocket(socket)) = self.protocols.sockets[step.socket].take() {
                     socket.close().await;
                 }
                 return Flow::Next;
@@ -108,20 +110,20 @@ impl VirtualUser {
 
     /// The step's socket, open and of its kind; otherwise a KO on the step's row, unsent.
     fn open_socket_of(&mut self, step: &SocketStepProgram) -> Result<&mut OpenSocket, ()> {
-        let name = &self.ctx.program.sockets[step.socket];
-        let problem = match &self.sockets[step.socket] {
+        let name = &self.ctx.program.protocols.sockets.names[step.socket];
+        let problem = match &self.protocols.sockets[step.socket] {
             None => format!("the {} {name:?} is not open", step.kind.describe()),
             Some(socket) if socket.kind() != step.kind => {
                 format!("{name:?} is a {}, not a {}", socket.kind().describe(), step.kind.describe())
             }
-            Some(_) => return Ok(self.sockets[step.socket].as_mut().expect("checked above")),
+            Some(_) => return Ok(self.protocols.sockets[step.socket].as_mut().expect("checked above")),
         };
         self.record_unsent(step.row_id, &Failure::unsent("socket_not_open", problem), 0, None);
         Err(())
     }
 
     async fn send(&mut self, step: &SocketStepProgram, message: Message) -> Result<Instant, ()> {
-        let timeout = self.ctx.program.protocol.request_timeout;
+        let timeout = self.ctx.program.protocols.http.request_timeout;
         let Ok(OpenSocket::WebSocket(socket)) = self.open_socket_of(step) else { return Err(()) };
         // A server that stops reading would hold the send (and the user) for ever.
         let sent = tokio::time::timeout(timeout, socket.send(message))
@@ -136,7 +138,7 @@ impl VirtualUser {
             }
             Err(failure) => {
                 // No latency to give it: a send has none. Counted as a KO of the step's row.
-                self.sockets[step.socket] = None;
+                self.protocols.sockets[step.socket] = None;
                 self.record_unsent(step.row_id, &failure, 0, None);
                 Err(())
             }
@@ -162,13 +164,13 @@ impl VirtualUser {
                 return Err(());
             }
         };
-        self.sockets[step.socket] = None;
+        self.protocols.sockets[step.socket] = None;
         let started = Instant::now();
         let measured = self.ctx.measures(started);
         if measured {
             self.ctx.metrics.borrow_mut().row(step.row_id).started += 1;
         }
-        let protocol = &self.ctx.program.protocol;
+        let protocol = &self.ctx.program.protocols.http;
         let connector = target.tls.then(|| protocol.tls.http1_connector());
         let destination = Destination {
             authority: &target.authority,
@@ -201,7 +203,7 @@ impl VirtualUser {
                         SocketKind::EventStream => metrics.connections.event_streams += 1,
                     }
                 }
-                self.sockets[step.socket] = Some(socket);
+                self.protocols.sockets[step.socket] = Some(socket);
                 self.record_ok(step.row_id, started, &timing, Some(url.as_str()));
                 Ok(end)
             }
@@ -227,9 +229,8 @@ impl VirtualUser {
                 metrics.row(message.row_id).started += 1;
             }
         }
-        let no_headers = HeaderMap::new();
         for (index, message) in expected.messages.iter().enumerate() {
-            let socket = self.sockets[step.socket].as_mut().expect("checked open above");
+            let socket = self.protocols.sockets[step.socket].as_mut().expect("checked open above");
             let timed_out = || {
                 Failure::new("message_timeout", format!("no such message within {} ms", expected.timeout.as_millis()))
             };
@@ -246,8 +247,8 @@ impl VirtualUser {
                 if self.ctx.measures(now) {
                     self.ctx.metrics.borrow_mut().connections.messages_received += 1;
                 }
-                let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
-                if run_checks(&message.matching, &mut view, &mut self.session).is_ok() {
+                let mut view = MessageView(BodyView::new(&text));
+                if run_checks_on(&message.matching, &mut view, &mut self.session).is_ok() {
                     break Ok(text);
                 }
                 // A socket whose messages come faster than they are read is always ready, and
@@ -265,7 +266,7 @@ impl VirtualUser {
                 Err(failure) => {
                     if failure.kind != "message_timeout" {
                         // The socket is gone: a later step finds it closed.
-                        self.sockets[step.socket] = None;
+                        self.protocols.sockets[step.socket] = None;
                     }
                     for missed in &expected.messages[index..] {
                         self.record_failure(missed.row_id, since, &whole(since, end, 0), &failure, 0, None);
@@ -274,8 +275,8 @@ impl VirtualUser {
                 }
             };
             let timing = whole(since, end, text.len() as u64);
-            let mut view = ResponseView::new(StatusCode::OK, &no_headers, &text);
-            if let Err(failure) = run_checks(&message.checks, &mut view, &mut self.session) {
+            let mut view = MessageView(BodyView::new(&text));
+            if let Err(failure) = run_checks_on(&message.checks, &mut view, &mut self.session) {
                 let detail = failure.detail;
                 let failure = Failure::new("check_failed", failure.message);
                 self.record_failure(message.row_id, since, &timing, &failure, detail, None);
@@ -297,7 +298,7 @@ impl VirtualUser {
     /// Close frame, a bounded wait for the server's), as a browser leaving the page does;
     /// event streams are simply ended.
     pub(crate) async fn close_sockets(&mut self) {
-        for socket in self.sockets.iter_mut().filter_map(Option::take) {
+        for socket in self.protocols.sockets.iter_mut().filter_map(Option::take) {
             if let OpenSocket::WebSocket(socket) = socket {
                 socket.close().await;
             }
@@ -325,6 +326,42 @@ fn socket_url(text: &str, base: Option<&Url>, kind: SocketKind) -> Result<(Url, 
     let _ = http_url.set_scheme(http_scheme);
     let target = Target::from_url(http_url)?;
     Ok((url, target))
+}
+
+/// Runs a socket step.
+pub(crate) async fn run_step(step: &SocketStepProgram, user: &mut VirtualUser) -> Flow {
+    user.socket_step(step).await
+}
+
+/// A message as checks see it: its text, the only source a message has.
+struct MessageView<'a>(BodyView<'a>);
+
+impl CheckSubject for MessageView<'_> {
+    type Own = NoSource;
+
+    fn body_values(&mut self, source: &BodyExtractor, limit: usize) -> Result<Vec<crate::session::Value>, String> {
+        self.0.values(source, limit)
+    }
+
+    fn own_values(&mut self, source: &NoSource, _limit: usize) -> Result<Vec<crate::session::Value>, String> {
+        match *source {}
+    }
+}
+
+/// The variables a socket step saves: its awaited messages' checks.
+pub(crate) fn saved_variables(step: &horde_plan::SocketStep, save: &mut dyn FnMut(&str)) {
+    use horde_plan::{SocketAwait, SocketConnect, SocketStep, WsSend};
+    let messages = match step {
+        SocketStep::WsConnect(SocketConnect { await_messages, .. })
+        | SocketStep::SseConnect(SocketConnect { await_messages, .. })
+        | SocketStep::WsSend(WsSend { await_messages, .. }) => await_messages.as_ref(),
+        SocketStep::WsAwait(SocketAwait { await_messages, .. })
+        | SocketStep::SseAwait(SocketAwait { await_messages, .. }) => Some(await_messages),
+        SocketStep::WsClose(_) | SocketStep::SseClose(_) => None,
+    };
+    for message in messages.into_iter().flat_map(|m| &m.messages) {
+        message.checks.iter().filter_map(|c| c.save_as.as_deref()).for_each(&mut *save);
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 mod connection;
 pub(crate) mod database;
 mod error;
+pub(crate) mod lower;
 mod mysql;
 mod postgres;
 mod resources;
@@ -16,6 +17,23 @@ mod statement;
 mod workload;
 
 pub use database::{redacted, Database};
+
+/// A SQL step as a user runs it.
+pub enum SqlStepProgram {
+    Workload(Box<SqlWorkloadProgram>),
+    Statement(Box<SqlStatementProgram>),
+    Transaction(Box<SqlTransactionProgram>),
+}
+
+/// What SQL needs for the whole run.
+pub struct SqlProgram {
+    /// The plan's databases, which `sql` steps run on, in the plan's order.
+    pub databases: Vec<ScenarioDatabase>,
+    /// The plan's SQL phases (`sql_workload` steps): the collector reads their progress.
+    pub phases: Vec<PhaseProgress>,
+    /// How long a statement may take.
+    pub statement_timeout: std::time::Duration,
+}
 
 /// Connects to the database once and runs `SELECT 1`: a wrong URL, password or database name
 /// is found before a run starts, with the database's own message. Gives the database's name.
@@ -48,4 +66,20 @@ pub(crate) fn preflight(program: &crate::lower::Program) -> Result<(), String> {
 pub use statement::{
     translate_placeholders, ScenarioDatabase, SqlLink, SqlStatementProgram, SqlTransactionProgram, WorkerPools,
 };
-pub use workload::{running_phase, PhaseProgress, PhaseShared, SqlWorkloadProgram};
+pub use workload::{running_phase, PhaseProgress, SqlWorkloadProgram};
+
+/// Runs a SQL step.
+pub(crate) async fn run_step(step: &SqlStepProgram, user: &mut crate::user::VirtualUser) -> crate::user::Flow {
+    match step {
+        SqlStepProgram::Workload(step) => user.sql_workload(step).await,
+        SqlStepProgram::Statement(step) => user.scenario_statement(step).await,
+        SqlStepProgram::Transaction(step) => user.sql_transaction(step).await,
+    }
+}
+
+/// The variables a SQL step saves: a statement's checks.
+pub(crate) fn saved_variables(step: &horde_plan::SqlStep, save: &mut dyn FnMut(&str)) {
+    if let horde_plan::SqlStep::Sql(statement) = step {
+        statement.checks.iter().filter_map(|c| c.save_as.as_deref()).for_each(save);
+    }
+}

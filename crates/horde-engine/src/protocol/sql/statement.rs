@@ -11,14 +11,14 @@
 use super::connection::{Connection, Param, StatementResult};
 use super::database::{Database, DatabaseKind};
 use super::error::SqlError;
-use crate::checks::{run_checks_on, CheckSubject};
+use crate::checks::{run_checks_on, CheckProgram, CheckSubject, OwnSource};
 use crate::failure::Failure;
-use crate::lower::{CheckProgram, Extractor};
+use crate::lower::LoweringContext;
 use crate::session::expression::Template;
 use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
 use horde_metrics::RequestTiming;
-use horde_plan::{SqlStatementKind, SqlTransactionAction};
+use horde_plan::{CheckSource, RowsSource, SqlStatementKind, SqlTransactionAction};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ pub struct SqlStatementProgram {
     /// For each placeholder the driver binds, in its order, the index of its parameter
     /// (MySQL's `?` are positional: `$2 ... $1 ... $2` binds params 1, 0, 1).
     pub bind_order: Vec<usize>,
-    pub checks: Vec<CheckProgram>,
+    pub checks: Vec<CheckProgram<SqlExtractor>>,
     /// The columns the checks read: only these are converted to text.
     pub columns: Vec<String>,
 }
@@ -149,12 +149,37 @@ struct ResultView<'a> {
     response_time_ms: u64,
 }
 
+/// SQL's own check sources.
+pub enum SqlExtractor {
+    /// The rows a statement returned or changed.
+    RowCount,
+    /// A query's values in the column of this name.
+    Column(String),
+}
+
+impl OwnSource for SqlExtractor {
+    fn lower(source: &CheckSource, _path: &str, _cx: &mut LoweringContext) -> Option<(Self, String)> {
+        match source {
+            CheckSource::Rows(RowsSource::RowCount) => Some((SqlExtractor::RowCount, "row_count".to_string())),
+            CheckSource::Rows(RowsSource::Column { name }) => {
+                Some((SqlExtractor::Column(name.clone()), format!("column({name:?})")))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl CheckSubject for ResultView<'_> {
-    fn values(&mut self, extractor: &Extractor, limit: usize) -> Result<Vec<Value>, String> {
-        match extractor {
-            Extractor::RowCount => Ok(vec![Value::from(self.result.row_count.to_string())]),
-            Extractor::ResponseTimeInMillis => Ok(vec![Value::from(self.response_time_ms.to_string())]),
-            Extractor::Column(name) => {
+    type Own = SqlExtractor;
+
+    fn response_time_ms(&self) -> Option<u64> {
+        Some(self.response_time_ms)
+    }
+
+    fn own_values(&mut self, source: &SqlExtractor, limit: usize) -> Result<Vec<Value>, String> {
+        match source {
+            SqlExtractor::RowCount => Ok(vec![Value::from(self.result.row_count.to_string())]),
+            SqlExtractor::Column(name) => {
                 let index =
                     self.wanted.iter().position(|wanted| wanted == name).expect("lowering lists every column read");
                 match &self.result.columns[index] {
@@ -165,7 +190,6 @@ impl CheckSubject for ResultView<'_> {
                     )),
                 }
             }
-            _ => unreachable!("validation gives statements only their own sources"),
         }
     }
 }
@@ -178,10 +202,10 @@ fn connection_survives(error: &SqlError) -> bool {
 impl VirtualUser {
     /// The user's link to a database; the links are made at the user's first SQL step.
     fn sql_link(&mut self, database: usize) -> &mut SqlLink {
-        if self.sql.is_empty() {
-            self.sql.resize_with(self.ctx.program.databases.len(), SqlLink::default);
+        if self.protocols.sql.is_empty() {
+            self.protocols.sql.resize_with(self.ctx.program.protocols.sql.databases.len(), SqlLink::default);
         }
-        &mut self.sql[database]
+        &mut self.protocols.sql[database]
     }
 
     /// The user's connection to a database for one statement: the one it holds, or a pooled
@@ -190,16 +214,16 @@ impl VirtualUser {
         if let Some(connection) = self.sql_link(database).connection.take() {
             return Ok(connection);
         }
-        let scenario_database = &self.ctx.program.databases[database];
+        let scenario_database = &self.ctx.program.protocols.sql.databases[database];
         match scenario_database.pool_size {
             None => Connection::connect(&scenario_database.database).await,
             Some(size) => {
-                let pool = self.ctx.sql_pools.pool(database, || {
+                let pool = self.ctx.protocols.sql.pool(database, || {
                     // The plan's size across the run: each worker gets its share, at least one.
                     let share = (size as usize).div_ceil(self.ctx.workers).max(1);
                     SqlPool::new(scenario_database.database.clone(), share)
                 });
-                self.sql[database].pool = Some(pool.clone());
+                self.protocols.sql[database].pool = Some(pool.clone());
                 pool.take().await
             }
         }
@@ -208,7 +232,7 @@ impl VirtualUser {
     /// After a statement: the connection stays with the user (its own, or inside a
     /// transaction), or goes back to the pool; a broken one is dropped.
     fn sql_release(&mut self, database: usize, connection: Connection, survives: bool) {
-        let link = &mut self.sql[database];
+        let link = &mut self.protocols.sql[database];
         if !survives {
             link.in_transaction = false;
         }
@@ -226,12 +250,12 @@ impl VirtualUser {
         database: usize,
         work: impl AsyncFnOnce(&mut Connection) -> Result<T, SqlError>,
     ) -> Result<T, SqlError> {
-        let timeout = self.ctx.program.protocol.request_timeout;
+        let timeout = self.ctx.program.protocols.sql.statement_timeout;
         // Whether the statement holds a pooled connection, for when the timeout drops it.
         let holds_pooled = std::cell::Cell::new(false);
         let done = tokio::time::timeout(timeout, async {
             let mut connection = self.sql_connection(database).await?;
-            holds_pooled.set(self.sql[database].pool.is_some());
+            holds_pooled.set(self.protocols.sql[database].pool.is_some());
             let result = work(&mut connection).await;
             Ok::<_, SqlError>((connection, result))
         })
@@ -246,7 +270,7 @@ impl VirtualUser {
             Err(_) => {
                 // The connection was dropped mid-statement (or never came from a full pool): a
                 // pooled one's place is freed, and a transaction it held is over.
-                if let Some(link) = self.sql.get_mut(database) {
+                if let Some(link) = self.protocols.sql.get_mut(database) {
                     link.in_transaction = false;
                     if let (true, Some(pool)) = (holds_pooled.get(), &link.pool) {
                         pool.give_back(None);

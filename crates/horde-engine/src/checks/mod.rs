@@ -3,34 +3,127 @@
 //! transformed, validated against expected values rendered from the session, and saved.
 //! Each protocol gives its subject ([`CheckSubject`]); the rest is here, once.
 
-use crate::lower::{CheckProgram, Expected, Extractor, ValidationProgram};
-use crate::session::expression::{abridged, compare, EvalError};
+mod body;
+pub(crate) mod xpath;
+
+pub use body::{BodyExtractor, BodyView};
+
+use crate::lower::LoweringContext;
+use crate::session::expression::{abridged, compare, EvalError, Template};
 use crate::session::{Session, Value};
 use horde_plan::{CompareOp, Select, Transform};
 use std::borrow::Cow;
 
-/// What checks read: a protocol's response, message or result.
-pub trait CheckSubject {
-    /// The source's values, at most `limit` of them, in the subject's order; an error is an
-    /// expression that failed on this subject. Lowering gives each protocol only the sources
-    /// it has.
-    fn values(&mut self, extractor: &Extractor, limit: usize) -> Result<Vec<Value>, String>;
+/// A check as lowered. `S` is the protocol's own sources (an HTTP status, a SQL column): the
+/// type keeps each protocol's checks to the sources it has.
+pub struct CheckProgram<S> {
+    pub extractor: Extractor<S>,
+    pub select: Select,
+    pub transforms: Vec<Transform>,
+    /// When nothing is found (`with_default`).
+    pub default: Option<Expected>,
+    pub validation: ValidationProgram,
+    pub optional: bool,
+    pub save_as: Option<usize>,
+    /// How the check reads in an error message: `regex("value=\"([^\"]*)\"")`.
+    pub description: String,
+}
 
-    /// The detail a failed check of this source is counted under, when the source has one of
-    /// its own (an HTTP status); otherwise the check's position.
-    fn failure_detail(&self, _extractor: &Extractor) -> Option<u32> {
+/// A check's validation, its expected values compiled: they are templates, rendered from the
+/// session when the check runs.
+pub enum ValidationProgram {
+    Exists,
+    NotExists,
+    Is(Expected),
+    Not(Expected),
+    In(Vec<Expected>),
+    /// `lt`, `lte`, `gt`, `gte`.
+    Compare(CompareOp, Expected),
+}
+
+/// An expected value (or a default): its template, and its text in the plan for messages.
+pub struct Expected {
+    pub template: Template,
+    pub source: String,
+}
+
+/// Where a check's values come from: the body, the exchange's response time (the core's), or
+/// a source of the protocol's own.
+pub enum Extractor<S> {
+    Body(BodyExtractor),
+    ResponseTimeInMillis,
+    Own(S),
+}
+
+impl<S> Extractor<S> {
+    pub fn reads_body(&self) -> bool {
+        matches!(self, Extractor::Body(_))
+    }
+}
+
+/// A protocol's own check sources, lowered from the plan's.
+pub(crate) trait OwnSource: Sized {
+    /// The source lowered, with how it reads in messages (`header("Location")`). `None`: no
+    /// check, because the source is bad (the error is recorded at `path`) or is not this
+    /// protocol's (validation names that).
+    fn lower(source: &horde_plan::CheckSource, path: &str, cx: &mut LoweringContext) -> Option<(Self, String)>;
+}
+
+/// The sources of a protocol that has none of its own (a socket's message has only a body).
+pub enum NoSource {}
+
+impl OwnSource for NoSource {
+    fn lower(_: &horde_plan::CheckSource, _: &str, _: &mut LoweringContext) -> Option<(Self, String)> {
         None
     }
 }
 
+/// What checks read: a protocol's response, message or result.
+pub trait CheckSubject {
+    /// The protocol's own sources.
+    type Own;
+
+    /// A body source's values, at most `limit` of them; an error is an expression that failed
+    /// on this subject. A subject without a body has none (validation keeps body sources off
+    /// its steps).
+    fn body_values(&mut self, _source: &BodyExtractor, _limit: usize) -> Result<Vec<Value>, String> {
+        Ok(Vec::new())
+    }
+
+    /// How long the exchange took, in whole milliseconds, when the subject is one.
+    fn response_time_ms(&self) -> Option<u64> {
+        None
+    }
+
+    /// One of the protocol's own sources' values, at most `limit` of them.
+    fn own_values(&mut self, source: &Self::Own, limit: usize) -> Result<Vec<Value>, String>;
+
+    /// The detail a failed check of this source is counted under, when the source has one of
+    /// its own (an HTTP status); otherwise the check's position.
+    fn failure_detail(&self, _source: &Self::Own) -> Option<u32> {
+        None
+    }
+}
+
+/// The source's values, at most `limit` of them, in the subject's order.
+fn values<S: CheckSubject>(subject: &mut S, extractor: &Extractor<S::Own>, limit: usize) -> Result<Vec<Value>, String> {
+    match extractor {
+        Extractor::Body(source) => subject.body_values(source, limit),
+        Extractor::ResponseTimeInMillis => {
+            Ok(subject.response_time_ms().map(|ms| Value::from(ms.to_string())).into_iter().collect())
+        }
+        Extractor::Own(source) => subject.own_values(source, limit),
+    }
+}
+
 /// What the check found: the value `select` picks, transformed; `None` when nothing was.
-fn find(subject: &mut impl CheckSubject, check: &CheckProgram) -> Result<Option<Value>, String> {
+fn find<S: CheckSubject>(subject: &mut S, check: &CheckProgram<S::Own>) -> Result<Option<Value>, String> {
     let limit = match check.select {
         Select::First => 1,
         Select::Nth { index } => index as usize + 1,
         Select::All | Select::Count => usize::MAX,
     };
-    let mut values = subject.values(&check.extractor, limit)?;
+    let mut values = values(subject, &check.extractor, limit)?;
     let transform = |value: Value| check.transforms.iter().try_fold(value, |value, t| transform(value, *t));
     Ok(match check.select {
         Select::First | Select::Nth { .. } => match values.len() {
@@ -92,13 +185,17 @@ pub struct CheckFailure {
 
 /// Runs the checks in order on what a protocol's subject shows them; the first failure stops
 /// them. Values are saved only from checks that pass.
-pub fn run_checks_on(
-    checks: &[CheckProgram],
-    subject: &mut impl CheckSubject,
+pub fn run_checks_on<S: CheckSubject>(
+    checks: &[CheckProgram<S::Own>],
+    subject: &mut S,
     session: &mut Session,
 ) -> Result<(), CheckFailure> {
     for (index, check) in checks.iter().enumerate() {
-        let detail = subject.failure_detail(&check.extractor).unwrap_or(1000 + index as u32);
+        let detail = match &check.extractor {
+            Extractor::Own(source) => subject.failure_detail(source),
+            _ => None,
+        }
+        .unwrap_or(1000 + index as u32);
         let fail = |message: String| CheckFailure { message: format!("{}: {message}", check.description), detail };
         let mut found = find(subject, check).map_err(fail)?;
         if found.is_none() {
@@ -121,7 +218,7 @@ pub fn run_checks_on(
 
 /// Whether `found` passes the check's validation; if not, what was expected and found. The
 /// message is written only for a failure: checks that pass allocate nothing for it.
-fn verdict(check: &CheckProgram, found: Option<&Value>, session: &mut Session) -> Result<(), String> {
+fn verdict<S>(check: &CheckProgram<S>, found: Option<&Value>, session: &mut Session) -> Result<(), String> {
     let text = || found.map(Value::as_text);
     let render = |expected: &Expected, session: &mut Session| -> Result<String, String> {
         expected

@@ -1,0 +1,286 @@
+"""CQL inside scenarios: statements on an Apache Cassandra (or ScyllaDB) cluster, timed on their
+rows like requests, their rows checked, values saved for the next step.
+
+The cluster is a protocol, as ``http.base_url(...)`` is::
+
+    >>> from horde import cql, row_count, column
+    >>> cluster = cql.cluster("127.0.0.1:9042", keyspace="shop").consistency("local_quorum")
+    >>> cluster.to_plan()["contact_points"], cluster.to_plan()["consistency"]
+    (['127.0.0.1:9042'], 'local_quorum')
+
+Statements write their parameters ``?`` as every CQL driver does; ``params`` are templates,
+converted to each marker's column type (an int, a uuid, a timestamp in milliseconds...). Each
+worker prepares a statement once::
+
+    >>> find = (cql("find subscriptions").query("SELECT id FROM subscriptions WHERE source = ?",
+    ...                                         params=["${source}"])
+    ...         .check(row_count().gte(1), column("id").find(0).save_as("id")))
+    >>> step = find.to_step()
+    >>> step["type"], step["params"], step["checks"][1]["save_as"]
+    ('cql', ['${source}'], 'id')
+
+``execute_async`` sends a write without waiting, as a driver's ``executeAsync``: the user goes
+on at once, and the statement is still timed and counted when its answer comes. Read it back
+with ``eventually(...)`` until the cluster agrees::
+
+    >>> cql("delete").execute_async("DELETE FROM subscriptions WHERE source = ?", params=["${source}"]).to_step()["asynchronous"]
+    True
+
+Writes go together in a batch (``logged`` by default: all or none)::
+
+    >>> order = cql("order").batch(cql.write("INSERT INTO orders (id, total) VALUES (?, ?)", params=["${id}", "9"]),
+    ...                            cql.write("UPDATE totals SET n = n + 1 WHERE day = ?", params=["${day}"]),
+    ...                            kind="unlogged")
+    >>> [s["cql"][:6] for s in order.to_step()["statements"]], order.to_step()["kind"]
+    (['INSERT', 'UPDATE'], 'unlogged')
+
+A lightweight transaction answers whether it was applied; TTLs and timestamps are parameters too::
+
+    >>> claim = (cql("claim").query("INSERT INTO seats (id, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?",
+    ...                             params=["${seat}", "${__user_id}", "600"])
+    ...          .serial_consistency("local_serial").check(applied().is_("true")))
+    >>> claim.to_step()["checks"][0]["source"]
+    {'type': 'column', 'name': '[applied]'}
+"""
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from ._protocol import Protocol, Step
+from .checks import Check
+from .errors import DslError
+
+CONSISTENCIES = ("any", "one", "two", "three", "quorum", "all", "local_quorum", "each_quorum", "local_one",
+                 "serial", "local_serial")
+SERIAL_CONSISTENCIES = ("serial", "local_serial")
+
+
+def _text(value, what):
+    if not isinstance(value, str) or not value.strip():
+        raise DslError(f"{what} needs a non-empty string, got {value!r}")
+    return value
+
+
+def _level(value, levels, what):
+    level = str(value).lower()
+    if level not in levels:
+        raise DslError(f"{what}: {value!r} is not a consistency level: one of {', '.join(levels)}")
+    return level
+
+
+@dataclass(frozen=True)
+class CqlCluster(Protocol):
+    """The Cassandra cluster ``cql`` steps run on: ``cql.cluster("host:port", ...)``. Pass it to
+    ``setup(..., protocol=[cluster])``."""
+
+    hint = "cql.cluster(...)"
+
+    contact_points: tuple
+    keyspace: Optional[str] = None
+    local_datacenter: Optional[str] = None
+    user: Optional[str] = None
+    password: Optional[str] = None
+    default_consistency: str = "local_one"
+    request_timeout_ms: int = 10_000
+
+    def consistency(self, level):
+        """Statements' consistency unless one sets its own (``local_one`` by default, as drivers)."""
+        return replace(self, default_consistency=_level(level, CONSISTENCIES, "consistency()"))
+
+    def credentials(self, user, password):
+        """Password authentication."""
+        return replace(self, user=_text(user, "credentials()"), password=_text(password, "credentials()"))
+
+    def timeout(self, seconds):
+        """How long a statement may take before it fails with ``request_timeout``."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+            raise DslError(f"timeout() takes seconds, more than 0; got {seconds!r}")
+        return replace(self, request_timeout_ms=int(seconds * 1000))
+
+    @classmethod
+    def check_given(cls, given):
+        if len(given) > 1:
+            raise DslError("a simulation has one CQL cluster: give cql.cluster(...) once")
+
+    @classmethod
+    def into_plan(cls, plan, given):
+        if given:
+            plan["cql"] = given[0].to_plan()
+
+    def to_plan(self):
+        plan = {"contact_points": list(self.contact_points), "consistency": self.default_consistency,
+                "request_timeout_ms": self.request_timeout_ms}
+        for key in ("keyspace", "local_datacenter", "user", "password"):
+            if getattr(self, key) is not None:
+                plan[key] = getattr(self, key)
+        return plan
+
+
+@dataclass(frozen=True)
+class CqlStatement(Step):
+    """One CQL statement; every method returns a new one."""
+
+    hint = "a CQL statement (cql(...).query(...))"
+
+    name: str
+    statement: str
+    params: tuple = ()
+    checks: tuple = ()
+    asynchronous: bool = False
+    level: Optional[str] = None
+    serial_level: Optional[str] = None
+
+    def check(self, *checks):
+        """Checks on the rows: ``row_count()``, ``column(name)``, ``response_time_in_millis()``."""
+        if self.asynchronous:
+            raise DslError("an asynchronous statement is not checked: the user has gone on; "
+                           "read the rows back with a query inside eventually(...)")
+        for check in checks:
+            if not isinstance(check, Check):
+                raise DslError(f"check() takes checks such as row_count() or column('id'), got {check!r}")
+        return replace(self, checks=self.checks + tuple(checks))
+
+    def consistency(self, level):
+        """This statement's consistency (``quorum``, ``local_quorum``, ``all``...)."""
+        return replace(self, level=_level(level, CONSISTENCIES, "consistency()"))
+
+    def serial_consistency(self, level):
+        """A lightweight transaction's Paxos consistency (``serial`` or ``local_serial``)."""
+        return replace(self, serial_level=_level(level, SERIAL_CONSISTENCIES, "serial_consistency()"))
+
+    def to_step(self):
+        step = {"type": "cql", "name": self.name, "cql": self.statement}
+        if self.params:
+            step["params"] = list(self.params)
+        if self.level is not None:
+            step["consistency"] = self.level
+        if self.serial_level is not None:
+            step["serial_consistency"] = self.serial_level
+        if self.asynchronous:
+            step["asynchronous"] = True
+        if self.checks:
+            step["checks"] = [c.to_plan() for c in self.checks]
+        return step
+
+
+@dataclass(frozen=True)
+class CqlWrite:
+    """One write of a batch: ``cql.write("INSERT ...", params=[...])``."""
+
+    statement: str
+    params: tuple = ()
+
+    def to_plan(self):
+        plan = {"cql": self.statement}
+        if self.params:
+            plan["params"] = list(self.params)
+        return plan
+
+
+@dataclass(frozen=True)
+class CqlBatchStep(Step):
+    """Writes sent together as one batch, timed on one row."""
+
+    name: str
+    writes: tuple
+    kind: str = "logged"
+    checks: tuple = ()
+    level: Optional[str] = None
+    serial_level: Optional[str] = None
+
+    def check(self, *checks):
+        """Checks on the answer: a conditional batch's ``applied()``."""
+        for check in checks:
+            if not isinstance(check, Check):
+                raise DslError(f"check() takes checks such as applied() or row_count(), got {check!r}")
+        return replace(self, checks=self.checks + tuple(checks))
+
+    def consistency(self, level):
+        """The batch's consistency (all its writes')."""
+        return replace(self, level=_level(level, CONSISTENCIES, "consistency()"))
+
+    def serial_consistency(self, level):
+        """A conditional batch's Paxos consistency."""
+        return replace(self, serial_level=_level(level, SERIAL_CONSISTENCIES, "serial_consistency()"))
+
+    def to_step(self):
+        step = {"type": "cql_batch", "name": self.name, "kind": self.kind,
+                "statements": [write.to_plan() for write in self.writes]}
+        if self.level is not None:
+            step["consistency"] = self.level
+        if self.serial_level is not None:
+            step["serial_consistency"] = self.serial_level
+        if self.checks:
+            step["checks"] = [c.to_plan() for c in self.checks]
+        return step
+
+
+def _params(params, what):
+    if params is None:
+        return ()
+    if isinstance(params, (str, bytes)) or not isinstance(params, (list, tuple)):
+        raise DslError(f"{what}: params is a list of values (templates), got {params!r}")
+    converted = []
+    for value in params:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise DslError(f"{what}: a parameter is text (a template) or a number, got {value!r}")
+        converted.append(str(value))
+    return tuple(converted)
+
+
+class _StatementName:
+    def __init__(self, name):
+        self.name = _text(name, "cql()")
+
+    def query(self, statement, params=None):
+        """A statement whose rows are read (``SELECT``, a lightweight transaction's ``[applied]``)."""
+        return CqlStatement(self.name, _text(statement, "query()"), _params(params, "query()"))
+
+    def execute(self, statement, params=None):
+        """A write (``INSERT``, ``UPDATE``, ``DELETE``), waited for."""
+        return CqlStatement(self.name, _text(statement, "execute()"), _params(params, "execute()"))
+
+    def batch(self, *writes, kind="logged"):
+        """Writes (``cql.write(...)``) sent as one batch: ``logged`` (all applied or none, the
+        default), ``unlogged`` or ``counter``."""
+        if not writes:
+            raise DslError("batch() needs at least one cql.write(...)")
+        for write in writes:
+            if not isinstance(write, CqlWrite):
+                raise DslError(f"batch() takes cql.write(...) statements, got {write!r}")
+        if kind not in ("logged", "unlogged", "counter"):
+            raise DslError(f"batch(): kind is logged, unlogged or counter, not {kind!r}")
+        return CqlBatchStep(self.name, tuple(writes), kind)
+
+    def execute_async(self, statement, params=None):
+        """A write sent without waiting (``executeAsync``): timed and counted when it is answered."""
+        return CqlStatement(self.name, _text(statement, "execute_async()"), _params(params, "execute_async()"),
+                            asynchronous=True)
+
+
+class _Cql:
+    """``cql(name)`` starts a statement or a batch; ``cql.cluster(...)`` names the cluster;
+    ``cql.write(...)`` is one write of a batch."""
+
+    def __call__(self, name):
+        return _StatementName(name)
+
+    def cluster(self, *contact_points, keyspace=None, local_datacenter=None):
+        """Nodes to reach first, ``"host:port"`` (9042 when left out); the driver finds the rest."""
+        if not contact_points:
+            raise DslError('cql.cluster() needs a node: cql.cluster("127.0.0.1:9042")')
+        points = tuple(_text(point, "cql.cluster()") for point in contact_points)
+        return CqlCluster(points, keyspace=keyspace, local_datacenter=local_datacenter)
+
+    def write(self, statement, params=None):
+        """One write of a batch (``cql(name).batch(...)``)."""
+        return CqlWrite(_text(statement, "cql.write()"), _params(params, "cql.write()"))
+
+
+cql = _Cql()
+
+
+def applied():
+    """Whether a lightweight transaction (``INSERT ... IF NOT EXISTS``, ``UPDATE ... IF ...``) was
+    applied: its ``[applied]`` column, ``true`` or ``false``: ``applied().is_("true")``."""
+    return Check({"type": "column", "name": "[applied]"})
