@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A count of at least 1 (connections, requests, workers, users): a negative or zero one is
 /// named as such rather than mistaken for a flag.
@@ -363,6 +364,37 @@ pub struct SegmentArgs {
     /// (0,1/3,2/3,1) [default: 0,FROM,TO,1].
     #[arg(long, value_name = "0,P1,...,1", value_parser = execution_segment_sequence, requires = "execution_segment")]
     pub execution_segment_sequence: Option<String>,
+    /// Internal (issue 26): run this segment as a share of a distributed run, its start given
+    /// and its intervals merged by a coordinator through the spool directory DIR
+    /// (horde-engine's cluster/spool.rs). Hidden: the tests run shares as separate processes
+    /// with it; users will get --cluster.
+    #[arg(long, value_name = "DIR", hide = true, requires = "execution_segment")]
+    pub share_spool: Option<PathBuf>,
+    /// Internal (issue 26): coordinate SHARES shares started with --share-spool DIR: one start,
+    /// their intervals merged into this run's results and thresholds.
+    #[arg(
+        long,
+        value_name = "SHARES:DIR",
+        hide = true,
+        value_parser = coordinate_spool,
+        conflicts_with_all = ["execution_segment", "share_spool"]
+    )]
+    pub coordinate_spool: Option<(usize, PathBuf)>,
+    /// Internal: how long a coordinator waits for every share to be ready (a share waits
+    /// twice as long for its start).
+    #[arg(long, value_name = "MS", hide = true, default_value_t = 30_000)]
+    pub spool_ready_timeout_ms: u64,
+}
+
+/// What this process is in a run made by several (the hidden spool flags).
+#[derive(Debug, Clone, Default)]
+pub(crate) enum ClusterRole {
+    #[default]
+    Local,
+    /// A share whose messages go through this spool directory.
+    Share { spool: PathBuf, ready_timeout: Duration },
+    /// The coordinator of this many shares, through this spool directory.
+    Coordinator { shares: usize, spool: PathBuf, ready_timeout: Duration },
 }
 
 impl SegmentArgs {
@@ -376,6 +408,28 @@ impl SegmentArgs {
             sequence: self.execution_segment_sequence.clone().or(plan_sequence),
         });
     }
+}
+
+impl SegmentArgs {
+    pub(crate) fn role(&self) -> ClusterRole {
+        let ready_timeout = Duration::from_millis(self.spool_ready_timeout_ms);
+        match (&self.share_spool, &self.coordinate_spool) {
+            (Some(spool), _) => ClusterRole::Share { spool: spool.clone(), ready_timeout: ready_timeout * 2 },
+            (None, Some((shares, spool))) => {
+                ClusterRole::Coordinator { shares: *shares, spool: spool.clone(), ready_timeout }
+            }
+            (None, None) => ClusterRole::Local,
+        }
+    }
+}
+
+fn coordinate_spool(text: &str) -> Result<(usize, PathBuf), String> {
+    let (shares, dir) = text.split_once(':').ok_or("SHARES:DIR, as 2:/tmp/spool")?;
+    let shares: usize = shares.parse().map_err(|_| format!("{shares:?} is not a number of shares"))?;
+    if shares == 0 || dir.is_empty() {
+        return Err("SHARES:DIR with at least one share and a directory, as 2:/tmp/spool".into());
+    }
+    Ok((shares, PathBuf::from(dir)))
 }
 
 fn execution_segment(text: &str) -> Result<String, String> {

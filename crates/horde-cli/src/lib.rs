@@ -11,6 +11,7 @@
 
 mod args;
 mod bench;
+mod cluster;
 mod compare;
 mod couchdb;
 pub mod exit;
@@ -117,11 +118,19 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => match (args.trials, args.files.as_slice()) {
+            (Some(_), _) if !matches!(args.segment.role(), args::ClusterRole::Local) => {
+                Err(Failure::Invalid("--trials runs on one machine: not with a share or a coordinator".into()))
+            }
             (Some(count), _) => trials::trials(&args, count, loader),
             (None, [file]) => {
                 let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
-                let run = RunOutputs { name: &results_name(file), output: &args.output, exports: Some(&args.exports) };
+                let run = RunOutputs {
+                    name: &results_name(file),
+                    output: &args.output,
+                    exports: Some(&args.exports),
+                    role: args.segment.role(),
+                };
                 execute(program, &run, &args.thresholds, &loader.front_end())
             }
             (None, _) => Err(Failure::Invalid(
@@ -137,8 +146,12 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            let run =
-                RunOutputs { name: &program.plan.name.clone(), output: &args.output, exports: Some(&args.exports) };
+            let run = RunOutputs {
+                name: &program.plan.name.clone(),
+                output: &args.output,
+                exports: Some(&args.exports),
+                role: args.segment.role(),
+            };
             execute(program, &run, &args.thresholds, "cli")
         }
         Command::Demo { users, output } => {
@@ -159,7 +172,12 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 "http2=1".to_string(),
             ];
             let program = load_program(&simulation, &params, &[], &PlanFlags::default(), loader)?;
-            let run = RunOutputs { name: &results_name(&simulation), output: &output, exports: None };
+            let run = RunOutputs {
+                name: &results_name(&simulation),
+                output: &output,
+                exports: None,
+                role: Default::default(),
+            };
             let code = execute(program, &run, &args::GateArgs::default(), &loader.front_end())?;
             let stats = server.stats();
             status!(
@@ -437,19 +455,24 @@ fn check_capacity(program: &Program) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Where a run's results go: its directory, named after `name`, and the exports asked for.
+/// Where a run's results go: its directory, named after `name`, and the exports asked for;
+/// and, in a run of several processes, where its intervals go or come from.
 struct RunOutputs<'a> {
     name: &'a str,
     output: &'a args::OutputArgs,
     exports: Option<&'a args::ExportArgs>,
+    role: args::ClusterRole,
 }
 
 /// Runs a plan with results on disk, progress on stderr and the summary on stdout (with
 /// `-q`, only the results directory's path, as the last line); the thresholds' verdicts decide
 /// the exit code and go where CI reads them.
 fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
-    let RunOutputs { name, output, exports } = *run;
-    check_capacity(&program)?;
+    let RunOutputs { name, output, exports, ref role } = *run;
+    // A coordinator sends nothing: its shares hold the connections.
+    if !matches!(role, args::ClusterRole::Coordinator { .. }) {
+        check_capacity(&program)?;
+    }
     preflight(&program)?;
     // Every flag is checked before anything is created.
     let requested = match exports {
@@ -472,7 +495,7 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into_with(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live), extras)?;
+    let finished = run_into_with(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live), extras, role)?;
     drop(endpoint);
     if !output.quiet {
         print_text(&render_console(&finished.summary));
@@ -615,10 +638,11 @@ pub(crate) fn run_into(
     front_end: &str,
     live: Option<horde_report::LiveMetrics>,
 ) -> Result<FinishedRun, Failure> {
-    run_into_with(program, dir, progress, front_end, live, exports::Opened::default())
+    run_into_with(program, dir, progress, front_end, live, exports::Opened::default(), &args::ClusterRole::Local)
 }
 
-/// [`run_into`], also writing the exports asked for (Locust's files, the request log).
+/// [`run_into`], also writing the exports asked for (Locust's files, the request log), as
+/// `role` says: alone, as a share, or as the coordinator of shares.
 fn run_into_with(
     program: Program,
     dir: &Path,
@@ -626,6 +650,7 @@ fn run_into_with(
     front_end: &str,
     live: Option<horde_report::LiveMetrics>,
     extras: exports::Opened,
+    role: &args::ClusterRole,
 ) -> Result<FinishedRun, Failure> {
     let program = Arc::new(program);
     let workers = worker_count(&program);
@@ -647,8 +672,21 @@ fn run_into_with(
     };
     let control = RunControl::new();
     signals::route_interruptions_to(&control);
-    let result = run_with_request_log(program, &control, &mut sink, log_output);
+    let result = match role {
+        args::ClusterRole::Local => Ok(run_with_request_log(program, &control, &mut sink, log_output)),
+        args::ClusterRole::Share { spool, ready_timeout } => {
+            cluster::run_share(program, &control, &mut sink, log_output, spool, *ready_timeout)
+        }
+        args::ClusterRole::Coordinator { shares, spool, ready_timeout } => {
+            let options = horde_engine::cluster::CoordinatorOptions {
+                ready_timeout: *ready_timeout,
+                ..horde_engine::cluster::CoordinatorOptions::new(*shares)
+            };
+            cluster::coordinate(program, &control, &mut sink, spool, &options)
+        }
+    };
     signals::stop_routing();
+    let result = result?;
     let summary = sink.final_summary.take().expect("a finished run has a final summary");
     let mut write_error = sink.write_error.take();
     if let Some(writer) = log_writer {

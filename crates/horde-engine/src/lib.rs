@@ -21,6 +21,7 @@
 //! ([`run`]).
 
 mod checks;
+pub mod cluster;
 mod control;
 mod descriptors;
 mod failure;

@@ -71,6 +71,29 @@ pub fn run_with_request_log(
     sink: &mut (dyn Sink + Send),
     request_log: Option<RequestLogOutput>,
 ) -> RunResult {
+    match run_program(program, control, sink, request_log, Role::Local) {
+        Ok(result) => result,
+        Err(err) => unreachable!("a local run has no start to wait for: {err}"),
+    }
+}
+
+/// What this process is in the run: all of it, or a share of a distributed run whose start
+/// comes from its coordinator and whose intervals go to it (cluster.rs).
+#[derive(Clone, Copy)]
+pub(crate) enum Role<'a> {
+    Local,
+    Share(&'a crate::cluster::ShareRole),
+}
+
+/// Runs the program as `role` says. Only a share can fail, before it starts: its coordinator
+/// gave no start, and nothing was sent.
+pub(crate) fn run_program(
+    program: Arc<Program>,
+    control: &RunControl,
+    sink: &mut (dyn Sink + Send),
+    request_log: Option<RequestLogOutput>,
+    role: Role<'_>,
+) -> Result<RunResult, crate::cluster::ClusterError> {
     let options = program.plan.options.clone();
     let workers = worker_count(&program).max(1);
     let seed = crate::segment::shared_seed(&program.plan).unwrap_or_else(|| {
@@ -78,7 +101,10 @@ pub fn run_with_request_log(
     });
     let (snapshots, received) = mpsc::channel();
     let run_token = run_token(SystemTime::now());
-    let start_line = StartLine::new(workers);
+    let start_line = match role {
+        Role::Local => StartLine::new(workers),
+        Role::Share(_) => StartLine::external(workers),
+    };
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let share = &program.share;
     let ledger = RunLedger::new(share.budget(options.max_requests), &options.throttle, workers, share.work.clone());
@@ -125,8 +151,27 @@ pub fn run_with_request_log(
     drop(snapshots);
     // The workers hold the only senders now: the log's writer sees its end when they do.
     drop(request_log);
-    // The run's clock starts once every worker is ready (see `StartLine`).
-    let RunStart { instant: start, wall: started_at } = start_line.wait();
+    // The run's clock starts once every worker is ready (see `StartLine`); a share's, at the
+    // instant its coordinator gives once every share is.
+    let RunStart { instant: start, wall: started_at } = match role {
+        Role::Local => start_line.wait().expect("a local run is never cancelled"),
+        Role::Share(share) => {
+            start_line.wait_for_every_worker();
+            match share.wait_for_start(workers) {
+                Ok(start) => {
+                    start_line.set_start(start);
+                    start
+                }
+                Err(err) => {
+                    start_line.cancel();
+                    for thread in threads {
+                        let _ = thread.join();
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    };
 
     // The collector runs on a thread of its own, below the workers' priority: its work once
     // an interval (merging snapshots, every row's percentiles, summary.json) takes tens of
@@ -139,10 +184,27 @@ pub fn run_with_request_log(
             .spawn_scoped(scope, move || {
                 give_way_to_workers();
                 let function_cost = (!program.session_function_keys.is_empty()).then_some(&*program.function_cost);
-                let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options.snapshot_interval_ms);
+                // A share's thresholds are judged by its coordinator, on every share's data.
+                let thresholds = match role {
+                    Role::Local => program.thresholds.clone(),
+                    Role::Share(_) => Vec::new(),
+                };
+                let thresholds = ThresholdMonitor::new(thresholds, options.snapshot_interval_ms);
                 let protocols = &program.protocols;
-                let run = CollectorRun { workers, started_at, start, ledger: &ledger, function_cost, protocols };
-                collect(&options, &run, control, received, &give_back, thresholds, sink)
+                let mut tap: Box<dyn CollectorTap> = match role {
+                    Role::Local => Box::new(LocalRun),
+                    Role::Share(share) => Box::new(share.relay(ledger.clone())),
+                };
+                let run = CollectorRun {
+                    workers,
+                    started_at,
+                    start,
+                    ledger: &ledger,
+                    function_cost,
+                    protocols,
+                    tap: &mut *tap,
+                };
+                collect(&options, run, control, received, &give_back, thresholds, sink)
             })
             .expect("spawning the collector thread")
             .join()
@@ -152,7 +214,7 @@ pub fn run_with_request_log(
         // A worker that panicked has already lost its measurements; the rest are kept.
         let _ = thread.join();
     }
-    RunResult { totals, status }
+    Ok(RunResult { totals, status })
 }
 
 /// How much less the collector thread weighs than a worker (a nice value: about 1/10 of a
@@ -164,31 +226,58 @@ fn give_way_to_workers() {
     let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), COLLECTOR_NICE);
 }
 
-/// The collector: merges the workers' snapshots, feeds the sink once per interval and at the
-/// end, and stops the run at its deadline or interruption.
 /// What the collector knows of the run besides its options.
-struct CollectorRun<'a> {
-    workers: usize,
-    started_at: SystemTime,
-    start: Instant,
+pub(crate) struct CollectorRun<'a> {
+    /// Workers, or a coordinator's shares: the senders of the snapshots.
+    pub workers: usize,
+    pub started_at: SystemTime,
+    pub start: Instant,
     /// Where a scenario asks the run to stop.
-    ledger: &'a RunLedger,
+    pub ledger: &'a RunLedger,
     /// The session functions' cost, when the plan calls any.
-    function_cost: Option<&'a FunctionCost>,
+    pub function_cost: Option<&'a FunctionCost>,
     /// What the protocols report as the run goes (the rows of a SQL phase).
-    protocols: &'a crate::protocol::ProtocolPrograms,
+    pub protocols: &'a crate::protocol::ProtocolPrograms,
+    /// What else the collector does: nothing in a local run.
+    pub tap: &'a mut dyn CollectorTap,
 }
 
-fn collect(
+/// What a collector does besides merging snapshots and feeding its sink: nothing in a local
+/// run; a share relays its intervals to its coordinator, and a coordinator reports its shares
+/// and passes stops on to them (cluster.rs).
+pub(crate) trait CollectorTap: Send {
+    /// A worker's snapshot, before the totals take it.
+    fn snapshot(&mut self, _snapshot: &Snapshot) {}
+    /// Every running worker has handed in the intervals up to `complete`; None once the run
+    /// has ended and every worker has handed in its last.
+    fn complete(&mut self, _complete: Option<u64>) {}
+    /// Polled at every turn of the collector: a stop asked from outside the process, and why.
+    fn stop_requested(&mut self) -> Option<String> {
+        None
+    }
+    /// The collector has told the workers to stop (once, with the run's status then).
+    fn stopping(&mut self, _status: RunStatus) {}
+    /// Just before the sink is called.
+    fn before_sink(&mut self, _totals: &mut Totals) {}
+}
+
+/// The tap of a local run, which does nothing.
+pub(crate) struct LocalRun;
+
+impl CollectorTap for LocalRun {}
+
+/// The collector: merges the workers' snapshots, feeds the sink once per interval and at the
+/// end, and stops the run at its deadline or interruption.
+pub(crate) fn collect(
     options: &horde_plan::RunOptions,
-    run: &CollectorRun<'_>,
+    run: CollectorRun<'_>,
     control: &RunControl,
     received: mpsc::Receiver<Snapshot>,
     give_back: &[mpsc::Sender<Vec<Recorder>>],
     mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
-    let CollectorRun { workers, started_at, start, ledger, function_cost, protocols } = *run;
+    let CollectorRun { workers, started_at, start, ledger, function_cost, protocols, tap } = run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
@@ -198,6 +287,7 @@ fn collect(
     let mut intervals = IntervalProgress::new(workers);
     let mut status = RunStatus::Completed;
     let mut stop_sent = false;
+    let mut tap_told_of_stop = false;
     while !intervals.all_finished() {
         let now = Instant::now();
         if !stop_sent {
@@ -208,12 +298,16 @@ fn collect(
                 status = RunStatus::LimitReached;
                 control.stop.send_replace(StopSignal::Stop);
                 stop_sent = true;
-            } else if let Some(reason) = ledger.stop_reason() {
+            } else if let Some(reason) = ledger.stop_reason().map(str::to_string).or_else(|| tap.stop_requested()) {
                 status = RunStatus::Stopped;
-                totals.stop_reason = Some(reason.to_string());
+                totals.stop_reason = Some(reason);
                 control.stop.send_replace(StopSignal::Stop);
                 stop_sent = true;
             }
+        }
+        if stop_sent && !tap_told_of_stop {
+            tap.stopping(status);
+            tap_told_of_stop = true;
         }
         // Short enough to notice an interruption and the end quickly; the deadline is met
         // on time.
@@ -227,6 +321,7 @@ fn collect(
         loop {
             match received.try_recv() {
                 Ok(snapshot) => {
+                    tap.snapshot(&snapshot);
                     intervals.received(snapshot.worker, snapshot.interval, snapshot.finished);
                     let worker = snapshot.worker;
                     let emptied = totals.absorb(snapshot);
@@ -244,6 +339,7 @@ fn collect(
         // cover exactly the intervals they describe: a killed run's summary.json agrees with
         // its own duration. A worker that falls a whole interval behind does not hold them up.
         if let Some(complete) = intervals.newly_complete() {
+            tap.complete(Some(complete));
             totals.complete_intervals = complete;
             // Never backwards, even after a write for a worker that fell behind.
             totals.elapsed = totals.elapsed.max(interval * complete as u32);
@@ -260,6 +356,7 @@ fn collect(
                     stop_sent = true;
                 }
             }
+            tap.before_sink(&mut totals);
             sink.interval(&mut totals);
         } else if start.elapsed() > interval * (intervals.written as u32 + 2) {
             totals.elapsed = start.elapsed();
@@ -267,6 +364,7 @@ fn collect(
             intervals.written += 1;
             totals.session_functions = function_cost.map(FunctionCost::read);
             protocols.report_progress(&mut totals);
+            tap.before_sink(&mut totals);
             sink.interval(&mut totals);
         }
         if disconnected {
@@ -299,6 +397,8 @@ fn collect(
     totals.generator_cpu = cpu_since_start();
     totals.session_functions = function_cost.map(FunctionCost::read);
     totals.thresholds = thresholds.finish(&totals);
+    tap.complete(None);
+    tap.before_sink(&mut totals);
     sink.finish(&mut totals, status);
     (totals, status)
 }
@@ -310,7 +410,7 @@ pub(crate) fn process_cpu_time() -> Option<Duration> {
 }
 
 /// Which snapshot intervals every worker has handed in.
-struct IntervalProgress {
+pub(crate) struct IntervalProgress {
     /// Per worker: the last interval received, and whether it was the worker's last.
     workers: Vec<(u64, bool)>,
     /// The last interval the results were written for.

@@ -109,12 +109,18 @@ impl RunLedger {
     pub fn stop_reason(&self) -> Option<&str> {
         self.stop_reason.get().map(String::as_str)
     }
+
+    /// Asks the whole run to stop, gracefully; the first reason wins. A coordinator asks it
+    /// for a share whose scenario stopped the run, or which it lost.
+    pub fn request_stop(&self, reason: String) {
+        let _ = self.stop_reason.set(reason);
+    }
 }
 
 impl WorkerLimits {
     /// Asks the whole run to stop, gracefully: the collector tells every worker.
     pub fn request_stop(&self, reason: String) {
-        let _ = self.ledger.stop_reason.set(reason);
+        self.ledger.request_stop(reason);
     }
 
     /// The run was asked to stop from inside: no new user starts, even before the collector

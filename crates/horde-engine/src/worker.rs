@@ -257,7 +257,7 @@ impl WorkerMetrics {
 
     /// Counts an error; the message is only built the first time its key is seen.
     pub fn error(&mut self, kind: &'static str, row_id: usize, detail: u32, message: impl FnOnce() -> String) {
-        let key = ErrorKey { kind, request: self.rows[row_id].0.clone(), detail };
+        let key = ErrorKey { kind: kind.into(), request: self.rows[row_id].0.clone(), detail };
         self.errors.entry(key).and_modify(|e| e.count += 1).or_insert_with(|| ErrorRecord {
             message: message(),
             count: 1,
@@ -325,7 +325,8 @@ pub(crate) fn run_worker(setup: WorkerSetup, arrival: Arrival) {
         .build()
         .expect("a current-thread runtime can always be built");
     let local = tokio::task::LocalSet::new();
-    let start = arrival.ready();
+    // A share's run can be cancelled before it starts (its coordinator gave no start).
+    let Some(start) = arrival.ready() else { return };
     local.block_on(&runtime, worker_main(setup, start));
     // Dropping the LocalSet here cancels every user still running; they were counted as
     // interrupted in the final snapshot.

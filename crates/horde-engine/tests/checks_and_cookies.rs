@@ -69,7 +69,7 @@ fn a_find_all_list_is_walked_by_foreach_and_expected_values_are_templates() {
     let totals = run_plan(&failing);
     assert_eq!(row(&totals, "items").ko.len(), users);
     let (key, record) = totals.errors.iter().next().expect("an error");
-    assert_eq!((key.kind, &*key.request, record.count), ("check_failed", "items", users));
+    assert_eq!((&*key.kind, &*key.request, record.count), ("check_failed", "items", users));
     assert_eq!(
         record.message,
         r#"jmespath("items[?price < `20`].name"): expected "ash frame" (from "${cheapest}"), found "oak plank""#

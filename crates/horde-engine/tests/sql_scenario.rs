@@ -114,7 +114,7 @@ fn a_failed_check_and_a_refused_statement_are_counted_by_kind() {
         assert_eq!(row(&totals, name), (0, 2), "{name}");
     }
     let kinds: std::collections::BTreeMap<(&str, &str), String> =
-        totals.errors.iter().map(|(key, record)| ((&*key.request, key.kind), record.message.clone())).collect();
+        totals.errors.iter().map(|(key, record)| ((&*key.request, &*key.kind), record.message.clone())).collect();
     assert!(kinds.contains_key(&("duplicate", "sql_constraint_violation")), "{kinds:?}");
     assert!(kinds[&("wrong count", "check_failed")].contains("expected \"2\", found \"1\""), "{kinds:?}");
     assert!(kinds[&("no such column", "check_failed")].contains("no column \"nope\" (it has name)"), "{kinds:?}");

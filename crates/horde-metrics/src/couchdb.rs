@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Which of Iron Cushion's two steps a record belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CouchdbStepKind {
     BulkInsert,
     Crud,
@@ -17,8 +17,9 @@ pub enum CouchdbStepKind {
 pub const CRUD_OPERATIONS: [&str; 4] = ["create", "read", "update", "delete"];
 
 /// One virtual user's pass through one CouchDB step. Times are microseconds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ConnectionPhases {
+    #[serde(serialize_with = "step_as_text", deserialize_with = "step_from_text")]
     pub step: Arc<str>,
     pub kind: CouchdbStepKind,
     /// From the start of the user's first operation to the end of its last.
@@ -35,6 +36,14 @@ pub struct ConnectionPhases {
     /// Documents of the operations that succeeded, per operation (bulk insert: index 0 holds
     /// the documents inserted).
     pub documents: [u64; 4],
+}
+
+fn step_as_text<S: serde::Serializer>(step: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(step)
+}
+
+fn step_from_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
+    String::deserialize(deserializer).map(Arc::from)
 }
 
 /// Min, max, median and standard deviation of one per-connection total, in seconds, as Iron

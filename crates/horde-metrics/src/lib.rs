@@ -21,6 +21,7 @@ mod summary;
 mod threshold;
 mod timeseries;
 mod totals;
+pub mod wire;
 
 pub use couchdb::{ConnectionPhases, CouchdbStepKind, CouchdbStepReport, SpreadSecs, CRUD_OPERATIONS};
 pub use hdrhistogram::Histogram;
@@ -32,8 +33,8 @@ pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEA
 pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use summary::{
     AttemptStats, ConnectionStats, DistributionBucket, ErrorSummary, GeneratorStats, GroupStats, LatencyStats,
-    Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats, SessionFunctionStats, SummaryOptions,
-    UserStats,
+    MachineStats, Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats, SessionFunctionStats,
+    SummaryOptions, UserStats,
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};

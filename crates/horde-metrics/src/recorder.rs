@@ -27,11 +27,11 @@ pub fn new_histogram() -> Histogram<u64> {
 /// far are poured into. Its statistics are always a histogram's ([`Distribution::histogram`]):
 /// the few values recorded into one, so every percentile is exactly what a histogram from the
 /// start would give.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
-    significant_figures: u8,
-    few: Vec<u64>,
-    many: Option<Box<Histogram<u64>>>,
+    pub(crate) significant_figures: u8,
+    pub(crate) few: Vec<u64>,
+    pub(crate) many: Option<Box<Histogram<u64>>>,
 }
 
 impl Distribution {
@@ -177,7 +177,7 @@ pub struct RequestTiming {
 /// Latency covers exchanges that happened: a request that never went out (an undefined
 /// variable, a header that cannot be built, no file descriptor left) is a KO counted in
 /// `unsent`, outside the histograms, so failures cannot make the percentiles look better.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Recorder {
     pub ok: Distribution,
     /// KO exchanges: sent (or a connection attempted), then failed.
@@ -336,7 +336,7 @@ impl Recorder {
 
 /// A group's statistics: how long each pass through the group took, OK when no request in it
 /// failed. A retry block (`try_max`, `eventually`) is a group with attempts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupRecorder {
     pub ok: Histogram<u64>,
     pub ko: Histogram<u64>,
@@ -379,15 +379,19 @@ impl GroupRecorder {
 /// What an error is counted under: a stable kind, the request (row) it happened on, and a
 /// small detail (the status code for status checks, the check's index otherwise). Never a
 /// formatted message, so the number of distinct keys stays bounded.
+///
+/// The kind is borrowed where it is counted (the engine's kinds are string constants, so
+/// counting an error allocates nothing for it) and owned where it was decoded from another
+/// process's snapshot ([`crate::wire`]); both compare and hash by their text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ErrorKey {
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     pub request: Arc<str>,
     pub detail: u32,
 }
 
 /// The count of one error key, with the message of its first occurrence.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ErrorRecord {
     pub message: String,
     pub count: u64,
@@ -399,7 +403,7 @@ pub struct ErrorRecord {
 }
 
 /// What happened to keep-alive connections beyond opening them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConnectionEvents {
     /// Connections opened (successful connects), whether or not a request on them completed.
     pub opened: u64,
@@ -437,7 +441,7 @@ impl ConnectionEvents {
 
 /// What one worker measured during one interval. Workers build these without sharing
 /// anything and hand them to the collector, which merges them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     pub worker: usize,
     /// Per request name (a row of the report).
@@ -467,6 +471,56 @@ pub struct Snapshot {
     /// Which snapshot interval this covers: interval i is ((i-1)·T, i·T] from the start of
     /// the run; a worker's last snapshot covers the part of an interval it lived through.
     pub interval: u64,
+}
+
+impl Snapshot {
+    /// Adds another worker's snapshot of the same interval into this one: how a process hands
+    /// all its threads' measurements on as one (a share of a distributed run, [`crate::wire`]).
+    /// Rows and groups keep the order in which they first appeared, every count adds up, an
+    /// error keeps the message of its first occurrence here, active users add up (each is a
+    /// level at the interval's end), and the result is finished once both are.
+    pub fn merge(&mut self, other: Snapshot) {
+        let rows: HashMap<Arc<str>, usize> =
+            self.requests.iter().enumerate().map(|(i, (name, _))| (name.clone(), i)).collect();
+        for (name, recorder) in other.requests {
+            match rows.get(&name) {
+                Some(&i) => self.requests[i].1.merge(&recorder),
+                None => self.requests.push((name, recorder)),
+            }
+        }
+        for (name, group) in other.groups {
+            match self.groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, mine)) => mine.merge(&group),
+                None => self.groups.push((name, group)),
+            }
+        }
+        for (key, record) in other.errors {
+            self.errors
+                .entry(key)
+                .and_modify(|mine| {
+                    mine.count += record.count;
+                    mine.first_interval = mine.first_interval.min(record.first_interval);
+                    mine.last_interval = mine.last_interval.max(record.last_interval);
+                })
+                .or_insert(record);
+        }
+        self.users_started += other.users_started;
+        self.users_finished += other.users_finished;
+        self.users_interrupted += other.users_interrupted;
+        self.users_active += other.users_active;
+        match (&mut self.start_lag_us, other.start_lag_us) {
+            (Some(mine), Some(theirs)) => mine.add(&theirs).expect("auto-resizing histograms always merge"),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        self.late_starts += other.late_starts;
+        self.replacements_held_back += other.replacements_held_back;
+        self.connections.add(&other.connections);
+        self.couchdb_connections.extend(other.couchdb_connections);
+        self.sql_phases.extend(other.sql_phases);
+        self.finished &= other.finished;
+        self.interval = self.interval.max(other.interval);
+    }
 }
 
 #[cfg(test)]

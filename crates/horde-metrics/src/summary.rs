@@ -241,6 +241,34 @@ pub struct SessionFunctionStats {
     pub mean_us: f64,
 }
 
+/// One share of a distributed run (a process running its execution segment), as its
+/// coordinator saw it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct MachineStats {
+    /// The share's index in the execution segment sequence.
+    pub share: usize,
+    /// Its execution segment (`FROM:TO`).
+    pub segment: String,
+    pub host: String,
+    pub pid: u32,
+    /// Its worker threads.
+    pub threads: usize,
+    /// Requests with an outcome (OK, KO, unsent) it measured.
+    pub requests: u64,
+    /// CPU time its process used during the run (all threads), as it last reported.
+    pub cpu_ms: u64,
+    /// Starts later than `late_start_threshold_us` after their intended time.
+    pub late_starts: u64,
+    /// Snapshot intervals received from it.
+    pub intervals: u64,
+    /// It handed in its last interval: everything it measured is in these results.
+    pub delivered: bool,
+    /// Why the coordinator stopped waiting for it, when it did (nothing heard from it for too
+    /// long, the link to it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+}
+
 /// How faithfully the intended schedule (arrivals, throttle slots) was kept.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
 pub struct SchedulingStats {

@@ -99,6 +99,8 @@ pub struct Totals {
     pub session_functions: Option<(u64, f64)>,
     /// The thresholds' verdicts, once the run has ended (the plan's order).
     pub thresholds: Vec<crate::ThresholdResult>,
+    /// A distributed run's shares, as its coordinator saw them; empty in any other run.
+    pub machines: Vec<crate::MachineStats>,
 }
 
 impl Totals {
@@ -129,6 +131,7 @@ impl Totals {
             stop_reason: None,
             session_functions: None,
             thresholds: Vec::new(),
+            machines: Vec::new(),
         }
     }
 

@@ -408,7 +408,7 @@ mod snapshot_tests {
         let mut snapshot = Snapshot { users_started: 2, users_finished: 2, ..Default::default() };
         snapshot.requests.push(("home".into(), home));
         snapshot.errors.insert(
-            ErrorKey { kind: "check_failed", request: "home".into(), detail: 500 },
+            ErrorKey { kind: "check_failed".into(), request: "home".into(), detail: 500 },
             ErrorRecord { message: "status: expected 2xx or 304, found 500".into(), count: 1, ..Default::default() },
         );
         let mut totals = Totals::new(UNIX_EPOCH, 1);

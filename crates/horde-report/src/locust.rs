@@ -154,7 +154,7 @@ impl LocustExport {
         stats.flush()?;
 
         let mut errors: Vec<_> = totals.errors.iter().collect();
-        errors.sort_by(|a, b| (&*a.0.request, a.0.kind, a.0.detail).cmp(&(&*b.0.request, b.0.kind, b.0.detail)));
+        errors.sort_by(|a, b| (&*a.0.request, &*a.0.kind, a.0.detail).cmp(&(&*b.0.request, &*b.0.kind, b.0.detail)));
         let mut failures_file = BufWriter::new(File::create(file_path(&self.prefix, "_failures.csv"))?);
         write_line(&mut failures_file, &FAILURES_COLUMNS)?;
         // horde knows the snapshot intervals an error was counted in, not its instants: First
@@ -318,7 +318,7 @@ mod tests {
         let started = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_238_461_000);
         let mut totals = Totals::new(started, 1);
         for interval in [4, 2] {
-            let key = horde_metrics::ErrorKey { kind: "check_failed", request: "pay, now".into(), detail: 0 };
+            let key = horde_metrics::ErrorKey { kind: "check_failed".into(), request: "pay, now".into(), detail: 0 };
             let record = horde_metrics::ErrorRecord { message: "status 500".into(), count: 1, ..Default::default() };
             let snapshot = Snapshot { interval, errors: HashMap::from([(key, record)]), ..Default::default() };
             totals.absorb(snapshot);

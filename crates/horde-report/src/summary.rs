@@ -30,6 +30,10 @@ pub struct Summary {
     pub connections: ConnectionStats,
     #[serde(default)]
     pub generator: GeneratorStats,
+    /// A distributed run's shares (the processes that each ran an execution segment of the
+    /// plan), as its coordinator saw them; absent in a run of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machines: Vec<horde_metrics::MachineStats>,
     /// CouchDB steps (bulk insert, CRUD) in Iron Cushion's names and units, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub couchdb: Vec<CouchdbStepReport>,
@@ -198,6 +202,7 @@ impl Summary {
                     }),
                 }
             },
+            machines: totals.machines.clone(),
             couchdb: totals.couchdb_reports(),
             sql: totals.sql_phases.clone(),
             thresholds: totals.thresholds.clone(),

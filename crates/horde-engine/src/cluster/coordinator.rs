@@ -1,0 +1,303 @@
+//! The coordinator: waits for every share to be ready, gives them one start, and merges their
+//! intervals with the collector of a local run, the shares standing for its workers.
+
+use super::{ClusterError, CoordinatorLink};
+use crate::lower::Program;
+use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
+use crate::run_limits::RunLedger;
+use crate::segment::Stripe;
+use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
+use horde_metrics::{MachineStats, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How a coordinator waits for its shares.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// The shares of the run: the segments of its execution segment sequence.
+    pub shares: usize,
+    /// How long every share has to be ready, from the coordinator's start.
+    pub ready_timeout: Duration,
+    /// How far ahead of "every share is ready" the start is set, for it to reach every share
+    /// in time.
+    pub start_margin: Duration,
+    /// A share not heard from for this long is lost: the run stops, and its results say so.
+    pub silence_limit: Duration,
+}
+
+impl CoordinatorOptions {
+    /// The defaults of issue 26's plan: 30 s to be ready, a start 0.5 s ahead, lost after 10 s
+    /// of silence.
+    pub fn new(shares: usize) -> CoordinatorOptions {
+        CoordinatorOptions {
+            shares,
+            ready_timeout: Duration::from_secs(30),
+            start_margin: Duration::from_millis(500),
+            silence_limit: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Coordinates a run of `program` (the whole plan, without a segment) over the shares behind
+/// `link`: `sink` gets the merged results, judged by the plan's thresholds, with a `machines`
+/// entry per share.
+pub fn run_coordinated(
+    program: Arc<Program>,
+    control: &RunControl,
+    sink: &mut (dyn Sink + Send),
+    link: Arc<dyn CoordinatorLink>,
+    options: &CoordinatorOptions,
+) -> Result<RunResult, ClusterError> {
+    let shares = options.shares;
+    let ready = match wait_until_ready(&*link, control, options) {
+        Ok(ready) => ready,
+        Err(err) => {
+            link.stop(&err.to_string());
+            return Err(err);
+        }
+    };
+    let (start, started_at) = (Instant::now() + options.start_margin, SystemTime::now() + options.start_margin);
+    link.start(started_at).map_err(ClusterError::Link)?;
+    std::thread::sleep(start.saturating_duration_since(Instant::now()));
+
+    let machines: Arc<Mutex<Vec<Machine>>> = Arc::new(Mutex::new(ready.into_iter().map(Machine::new).collect()));
+    let ledger = RunLedger::new(None, &[], shares, Stripe::whole());
+    let (snapshots, received) = mpsc::channel();
+    let done = Arc::new(AtomicBool::new(false));
+    let inlet = Inlet {
+        link: link.clone(),
+        machines: machines.clone(),
+        ledger: ledger.clone(),
+        snapshots,
+        done: done.clone(),
+        silence_limit: options.silence_limit,
+    };
+    let inlet = std::thread::Builder::new()
+        .name("horde-inlet".into())
+        .spawn(move || inlet.run())
+        .expect("spawning the coordinator's inlet thread");
+    // Emptied recorders go back to workers; shares are processes, so they are dropped.
+    let give_back: Vec<_> = (0..shares).map(|_| mpsc::channel().0).collect();
+    let options_run = &program.plan.options;
+    let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options_run.snapshot_interval_ms);
+    let mut tap = CoordinatorTap { link, machines };
+    let run = CollectorRun {
+        workers: shares,
+        started_at,
+        start,
+        ledger: &ledger,
+        function_cost: None,
+        protocols: &program.protocols,
+        tap: &mut tap,
+    };
+    let (totals, status) = collect(options_run, run, control, received, &give_back, thresholds, sink);
+    done.store(true, Ordering::Relaxed);
+    let _ = inlet.join();
+    Ok(RunResult { totals, status })
+}
+
+/// Waits for every share's ready message.
+fn wait_until_ready(
+    link: &dyn CoordinatorLink,
+    control: &RunControl,
+    options: &CoordinatorOptions,
+) -> Result<Vec<ShareReady>, ClusterError> {
+    let began = Instant::now();
+    let mut ready: Vec<Option<ShareReady>> = vec![None; options.shares];
+    while ready.iter().any(Option::is_none) {
+        if control.is_interrupted() {
+            return Err(ClusterError::Interrupted);
+        }
+        let left = options.ready_timeout.saturating_sub(began.elapsed());
+        if left.is_zero() {
+            let missing = (0..options.shares).filter(|&i| ready[i].is_none()).collect();
+            return Err(ClusterError::NotReady { missing, waited: options.ready_timeout });
+        }
+        let Some(bytes) = link.receive(left.min(Duration::from_millis(50))).map_err(ClusterError::Link)? else {
+            continue;
+        };
+        match ShareMessage::decode(&bytes).map_err(|err| ClusterError::Wire(err.to_string()))? {
+            ShareMessage::Ready(share) if share.share < options.shares => {
+                let at = share.share;
+                ready[at] = Some(share);
+            }
+            ShareMessage::Ready(share) => {
+                return Err(ClusterError::Wire(format!(
+                    "share {} ({}, pid {}) is ready, but the run has {} shares: the shares and the coordinator \
+                     were given different execution segment sequences",
+                    share.share, share.host, share.pid, options.shares
+                )))
+            }
+            ShareMessage::Interval(interval) => {
+                return Err(ClusterError::Wire(format!(
+                    "share {} sent an interval before the start: it belongs to another run",
+                    interval.share
+                )))
+            }
+        }
+    }
+    Ok(ready.into_iter().flatten().collect())
+}
+
+/// A share as the coordinator sees it.
+struct Machine {
+    ready: ShareReady,
+    requests: u64,
+    cpu_ns: Option<u64>,
+    late_starts: u64,
+    intervals: u64,
+    last_interval: u64,
+    last_heard: Instant,
+    finished: bool,
+    lost: Option<String>,
+}
+
+impl Machine {
+    fn new(ready: ShareReady) -> Machine {
+        Machine {
+            ready,
+            requests: 0,
+            cpu_ns: None,
+            late_starts: 0,
+            intervals: 0,
+            last_interval: 0,
+            last_heard: Instant::now(),
+            finished: false,
+            lost: None,
+        }
+    }
+
+    fn took(&mut self, interval: &ShareInterval) {
+        let snapshot = &interval.snapshot;
+        self.requests += snapshot.requests.iter().map(|(_, recorder)| recorder.count()).sum::<u64>();
+        self.cpu_ns = interval.cpu_ns.or(self.cpu_ns);
+        self.late_starts += snapshot.late_starts;
+        self.intervals += 1;
+        self.last_interval = self.last_interval.max(snapshot.interval);
+        self.last_heard = Instant::now();
+        self.finished |= snapshot.finished;
+    }
+
+    fn stats(&self) -> MachineStats {
+        MachineStats {
+            share: self.ready.share,
+            segment: self.ready.segment.clone(),
+            host: self.ready.host.clone(),
+            pid: self.ready.pid,
+            threads: self.ready.threads,
+            requests: self.requests,
+            cpu_ms: self.cpu_ns.unwrap_or(0) / 1_000_000,
+            late_starts: self.late_starts,
+            intervals: self.intervals,
+            delivered: self.finished && self.lost.is_none(),
+            lost: self.lost.clone(),
+        }
+    }
+}
+
+/// Receives the shares' messages on a thread of its own and hands their snapshots to the
+/// collector, as workers do in a local run.
+struct Inlet {
+    link: Arc<dyn CoordinatorLink>,
+    machines: Arc<Mutex<Vec<Machine>>>,
+    ledger: Arc<RunLedger>,
+    snapshots: mpsc::Sender<Snapshot>,
+    done: Arc<AtomicBool>,
+    silence_limit: Duration,
+}
+
+impl Inlet {
+    fn run(self) {
+        while !self.done.load(Ordering::Relaxed) {
+            match self.link.receive(Duration::from_millis(20)) {
+                Ok(Some(bytes)) => match ShareMessage::decode(&bytes) {
+                    Ok(ShareMessage::Interval(interval)) => self.took(*interval),
+                    // A share's ready message sent again: nothing new.
+                    Ok(ShareMessage::Ready(_)) => {}
+                    Err(err) => self.ledger.request_stop(err.to_string()),
+                },
+                Ok(None) => {}
+                Err(problem) => {
+                    self.lose_every_share(&format!("the link to the shares failed: {problem}"));
+                    return;
+                }
+            }
+            self.lose_silent_shares();
+            let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+            if machines.iter().all(|m| m.finished) {
+                // Dropping the sender tells the collector that nothing more comes.
+                return;
+            }
+        }
+    }
+
+    fn took(&self, interval: ShareInterval) {
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another run's share, an older attempt, or a share already given up: not counted.
+        let Some(machine) = machines.get_mut(interval.share) else { return };
+        if interval.attempt != machine.ready.attempt || machine.lost.is_some() {
+            return;
+        }
+        machine.took(&interval);
+        if let Some(reason) = &interval.stop_reason {
+            self.ledger.request_stop(reason.clone());
+        }
+        drop(machines);
+        let _ = self.snapshots.send(interval.snapshot);
+    }
+
+    /// Shares not heard from for too long are given up: the run stops, and the collector is
+    /// told they are finished so that it writes the results of the others.
+    fn lose_silent_shares(&self) {
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        for machine in machines.iter_mut().filter(|m| !m.finished && m.last_heard.elapsed() > self.silence_limit) {
+            let reason = format!(
+                "share {} ({}, pid {}) sent nothing for {:.1} s",
+                machine.ready.share,
+                machine.ready.host,
+                machine.ready.pid,
+                self.silence_limit.as_secs_f64()
+            );
+            self.give_up(machine, reason);
+        }
+    }
+
+    fn lose_every_share(&self, reason: &str) {
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        for machine in machines.iter_mut().filter(|m| !m.finished) {
+            self.give_up(machine, reason.to_string());
+        }
+    }
+
+    fn give_up(&self, machine: &mut Machine, reason: String) {
+        self.ledger.request_stop(reason.clone());
+        machine.lost = Some(reason);
+        machine.finished = true;
+        let last = Snapshot {
+            worker: machine.ready.share,
+            finished: true,
+            interval: machine.last_interval + 1,
+            ..Default::default()
+        };
+        let _ = self.snapshots.send(last);
+    }
+}
+
+/// Passes the collector's stops on to the shares and puts them in the results.
+struct CoordinatorTap {
+    link: Arc<dyn CoordinatorLink>,
+    machines: Arc<Mutex<Vec<Machine>>>,
+}
+
+impl CollectorTap for CoordinatorTap {
+    fn stopping(&mut self, status: RunStatus) {
+        self.link.stop(status.as_str());
+    }
+
+    fn before_sink(&mut self, totals: &mut Totals) {
+        let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        totals.machines = machines.iter().map(Machine::stats).collect();
+    }
+}

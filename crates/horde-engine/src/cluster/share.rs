@@ -1,0 +1,228 @@
+//! A share: a local run of the plan's execution segment whose start comes from its coordinator
+//! and whose intervals go to it, merged across the share's threads.
+
+use super::{ClusterError, ShareLink};
+use crate::lower::Program;
+use crate::run::{process_cpu_time, run_program, CollectorTap, Role, RunControl, RunResult};
+use crate::run_limits::RunLedger;
+use crate::start_line::RunStart;
+use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
+use horde_metrics::{RequestLogOutput, Sink, Snapshot};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Runs the plan's execution segment as a share of a distributed run: it builds its workers,
+/// tells `link` it is ready, starts at the instant the coordinator gives, and sends it every
+/// interval. `sink` gets the share's own results, as in a local run, without thresholds (the
+/// coordinator judges them on every share's data).
+pub fn run_share(
+    program: Arc<Program>,
+    control: &RunControl,
+    sink: &mut (dyn Sink + Send),
+    request_log: Option<RequestLogOutput>,
+    link: Arc<dyn ShareLink>,
+) -> Result<RunResult, ClusterError> {
+    let segment = program.plan.options.execution_segment.clone().ok_or(ClusterError::NoSegment)?;
+    let share = segment.resolve().map_err(|_| ClusterError::NoSegment)?.index;
+    let role = ShareRole { link, share, attempt: 0, segment: segment.segment };
+    run_program(program, control, sink, request_log, Role::Share(&role))
+}
+
+/// What a share's run needs to know of its place in the distributed run.
+pub(crate) struct ShareRole {
+    link: Arc<dyn ShareLink>,
+    share: usize,
+    attempt: u32,
+    segment: String,
+}
+
+impl ShareRole {
+    /// Every worker is ready: tells the coordinator, and waits for the start it gives. The
+    /// run's clock is the monotonic one from here on; the workers are let go at the start.
+    pub fn wait_for_start(&self, threads: usize) -> Result<RunStart, ClusterError> {
+        let ready = ShareReady {
+            share: self.share,
+            attempt: self.attempt,
+            segment: self.segment.clone(),
+            pid: std::process::id(),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_default(),
+            threads,
+        };
+        let at = self.link.ready(&ShareMessage::Ready(ready).encode()).map_err(ClusterError::Link)?;
+        let (now, wall) = (Instant::now(), SystemTime::now());
+        let instant = match at.duration_since(wall) {
+            Ok(ahead) => now + ahead,
+            // Late (a slow link): the schedule stays absolute, its first arrivals are late.
+            Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
+        };
+        std::thread::sleep(instant.saturating_duration_since(Instant::now()));
+        Ok(RunStart { instant, wall: at })
+    }
+
+    /// The collector's tap that relays the share's intervals.
+    pub fn relay(&self, ledger: Arc<RunLedger>) -> ShareRelay {
+        ShareRelay {
+            link: self.link.clone(),
+            share: self.share,
+            attempt: self.attempt,
+            ledger,
+            pending: BTreeMap::new(),
+            last_sent: 0,
+            cpu_at_start: process_cpu_time(),
+            send_failed: None,
+        }
+    }
+}
+
+/// Merges the workers' snapshots of each interval into one, and sends it once every running
+/// worker has handed that interval in.
+pub(crate) struct ShareRelay {
+    link: Arc<dyn ShareLink>,
+    share: usize,
+    attempt: u32,
+    /// Where a scenario of this share stops the run: the coordinator stops every share.
+    ledger: Arc<RunLedger>,
+    /// Intervals some workers have handed in, not sent yet.
+    pending: BTreeMap<u64, Snapshot>,
+    last_sent: u64,
+    cpu_at_start: Option<Duration>,
+    /// Why the coordinator could not be sent an interval: the share stops.
+    send_failed: Option<String>,
+}
+
+impl ShareRelay {
+    fn send(&mut self, mut snapshot: Snapshot, finished: bool) {
+        snapshot.worker = self.share;
+        snapshot.finished = finished;
+        self.last_sent = self.last_sent.max(snapshot.interval);
+        let cpu = process_cpu_time().zip(self.cpu_at_start).map(|(now, then)| now.saturating_sub(then));
+        let message = ShareMessage::Interval(Box::new(ShareInterval {
+            share: self.share,
+            attempt: self.attempt,
+            snapshot,
+            cpu_ns: cpu.map(|cpu| cpu.as_nanos() as u64),
+            stop_reason: self.ledger.stop_reason().map(str::to_string),
+        }));
+        if let Err(problem) = self.link.send(&message.encode()) {
+            self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
+        }
+    }
+}
+
+impl CollectorTap for ShareRelay {
+    fn snapshot(&mut self, snapshot: &Snapshot) {
+        match self.pending.entry(snapshot.interval) {
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                entry.insert(snapshot.clone());
+            }
+            std::collections::btree_map::Entry::Occupied(mut entry) => entry.get_mut().merge(snapshot.clone()),
+        }
+    }
+
+    fn complete(&mut self, complete: Option<u64>) {
+        let Some(complete) = complete else {
+            // The run's end: everything left, the last one marked finished.
+            let mut left = std::mem::take(&mut self.pending);
+            let last = left.pop_last().map(|(_, snapshot)| snapshot);
+            for (_, snapshot) in left {
+                self.send(snapshot, false);
+            }
+            let last = last.unwrap_or_else(|| Snapshot { interval: self.last_sent + 1, ..Default::default() });
+            self.send(last, true);
+            return;
+        };
+        let later = self.pending.split_off(&(complete + 1));
+        for (_, snapshot) in std::mem::replace(&mut self.pending, later) {
+            self.send(snapshot, false);
+        }
+    }
+
+    fn stop_requested(&mut self) -> Option<String> {
+        if let Some(problem) = &self.send_failed {
+            return Some(problem.clone());
+        }
+        self.link.stop_requested().map(|reason| format!("stopped by the coordinator ({reason})"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::Stripe;
+    use horde_metrics::{Recorder, RequestTiming};
+    use std::sync::Mutex;
+
+    /// Keeps what a share sends.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<ShareInterval>>);
+
+    impl ShareLink for Recording {
+        fn ready(&self, _: &[u8]) -> Result<SystemTime, String> {
+            Ok(SystemTime::now())
+        }
+        fn send(&self, message: &[u8]) -> Result<(), String> {
+            match ShareMessage::decode(message) {
+                Ok(ShareMessage::Interval(interval)) => self.0.lock().unwrap().push(*interval),
+                other => panic!("not an interval: {other:?}"),
+            }
+            Ok(())
+        }
+        fn stop_requested(&self) -> Option<String> {
+            None
+        }
+    }
+
+    fn snapshot(worker: usize, interval: u64, requests: u64, finished: bool) -> Snapshot {
+        let mut recorder = Recorder::default();
+        for i in 0..requests {
+            recorder.record(&RequestTiming { latency_us: 100 + i, uncorrected_us: 100, ..Default::default() }, true);
+        }
+        Snapshot { worker, requests: vec![("r".into(), recorder)], interval, finished, ..Default::default() }
+    }
+
+    fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
+        let role = ShareRole { link, share: 1, attempt: 0, segment: "1/2:1".into() };
+        let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
+        (role.relay(ledger.clone()), ledger)
+    }
+
+    #[test]
+    fn a_share_sends_each_complete_interval_once_merged_across_its_workers() {
+        let link = Arc::new(Recording::default());
+        let (mut relay, ledger) = relay(link.clone());
+        relay.snapshot(&snapshot(0, 1, 3, false));
+        relay.snapshot(&snapshot(1, 1, 4, false));
+        relay.snapshot(&snapshot(0, 2, 5, false));
+        relay.complete(Some(1));
+        // Worker 1's interval 2 comes in last, with its end; the run ends.
+        relay.snapshot(&snapshot(1, 2, 6, true));
+        ledger.request_stop("stop_load_generator".into());
+        relay.complete(None);
+        let sent = link.0.lock().unwrap();
+        let seen: Vec<_> = sent
+            .iter()
+            .map(|m| {
+                (m.share, m.snapshot.worker, m.snapshot.interval, m.snapshot.requests[0].1.count(), m.snapshot.finished)
+            })
+            .collect();
+        assert_eq!(seen, [(1, 1, 1, 7, false), (1, 1, 2, 11, true)]);
+        assert_eq!(sent[1].stop_reason.as_deref(), Some("stop_load_generator"));
+        assert!(sent.iter().all(|m| m.cpu_ns.is_some()));
+    }
+
+    #[test]
+    fn a_share_with_nothing_left_at_the_end_still_says_it_finished() {
+        let link = Arc::new(Recording::default());
+        let (mut relay, _) = relay(link.clone());
+        relay.snapshot(&snapshot(0, 1, 2, true));
+        relay.complete(Some(1));
+        relay.complete(None);
+        let sent = link.0.lock().unwrap();
+        let seen: Vec<_> =
+            sent.iter().map(|m| (m.snapshot.interval, m.snapshot.requests.len(), m.snapshot.finished)).collect();
+        assert_eq!(seen, [(1, 1, false), (2, 0, true)]);
+    }
+}
