@@ -49,16 +49,12 @@ from typing import Optional
 from ._protocol import Protocol, Step
 from .checks import Check
 from .errors import DslError
+# Parameters and names are checked as SQL's are: templates or numbers, non-empty text.
+from .sql import _params, _text
 
 CONSISTENCIES = ("any", "one", "two", "three", "quorum", "all", "local_quorum", "each_quorum", "local_one",
                  "serial", "local_serial")
 SERIAL_CONSISTENCIES = ("serial", "local_serial")
-
-
-def _text(value, what):
-    if not isinstance(value, str) or not value.strip():
-        raise DslError(f"{what} needs a non-empty string, got {value!r}")
-    return value
 
 
 def _level(value, levels, what):
@@ -66,6 +62,18 @@ def _level(value, levels, what):
     if level not in levels:
         raise DslError(f"{what}: {value!r} is not a consistency level: one of {', '.join(levels)}")
     return level
+
+
+class _Levels:
+    """The consistency levels a statement or a batch sets for itself (``level``, ``serial_level``)."""
+
+    def consistency(self, level):
+        """This statement's or batch's consistency (``quorum``, ``local_quorum``, ``all``...)."""
+        return replace(self, level=_level(level, CONSISTENCIES, "consistency()"))
+
+    def serial_consistency(self, level):
+        """A lightweight transaction's Paxos consistency (``serial`` or ``local_serial``)."""
+        return replace(self, serial_level=_level(level, SERIAL_CONSISTENCIES, "serial_consistency()"))
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ class CqlCluster(Protocol):
 
 
 @dataclass(frozen=True)
-class CqlStatement(Step):
+class CqlStatement(_Levels, Step):
     """One CQL statement; every method returns a new one."""
 
     hint = "a CQL statement (cql(...).query(...))"
@@ -139,14 +147,6 @@ class CqlStatement(Step):
             if not isinstance(check, Check):
                 raise DslError(f"check() takes checks such as row_count() or column('id'), got {check!r}")
         return replace(self, checks=self.checks + tuple(checks))
-
-    def consistency(self, level):
-        """This statement's consistency (``quorum``, ``local_quorum``, ``all``...)."""
-        return replace(self, level=_level(level, CONSISTENCIES, "consistency()"))
-
-    def serial_consistency(self, level):
-        """A lightweight transaction's Paxos consistency (``serial`` or ``local_serial``)."""
-        return replace(self, serial_level=_level(level, SERIAL_CONSISTENCIES, "serial_consistency()"))
 
     def to_step(self):
         step = {"type": "cql", "name": self.name, "cql": self.statement}
@@ -178,7 +178,7 @@ class CqlWrite:
 
 
 @dataclass(frozen=True)
-class CqlBatchStep(Step):
+class CqlBatchStep(_Levels, Step):
     """Writes sent together as one batch, timed on one row."""
 
     name: str
@@ -195,14 +195,6 @@ class CqlBatchStep(Step):
                 raise DslError(f"check() takes checks such as applied() or row_count(), got {check!r}")
         return replace(self, checks=self.checks + tuple(checks))
 
-    def consistency(self, level):
-        """The batch's consistency (all its writes')."""
-        return replace(self, level=_level(level, CONSISTENCIES, "consistency()"))
-
-    def serial_consistency(self, level):
-        """A conditional batch's Paxos consistency."""
-        return replace(self, serial_level=_level(level, SERIAL_CONSISTENCIES, "serial_consistency()"))
-
     def to_step(self):
         step = {"type": "cql_batch", "name": self.name, "kind": self.kind,
                 "statements": [write.to_plan() for write in self.writes]}
@@ -213,19 +205,6 @@ class CqlBatchStep(Step):
         if self.checks:
             step["checks"] = [c.to_plan() for c in self.checks]
         return step
-
-
-def _params(params, what):
-    if params is None:
-        return ()
-    if isinstance(params, (str, bytes)) or not isinstance(params, (list, tuple)):
-        raise DslError(f"{what}: params is a list of values (templates), got {params!r}")
-    converted = []
-    for value in params:
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise DslError(f"{what}: a parameter is text (a template) or a number, got {value!r}")
-        converted.append(str(value))
-    return tuple(converted)
 
 
 class _StatementName:
