@@ -207,7 +207,7 @@ def test_every_example_is_covered():
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
-               "cassandra_eventually.py"}
+               "cassandra_eventually.py", "ycsb_cassandra.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -533,3 +533,14 @@ def test_cassandra_eventually(cassandra, tmp_path):
     # The server's side: every subscription written, every one deleted, the view empty again.
     assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions")[0][0] == 0
     assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions_by_source")[0][0] == 0
+
+
+def test_ycsb_cassandra(cassandra, tmp_path):
+    completed = run_example(["bash", EXAMPLES / "ycsb_cassandra.sh", cassandra.contact_point, "--keyspace",
+                             "example_ycsb", "--results", tmp_path / "results"], tmp_path)
+    [run] = [json.loads(p.read_text()) for p in tmp_path.glob("results/*/run/summary.json")]
+    rows = {row["name"]: row for row in run["requests"]}
+    assert set(rows) == {"READ", "UPDATE"} and sum(row["count"] for row in rows.values()) == 5000
+    assert run["global"]["ko"] == 0, run["errors"]
+    assert "[OVERALL], Throughput(ops/sec)" in completed.stdout and "[UPDATE], Return=OK" in completed.stdout
+    assert cassandra.execute("SELECT count(*) FROM example_ycsb.usertable")[0][0] == 1000

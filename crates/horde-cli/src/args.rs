@@ -64,6 +64,9 @@ pub enum Command {
     /// create, populate, select, alter and update a table by several strategies, timed and
     /// checked by the database.
     Sql(SqlArgs),
+    /// YCSB's core workloads (a to f) on Apache Cassandra or ScyllaDB: a load phase that
+    /// inserts the records, a run phase of the workload's operations, YCSB's report.
+    Cql(CqlArgs),
     /// Compare two sets of runs: per request and metric, the change B/A with its confidence
     /// interval and a verdict (exit 99 on a regression beyond the tolerance).
     Compare(CompareArgs),
@@ -640,6 +643,88 @@ pub struct SqlArgs {
     #[arg(long, value_parser = workers, allow_negative_numbers = true)]
     pub workers: Option<u32>,
     /// Write the plan this command would run and exit.
+    #[arg(long)]
+    pub print_plan: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `horde cql`: YCSB's core workloads on CQL, YCSB's flags under horde's names.
+#[derive(Args, Debug)]
+pub struct CqlArgs {
+    /// Nodes to reach first, host or host:port, comma-separated (default 127.0.0.1:9042).
+    #[arg(value_name = "NODES", value_delimiter = ',')]
+    pub contact_points: Vec<String>,
+    /// The core workload: a (50 % reads, 50 % updates), b (95/5), c (reads), d (read latest),
+    /// e (short scans), f (read-modify-write).
+    #[arg(long, default_value = "a")]
+    pub workload: String,
+    /// load (insert the records), run (the workload's operations), or both, load first.
+    #[arg(long, default_value = "both")]
+    pub phase: String,
+    /// Records to load, and the run phase's keys (YCSB's recordcount).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub records: u64,
+    /// Operations of the run phase (operationcount); with --duration, whichever ends first.
+    /// Default: 1000, or none with --duration.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub operations: Option<u64>,
+    /// The run phase's longest time (maxexecutiontime), e.g. 30s, 5m.
+    #[arg(long, short = 'd')]
+    pub duration: Option<String>,
+    /// Client threads: users each running one operation at a time (YCSB's -threads).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub threads: u32,
+    /// Operations per second of the run phase, all threads together (YCSB's -target);
+    /// latencies count from when each operation was due.
+    #[arg(long)]
+    pub target: Option<f64>,
+    /// Reads' and writes' consistency: one, quorum, all, local_quorum, local_one...
+    /// (default: local_one, the drivers').
+    #[arg(long)]
+    pub consistency: Option<String>,
+    /// The key chooser, instead of the workload's: zipfian, uniform, latest.
+    #[arg(long)]
+    pub distribution: Option<String>,
+    #[arg(long, default_value = "ycsb")]
+    pub keyspace: String,
+    #[arg(long, default_value = "usertable")]
+    pub table: String,
+    /// Replicas of the keyspace the load phase creates when it is missing.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub replication: u32,
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub field_count: u32,
+    /// Characters per field.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub field_length: u32,
+    /// The first record's number (insertstart): loaders of one table in parts each take a range.
+    #[arg(long, default_value_t = 0)]
+    pub insert_start: u64,
+    /// Reads read one field, chosen at random (readallfields=false).
+    #[arg(long)]
+    pub read_one_field: bool,
+    /// Updates write every field (writeallfields=true).
+    #[arg(long)]
+    pub write_all_fields: bool,
+    /// A scan reads from 1 to this many records.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_scan_length: u32,
+    /// The datacenter whose nodes are preferred.
+    #[arg(long)]
+    pub local_datacenter: Option<String>,
+    /// Password authentication: the user (and --password, or HORDE_CQL_PASSWORD).
+    #[arg(long)]
+    pub user: Option<String>,
+    #[arg(long, env = "HORDE_CQL_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// Seed of keys, operations and values: the same seed gives the same sequence per user.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_parser = workers, allow_negative_numbers = true)]
+    pub workers: Option<u32>,
+    /// Write the plan of one phase (--phase load or run) and exit.
     #[arg(long)]
     pub print_plan: bool,
     #[command(flatten)]

@@ -14,6 +14,7 @@ mod bench;
 mod cluster;
 mod compare;
 mod couchdb;
+mod cql;
 pub mod exit;
 mod exports;
 mod loader;
@@ -193,6 +194,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Sweep(args) => sweep::sweep(&args, loader),
         Command::Couchdb(args) => couchdb::couchdb(&args),
         Command::Sql(args) => sql::sql(&args),
+        Command::Cql(args) => cql::cql(&args),
         Command::Report { results, html: true } => {
             let dir =
                 if results.is_file() { results.parent().map(Path::to_path_buf).unwrap_or_default() } else { results };
@@ -398,7 +400,7 @@ pub(crate) fn load_program(
     Ok(program)
 }
 
-fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
+pub(crate) fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String {
     let mut message = format!(
         "invalid plan {} ({} problem{}):",
         file.display(),

@@ -44,6 +44,7 @@ mod worker;
 pub use descriptors::{connection_capacity, connections_needed_at_once};
 pub use lower::{lower, Program};
 pub use protocol::couchdb::couchdb_request;
+pub use protocol::cql::ycsb::YcsbTable;
 pub use protocol::preflight;
 pub use protocol::sql::{check_connection as sql_check_connection, redacted as redacted_url};
 pub use run::{run, run_with_request_log, worker_count, RunControl, RunResult};

@@ -52,6 +52,9 @@ pub use protocol::sql::{
     sql_placeholders, sql_table_name_problem, Placeholder, SqlDatabase, SqlPhase, SqlStatement, SqlStatementKind,
     SqlStrategy, SqlTransaction, SqlTransactionAction, SqlWorkload, MAX_SQL_TEXT_LENGTH,
 };
+pub use protocol::ycsb::{
+    cql_table_name_problem, YcsbDistribution, YcsbPhase, YcsbProportions, YcsbStep, YcsbWorkload,
+};
 pub use protocol::{CheckSource, Step};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use segment::{

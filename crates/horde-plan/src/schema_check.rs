@@ -406,7 +406,7 @@ mod tests {
                 "scenarios[0].steps[0].retries: unknown field (known here: body, checks, follow_redirects, headers, method, name, query, resources, type, url)",
                 "scenarios[0].steps[0].url: expected a string, found 7",
                 "scenarios[0].steps[1].duration_ms: expected an integer, found \"1s\"",
-                "scenarios[0].steps[2].type: unknown type \"sleep\" (one of: request, pause, pause_uniform, pause_exponential, pause_normal, pause_template, pace, repeat, during, group, batch, ws_connect, ws_send, ws_await, ws_close, sse_connect, sse_await, sse_close, feed, set, unset, do_if, do_switch, random_switch, uniform_random_switch, round_robin_switch, foreach, as_long_as, do_while, try_max, eventually, exit_here_if_failed, exit_here, exit_block_on_fail, session_function, stop_load_generator, add_cookie, get_cookie, flush_cookie_jar, flush_session_cookies, couchdb_bulk_insert, couchdb_crud, sql_workload, sql, sql_transaction, cql, cql_batch)",
+                "scenarios[0].steps[2].type: unknown type \"sleep\" (one of: request, pause, pause_uniform, pause_exponential, pause_normal, pause_template, pace, repeat, during, group, batch, ws_connect, ws_send, ws_await, ws_close, sse_connect, sse_await, sse_close, feed, set, unset, do_if, do_switch, random_switch, uniform_random_switch, round_robin_switch, foreach, as_long_as, do_while, try_max, eventually, exit_here_if_failed, exit_here, exit_block_on_fail, session_function, stop_load_generator, add_cookie, get_cookie, flush_cookie_jar, flush_session_cookies, couchdb_bulk_insert, couchdb_crud, sql_workload, sql, sql_transaction, cql, cql_batch, cql_ycsb)",
                 "version: expected an integer, found \"1\"",
             ]
         );

@@ -19,6 +19,8 @@ pub enum CqlStep {
     Cql(CqlStatement),
     /// Writes sent together as one batch: logged (all or none), unlogged or of counters.
     CqlBatch(CqlBatch),
+    /// One operation of a YCSB core workload (`horde cql`): see docs/cql.md.
+    CqlYcsb(super::ycsb::YcsbStep),
 }
 
 /// A CQL statement: a query or a write, its parameters bound to its `?` markers in order.
@@ -153,6 +155,10 @@ pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &CqlStep) {
     let step = match step {
         CqlStep::Cql(step) => step,
         CqlStep::CqlBatch(batch) => return validate_batch(v, path, batch),
+        CqlStep::CqlYcsb(step) => {
+            cluster_named(v, path);
+            return super::ycsb::validate_step(v, path, step);
+        }
     };
     if step.name.trim().is_empty() {
         v.error(format!("{path}.name"), "a statement needs a name (its row)");

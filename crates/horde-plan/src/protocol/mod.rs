@@ -16,6 +16,7 @@ pub mod http;
 pub mod rows;
 pub mod socket;
 pub mod sql;
+pub mod ycsb;
 
 use std::borrow::Cow;
 

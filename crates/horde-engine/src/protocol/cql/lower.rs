@@ -1,10 +1,12 @@
 //! Lowering CQL's steps and the plan's cluster: each statement gets an id, its slot in every
 //! worker's prepared statements.
 
+use super::ycsb::{InsertSequence, KeyChooser, Operation, YcsbProgram, YcsbStatements};
 use super::{CqlBatchProgram, CqlExtractor, CqlProgram, CqlStatementProgram, CqlStepProgram, Prepared};
 use crate::checks::OwnSource;
 use crate::lower::{LoweringContext, StepAt};
-use horde_plan::{CheckSource, CqlStep, Plan, RowsSource};
+use horde_plan::{CheckSource, CqlStep, Plan, RowsSource, YcsbDistribution, YcsbPhase, YcsbStep};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Default)]
@@ -34,6 +36,58 @@ impl CqlLowering {
                 consistency: batch.consistency,
                 serial_consistency: batch.serial_consistency,
                 checks: checks(cx, &batch.checks),
+            })),
+            CqlStep::CqlYcsb(step) => CqlStepProgram::Ycsb(Box::new(self.ycsb(cx, &at, step))),
+        }
+    }
+
+    /// A YCSB step: a row per operation of its mix, its statements, its key chooser.
+    fn ycsb(&mut self, cx: &mut LoweringContext, at: &StepAt, step: &YcsbStep) -> YcsbProgram {
+        let mix = match step.phase {
+            YcsbPhase::Load => vec![(1.0, Operation::Insert, cx.row(at.row_name("INSERT")))],
+            YcsbPhase::Run => {
+                let named = step.proportions.named();
+                let total: f64 = named.iter().map(|(_, share)| share).sum();
+                let mut upto = 0.0;
+                named
+                    .into_iter()
+                    .zip(Operation::ALL)
+                    .filter(|((_, share), _)| *share > 0.0)
+                    .map(|((name, share), operation)| {
+                        upto += share / total;
+                        (upto, operation, cx.row(at.row_name(name)))
+                    })
+                    .collect()
+            }
+        };
+        let fields = step.field_count as usize;
+        let mut prepare = |cql: String| self.prepared(cx, &cql, &[]);
+        let statements =
+            YcsbStatements::new(&step.table, fields, step.read_all_fields, step.write_all_fields, &mut prepare);
+        let loaded_up_to = step.insert_start.saturating_add(step.record_count);
+        let expected_inserts = step.operation_count.map_or(0, |operations| {
+            let total: f64 = step.proportions.named().iter().map(|(_, share)| share).sum();
+            (operations as f64 * step.proportions.insert / total.max(f64::MIN_POSITIVE)).ceil() as u64
+        });
+        YcsbProgram {
+            phase: step.phase,
+            mix,
+            statements,
+            keys: match step.phase {
+                // The load phase only inserts: no chooser to build (a zipfian's sum is O(n)).
+                YcsbPhase::Load => KeyChooser::new(YcsbDistribution::Uniform, step.insert_start, step.record_count, 0),
+                YcsbPhase::Run => {
+                    KeyChooser::new(step.request_distribution, step.insert_start, step.record_count, expected_inserts)
+                }
+            },
+            field_count: fields,
+            field_length: step.field_length as usize,
+            write_all_fields: step.write_all_fields,
+            max_scan_length: step.max_scan_length,
+            consistency: step.consistency,
+            shared: Arc::new(InsertSequence::starting_at(match step.phase {
+                YcsbPhase::Load => step.insert_start,
+                YcsbPhase::Run => loaded_up_to,
             })),
         }
     }

@@ -9,6 +9,7 @@ mod error;
 pub(crate) mod lower;
 mod run;
 mod values;
+pub(crate) mod ycsb;
 
 use crate::checks::CheckProgram;
 use crate::session::expression::Template;
@@ -21,6 +22,8 @@ pub(crate) use run::{run_step, UserCql, WorkerCql};
 pub enum CqlStepProgram {
     Statement(Box<CqlStatementProgram>),
     Batch(Box<CqlBatchProgram>),
+    /// One operation of a YCSB workload.
+    Ycsb(Box<ycsb::YcsbProgram>),
 }
 
 /// A statement the workers prepare.
@@ -69,6 +72,7 @@ pub(crate) fn saved_variables(step: &horde_plan::CqlStep, save: &mut dyn FnMut(&
     let checks = match step {
         horde_plan::CqlStep::Cql(statement) => &statement.checks,
         horde_plan::CqlStep::CqlBatch(batch) => &batch.checks,
+        horde_plan::CqlStep::CqlYcsb(_) => return,
     };
     checks.iter().filter_map(|c| c.save_as.as_deref()).for_each(save);
 }

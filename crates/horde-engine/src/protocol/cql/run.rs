@@ -46,6 +46,7 @@ impl WorkerCql {
 #[derive(Default)]
 pub(crate) struct UserCql {
     pending: Vec<JoinHandle<()>>,
+    pub(super) ycsb: super::ycsb::UserYcsb,
 }
 
 impl UserCql {
@@ -111,7 +112,7 @@ fn serial_consistency(level: SerialConsistency) -> scylla::statement::SerialCons
 }
 
 /// The worker's session to the cluster, connected by its first statement.
-async fn session(ctx: &WorkerContext) -> Result<Arc<Session>, Failure> {
+pub(super) async fn session(ctx: &WorkerContext) -> Result<Arc<Session>, Failure> {
     let program = &ctx.program.protocols.cql;
     ctx.protocols
         .cql
@@ -126,7 +127,7 @@ async fn session(ctx: &WorkerContext) -> Result<Arc<Session>, Failure> {
 }
 
 /// The statement as this worker prepared it (once, on its session), with its levels.
-async fn prepared(
+pub(super) async fn prepared(
     ctx: &WorkerContext,
     session: &Session,
     statement: &Prepared,
@@ -166,7 +167,7 @@ fn rendered(user: &mut VirtualUser, row_id: usize, statement: &Prepared) -> Resu
 }
 
 /// Takes a request from the run's budget and waits for a throttle slot, as any request does.
-async fn take_turn(user: &mut VirtualUser) -> Result<Option<Instant>, Flow> {
+pub(super) async fn take_turn(user: &mut VirtualUser) -> Result<Option<Instant>, Flow> {
     if !user.ctx.limits.take_request() {
         return Err(Flow::Exhausted);
     }
@@ -174,7 +175,7 @@ async fn take_turn(user: &mut VirtualUser) -> Result<Option<Instant>, Flow> {
 }
 
 /// Now, counted as the start of an exchange on `row_id`.
-fn count_started(user: &VirtualUser, row_id: usize) -> Instant {
+pub(super) fn count_started(user: &VirtualUser, row_id: usize) -> Instant {
     let started = Instant::now();
     if user.ctx.measures(started) {
         user.ctx.metrics.borrow_mut().row(row_id).started += 1;
@@ -202,6 +203,7 @@ pub(crate) async fn run_step(step: &CqlStepProgram, user: &mut VirtualUser) -> F
     match step {
         CqlStepProgram::Statement(statement) => run_statement(statement, user).await,
         CqlStepProgram::Batch(batch) => run_batch(batch, user).await,
+        CqlStepProgram::Ycsb(step) => super::ycsb::run_step(step, user).await,
     }
 }
 
@@ -346,7 +348,7 @@ fn answered(
     }
 }
 
-fn timing(origin: Instant, started: Instant, end: Instant) -> RequestTiming {
+pub(super) fn timing(origin: Instant, started: Instant, end: Instant) -> RequestTiming {
     RequestTiming {
         latency_us: end.saturating_duration_since(origin).as_micros() as u64,
         uncorrected_us: end.saturating_duration_since(started).as_micros() as u64,
