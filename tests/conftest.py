@@ -46,9 +46,9 @@ def wait_until(predicate, timeout=15.0, what="condition"):
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def can_connect(port):
+def can_connect(port, host="127.0.0.1"):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        with socket.create_connection((host, port), timeout=0.2):
             return True
     except OSError:
         return False
@@ -573,27 +573,61 @@ def postgres_tls():
 CASSANDRA_SCRIPT = ROOT / "scripts" / "cassandra" / "start_cassandra.sh"
 
 
-class Cassandra:
-    """A throwaway single-node Apache Cassandra 5.0 on 127.0.0.1 (scripts/cassandra, its jars
-    fetched from Maven Central by scripts/test.sh), stopped by its PID. ``execute`` is a client
-    of the tests' own (the DataStax Python driver), which counts on the server's side."""
+class CassandraNode:
+    """One Apache Cassandra 5.0 process (scripts/cassandra, its jars fetched from Maven Central
+    by scripts/test.sh) on its own loopback address, stopped by its PID."""
 
-    def __init__(self):
-        self.directory = Path(tempfile.mkdtemp(prefix="horde-cassandra-"))
-        self.port = free_port()
-        started = subprocess.run(["bash", str(CASSANDRA_SCRIPT), str(self.directory), str(self.port), str(free_port())],
-                                 capture_output=True, text=True, timeout=60)
+    def __init__(self, directory, port, storage_port, address="127.0.0.1", seed=None):
+        self.directory, self.port, self.address = directory, port, address
+        env = {**os.environ, "ADDRESS": address, "SEED": seed or address}
+        started = subprocess.run(["bash", str(CASSANDRA_SCRIPT), str(directory), str(port), str(storage_port)],
+                                 capture_output=True, text=True, timeout=60, env=env)
         if started.returncode != 0:
             raise RuntimeError(f"{CASSANDRA_SCRIPT} failed: {started.stderr}{started.stdout}")
         self.pid = int(started.stdout.strip().splitlines()[-1])
 
+    def wait_ready(self):
         def ready():
-            if not Path(f"/proc/{self.pid}").exists():
-                log = (self.directory / "server.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"Cassandra exited while starting:\n{log}")
-            return can_connect(self.port)
+            if not self.alive():
+                log = (Path(self.directory) / "server.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"Cassandra at {self.address} exited while starting:\n{log}")
+            return can_connect(self.port, self.address)
 
-        wait_until(ready, timeout=120, what="Cassandra's CQL port")
+        wait_until(ready, timeout=120, what=f"Cassandra's CQL port at {self.address}")
+
+    def alive(self):
+        return Path(f"/proc/{self.pid}").exists()
+
+    def stop(self, sig=signal.SIGTERM):
+        try:
+            os.kill(self.pid, sig)
+            wait_until(lambda: not self.alive(), timeout=30, what="Cassandra to stop")
+        except ProcessLookupError:
+            pass
+        except TimeoutError:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+class Cassandra:
+    """A throwaway single-node Apache Cassandra 5.0 on 127.0.0.1, or a cluster of `nodes` on
+    127.0.0.1, 127.0.0.2... (the same ports, the first the seed). ``execute`` is a client of the
+    tests' own (the DataStax Python driver), which counts on the server's side."""
+
+    def __init__(self, nodes=1):
+        self.directory = Path(tempfile.mkdtemp(prefix="horde-cassandra-"))
+        self.port = free_port()
+        storage_port = free_port()
+        self.nodes = [CassandraNode(self.directory / "n1", self.port, storage_port)]
+        try:
+            self.nodes[0].wait_ready()
+            # The others join through the seed, all at once (they start empty: no streaming).
+            self.nodes += [CassandraNode(self.directory / f"n{i}", self.port, storage_port, f"127.0.0.{i}", "127.0.0.1")
+                           for i in range(2, nodes + 1)]
+            for node in self.nodes[1:]:
+                node.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
         from cassandra.policies import WhiteListRoundRobinPolicy
 
@@ -603,28 +637,33 @@ class Cassandra:
         self.client = self.cluster.connect()
 
     @property
+    def pid(self):
+        return self.nodes[0].pid
+
+    @property
     def contact_point(self):
         return f"127.0.0.1:{self.port}"
 
-    def execute(self, cql, params=()):
+    def execute(self, cql, params=(), consistency=None):
         """The server's own answer: every row."""
-        return list(self.client.execute(cql, params))
+        from cassandra.query import SimpleStatement
 
-    def keyspace(self, name):
-        """A fresh keyspace (replication 1: one node)."""
+        if consistency is None:
+            return list(self.client.execute(cql, params))
+        return list(self.client.execute(SimpleStatement(cql, consistency_level=consistency), params))
+
+    def keyspace(self, name, replication=1):
+        """A fresh keyspace."""
         self.execute(f"DROP KEYSPACE IF EXISTS {name}")
-        self.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        self.execute(f"CREATE KEYSPACE {name} WITH replication = "
+                     f"{{'class': 'SimpleStrategy', 'replication_factor': {replication}}}")
         return name
 
     def stop(self):
-        self.cluster.shutdown()
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-            wait_until(lambda: not Path(f"/proc/{self.pid}").exists(), timeout=30, what="Cassandra to stop")
-        except ProcessLookupError:
-            pass
-        except TimeoutError:
-            os.kill(self.pid, signal.SIGKILL)
+        if hasattr(self, "cluster"):
+            self.cluster.shutdown()
+        for node in self.nodes:
+            node.stop()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -5,6 +5,8 @@
 # STORAGE_PORT. Starts it in the background and prints the JVM's PID; readiness is the CQL port
 # accepting connections (about 10 s). Stop: kill PID (SIGTERM; it flushes and exits in seconds).
 # usage: start_cassandra.sh DIR PORT STORAGE_PORT [HEAP]        e.g. HEAP=512M
+# A node of a cluster on one machine: ADDRESS=127.0.0.2 SEED=127.0.0.1 start_cassandra.sh ... (every
+# node on its own loopback address, the same ports; the seed started first).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIR=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -12,8 +14,10 @@ PORT=$2
 STORAGE_PORT=$3
 HEAP=${4:-512M}
 [ -d "$HERE/lib" ] || { echo "no $HERE/lib: run mvn -B -q dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime in $HERE" >&2; exit 1; }
-sed -e "s#DATA/#$DIR/#g" -e "s#^native_transport_port: .*#native_transport_port: $PORT#" \
-    -e "s#^storage_port: .*#storage_port: $STORAGE_PORT#" -e "s#127.0.0.1:7000#127.0.0.1:$STORAGE_PORT#" \
+ADDRESS=${ADDRESS:-127.0.0.1}
+SEED=${SEED:-$ADDRESS}
+sed -e "s#DATA/#$DIR/#g" -e "s#^listen_address: .*#listen_address: $ADDRESS#" -e "s#^rpc_address: .*#rpc_address: $ADDRESS#" -e "s#^native_transport_port: .*#native_transport_port: $PORT#" \
+    -e "s#^storage_port: .*#storage_port: $STORAGE_PORT#" -e "s#127.0.0.1:7000#$SEED:$STORAGE_PORT#" \
     "$HERE/conf/cassandra.yaml" > "$DIR/cassandra.yaml"
 # The JVM options of Cassandra 5.0's own conf/jvm17-server.options, which Java 17 needs.
 OPENS=(java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref
