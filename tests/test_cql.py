@@ -176,3 +176,23 @@ scn = scenario("orders").repeat(2,
     assert cassandra.execute(f"SELECT count(*) FROM {keyspace}.orders")[0][0] == 6
     assert cassandra.execute(f"SELECT count(*) FROM {keyspace}.by_customer")[0][0] == 6
     assert cassandra.execute(f"SELECT orders FROM {keyspace}.daily WHERE day = 'mon'")[0][0] == 6
+
+
+def test_eventually_gives_up_with_the_last_checks_message_when_the_store_never_agrees(horde, tmp_path, cassandra):
+    # Seed 002's retry, when the write never becomes visible: every attempt is made, then the
+    # block fails with what its last check saw, not a bare timeout.
+    keyspace = cassandra.keyspace("never")
+    cassandra.execute(f"CREATE TABLE {keyspace}.items (id int PRIMARY KEY)")
+    sim = simulation(tmp_path, f'''
+scn = scenario("never").eventually(
+    cql("there?").query("SELECT id FROM {keyspace}.items WHERE id = 1").check(row_count().is_(1)),
+    timeout=1, pause=0.1, name="appears")
+''', users=2)
+    result = horde("run", sim, "-D", f"cluster={cassandra.contact_point}")
+    assert result.code == 0, result.stderr
+    group = {g["name"]: g for g in result.summary["groups"]}["appears"]
+    assert (group["count"], group["ok"], group["ko"]) == (2, 0, 2), group
+    assert group["attempts"]["retried_passes"] == 2 and group["attempts"]["total"] > 4, group
+    [error] = [e for e in result.summary["errors"] if e["request"] == "appears"]
+    assert error["kind"] == "not_consistent" and error["count"] == 2
+    assert "row_count" in error["message"] and "0" in error["message"], error
