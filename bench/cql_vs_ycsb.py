@@ -85,13 +85,17 @@ class Node:
             subprocess.run(["kill", str(self.pid)])
 
     def coordinator_latencies(self, keyspace):
-        """The server's coordinator latencies of the keyspace's table: {kind: (p50 ms, p99 ms, count)}."""
+        """The server's recent coordinator p99 of the keyspace's table, in ms, per kind. Cassandra
+        5.0.9's virtual tables name these columns `_ms` but hold seconds with three decimals
+        (their p99 of 0.003 sits beside clients' 3-4 ms): converted here, to 1 ms resolution,
+        too coarse for a within-10 % comparison (JMX's ClientRequest metrics would do; this
+        node runs without JMX)."""
         found = {}
-        for kind in ("read", "write", "scan"):
+        for kind in ("read", "write"):
             for row in self.session.execute(
                     f"SELECT * FROM system_views.coordinator_{kind}_latency WHERE keyspace_name = %s ALLOW FILTERING",
                     (keyspace,)):
-                found[kind] = (row.p50th_ms, row.p99th_ms, row.count)
+                found[kind] = f"p99 {row.p99th_ms * 1000:.0f} ms"
         return found
 
 
