@@ -11,6 +11,7 @@ pub(crate) mod couchdb;
 pub(crate) mod cql;
 pub(crate) mod http;
 pub(crate) mod messages;
+pub(crate) mod rows;
 pub(crate) mod sql;
 
 use crate::lower::{LoweringContext, Program, StepAt};

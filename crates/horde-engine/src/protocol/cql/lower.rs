@@ -2,10 +2,9 @@
 //! worker's prepared statements.
 
 use super::ycsb::{InsertSequence, KeyChooser, Operation, YcsbProgram, YcsbStatements};
-use super::{CqlBatchProgram, CqlExtractor, CqlProgram, CqlStatementProgram, CqlStepProgram, Prepared};
-use crate::checks::OwnSource;
+use super::{CqlBatchProgram, CqlProgram, CqlStatementProgram, CqlStepProgram, Prepared};
 use crate::lower::{LoweringContext, StepAt};
-use horde_plan::{CheckSource, CqlStep, Plan, RowsSource, YcsbDistribution, YcsbPhase, YcsbStep};
+use horde_plan::{CqlStep, Plan, YcsbDistribution, YcsbPhase, YcsbStep};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,18 +106,6 @@ impl CqlLowering {
             cluster: plan.cql.clone(),
             statements: self.statements,
             request_timeout: Duration::from_millis(plan.cql.as_ref().map_or(10_000, |c| c.request_timeout_ms)),
-        }
-    }
-}
-
-impl OwnSource for CqlExtractor {
-    fn lower(source: &CheckSource, _path: &str, _cx: &mut LoweringContext) -> Option<(Self, String)> {
-        match source {
-            CheckSource::Rows(RowsSource::RowCount) => Some((CqlExtractor::RowCount, "row_count".to_string())),
-            CheckSource::Rows(RowsSource::Column { name }) => {
-                Some((CqlExtractor::Column(name.clone()), format!("column({name:?})")))
-            }
-            _ => None,
         }
     }
 }

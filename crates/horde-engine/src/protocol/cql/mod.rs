@@ -12,6 +12,7 @@ mod values;
 pub(crate) mod ycsb;
 
 use crate::checks::CheckProgram;
+use crate::protocol::rows::RowsExtractor;
 use crate::session::expression::Template;
 use horde_plan::{Consistency, CqlBatchKind, SerialConsistency};
 use std::time::Duration;
@@ -41,7 +42,7 @@ pub struct CqlStatementProgram {
     pub consistency: Option<Consistency>,
     pub serial_consistency: Option<SerialConsistency>,
     pub asynchronous: bool,
-    pub checks: Vec<CheckProgram<CqlExtractor>>,
+    pub checks: Vec<CheckProgram<RowsExtractor>>,
 }
 
 /// A batch of writes as a user runs it.
@@ -51,13 +52,7 @@ pub struct CqlBatchProgram {
     pub statements: Vec<Prepared>,
     pub consistency: Option<Consistency>,
     pub serial_consistency: Option<SerialConsistency>,
-    pub checks: Vec<CheckProgram<CqlExtractor>>,
-}
-
-/// CQL's own check sources: a result's rows.
-pub enum CqlExtractor {
-    RowCount,
-    Column(String),
+    pub checks: Vec<CheckProgram<RowsExtractor>>,
 }
 
 /// What CQL needs for the whole run: the cluster, and how many statements each worker prepares.

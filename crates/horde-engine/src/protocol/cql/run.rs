@@ -5,9 +5,10 @@
 
 use super::error::CqlFailure;
 use super::values;
-use super::{CqlBatchProgram, CqlExtractor, CqlProgram, CqlStatementProgram, CqlStepProgram, Prepared};
+use super::{CqlBatchProgram, CqlProgram, CqlStatementProgram, CqlStepProgram, Prepared};
 use crate::checks::{run_checks_on, CheckProgram, CheckSubject};
 use crate::failure::Failure;
+use crate::protocol::rows::RowsExtractor;
 use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
 use crate::worker::WorkerContext;
@@ -312,7 +313,7 @@ struct Exchange {
 fn answered(
     user: &mut VirtualUser,
     exchange: Exchange,
-    checks: &[CheckProgram<CqlExtractor>],
+    checks: &[CheckProgram<RowsExtractor>],
     result: Result<QueryResult, ExecutionError>,
 ) -> Flow {
     let Exchange { row_id, held_since, started } = exchange;
@@ -409,16 +410,16 @@ impl ResultView {
 }
 
 impl CheckSubject for ResultView {
-    type Own = CqlExtractor;
+    type Own = RowsExtractor;
 
     fn response_time_ms(&self) -> Option<u64> {
         Some(self.response_time_ms)
     }
 
-    fn own_values(&mut self, source: &CqlExtractor, limit: usize) -> Result<Vec<Value>, String> {
+    fn own_values(&mut self, source: &RowsExtractor, limit: usize) -> Result<Vec<Value>, String> {
         match source {
-            CqlExtractor::RowCount => Ok(vec![Value::from(self.rows.len().to_string())]),
-            CqlExtractor::Column(name) => {
+            RowsExtractor::RowCount => Ok(vec![Value::from(self.rows.len().to_string())]),
+            RowsExtractor::Column(name) => {
                 let Some(index) = self.names.iter().position(|known| known == name) else {
                     return Err(format!("the result has no column {name:?} (it has {})", self.names.join(", ")));
                 };

@@ -3,12 +3,12 @@
 //! phase gets the progress the collector reads.
 
 use super::database::{Database, DatabaseKind};
-use super::statement::SqlExtractor;
 use super::statement::{ScenarioDatabase, SqlStatementProgram, SqlTransactionProgram};
 use super::workload::{PhaseProgress, PhaseShared, SqlWorkloadProgram};
 use super::{translate_placeholders, SqlProgram, SqlStepProgram};
 use crate::checks::{CheckProgram, Extractor};
 use crate::lower::{LoweringContext, StepAt};
+use crate::protocol::rows::RowsExtractor;
 use horde_plan::{Plan, SqlStep};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -118,7 +118,7 @@ impl SqlLowering {
         let kind = self.databases.get(database).map_or(DatabaseKind::Sqlite, |d| d.database.kind());
         let (sql, bind_order) = translate_placeholders(&step.sql, kind, step.params.len());
         let params = step.params.iter().map(|p| cx.template(p)).collect();
-        let checks: Vec<CheckProgram<SqlExtractor>> = step
+        let checks: Vec<CheckProgram<RowsExtractor>> = step
             .checks
             .iter()
             .enumerate()
@@ -126,7 +126,7 @@ impl SqlLowering {
             .collect();
         let mut columns: Vec<String> = Vec::new();
         for check in &checks {
-            if let Extractor::Own(SqlExtractor::Column(name)) = &check.extractor {
+            if let Extractor::Own(RowsExtractor::Column(name)) = &check.extractor {
                 if !columns.contains(name) {
                     columns.push(name.clone());
                 }

@@ -11,14 +11,14 @@
 use super::connection::{Connection, Param, StatementResult};
 use super::database::{Database, DatabaseKind};
 use super::error::SqlError;
-use crate::checks::{run_checks_on, CheckProgram, CheckSubject, OwnSource};
+use crate::checks::{run_checks_on, CheckProgram, CheckSubject};
 use crate::failure::Failure;
-use crate::lower::LoweringContext;
+use crate::protocol::rows::RowsExtractor;
 use crate::session::expression::Template;
 use crate::session::Value;
 use crate::user::{Flow, VirtualUser};
 use horde_metrics::RequestTiming;
-use horde_plan::{CheckSource, RowsSource, SqlStatementKind, SqlTransactionAction};
+use horde_plan::{SqlStatementKind, SqlTransactionAction};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ pub struct SqlStatementProgram {
     /// For each placeholder the driver binds, in its order, the index of its parameter
     /// (MySQL's `?` are positional: `$2 ... $1 ... $2` binds params 1, 0, 1).
     pub bind_order: Vec<usize>,
-    pub checks: Vec<CheckProgram<SqlExtractor>>,
+    pub checks: Vec<CheckProgram<RowsExtractor>>,
     /// The columns the checks read: only these are converted to text.
     pub columns: Vec<String>,
 }
@@ -149,37 +149,17 @@ struct ResultView<'a> {
     response_time_ms: u64,
 }
 
-/// SQL's own check sources.
-pub enum SqlExtractor {
-    /// The rows a statement returned or changed.
-    RowCount,
-    /// A query's values in the column of this name.
-    Column(String),
-}
-
-impl OwnSource for SqlExtractor {
-    fn lower(source: &CheckSource, _path: &str, _cx: &mut LoweringContext) -> Option<(Self, String)> {
-        match source {
-            CheckSource::Rows(RowsSource::RowCount) => Some((SqlExtractor::RowCount, "row_count".to_string())),
-            CheckSource::Rows(RowsSource::Column { name }) => {
-                Some((SqlExtractor::Column(name.clone()), format!("column({name:?})")))
-            }
-            _ => None,
-        }
-    }
-}
-
 impl CheckSubject for ResultView<'_> {
-    type Own = SqlExtractor;
+    type Own = RowsExtractor;
 
     fn response_time_ms(&self) -> Option<u64> {
         Some(self.response_time_ms)
     }
 
-    fn own_values(&mut self, source: &SqlExtractor, limit: usize) -> Result<Vec<Value>, String> {
+    fn own_values(&mut self, source: &RowsExtractor, limit: usize) -> Result<Vec<Value>, String> {
         match source {
-            SqlExtractor::RowCount => Ok(vec![Value::from(self.result.row_count.to_string())]),
-            SqlExtractor::Column(name) => {
+            RowsExtractor::RowCount => Ok(vec![Value::from(self.result.row_count.to_string())]),
+            RowsExtractor::Column(name) => {
                 let index =
                     self.wanted.iter().position(|wanted| wanted == name).expect("lowering lists every column read");
                 match &self.result.columns[index] {
