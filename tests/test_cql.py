@@ -196,3 +196,24 @@ scn = scenario("never").eventually(
     [error] = [e for e in result.summary["errors"] if e["request"] == "appears"]
     assert error["kind"] == "not_consistent" and error["count"] == 2
     assert "row_count" in error["message"] and "0" in error["message"], error
+
+
+def test_a_paged_query_reads_every_page(horde, tmp_path, cassandra):
+    keyspace = cassandra.keyspace("paged")
+    cassandra.execute(f"CREATE TABLE {keyspace}.events (user text, n int, PRIMARY KEY (user, n))")
+    for n in range(25):
+        cassandra.execute(f"INSERT INTO {keyspace}.events (user, n) VALUES ('u', %s)", (n,))
+    sim = simulation(tmp_path, f'''
+scn = scenario("pages").exec(
+    cql("paged").query("SELECT n FROM {keyspace}.events WHERE user = 'u'").page_size(10)
+        .check(row_count().is_(25), column("n").find_all().save_as("all")),
+    cql("one page").query("SELECT n FROM {keyspace}.events WHERE user = 'u'").check(row_count().is_(25)),
+)
+''', users=2)
+    result = horde("run", sim, "-D", f"cluster={cassandra.contact_point}")
+    assert result.code == 0, result.stderr
+    by_row = rows(result)
+    assert (by_row["paged"]["ok"], by_row["paged"]["ko"]) == (2, 0), result.summary["errors"]
+    assert (by_row["one page"]["ok"], by_row["one page"]["ko"]) == (2, 0)
+    plan = json.loads(horde("plan", tmp_path / "sim.py", "-D", "cluster=127.0.0.1:9042", results=False).stdout)
+    assert plan["scenarios"][0]["steps"][0]["page_size"] == 10

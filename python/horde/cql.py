@@ -34,6 +34,11 @@ Writes go together in a batch (``logged`` by default: all or none)::
     >>> [s["cql"][:6] for s in order.to_step()["statements"]], order.to_step()["kind"]
     (['INSERT', 'UPDATE'], 'unlogged')
 
+A large result comes in pages, each a round trip, all read and timed as one::
+
+    >>> cql("history").query("SELECT * FROM events WHERE user = ?", params=["${id}"]).page_size(100).to_step()["page_size"]
+    100
+
 A lightweight transaction answers whether it was applied; TTLs and timestamps are parameters too::
 
     >>> claim = (cql("claim").query("INSERT INTO seats (id, owner) VALUES (?, ?) IF NOT EXISTS USING TTL ?",
@@ -137,6 +142,16 @@ class CqlStatement(_Levels, Step):
     asynchronous: bool = False
     level: Optional[str] = None
     serial_level: Optional[str] = None
+    rows_per_page: Optional[int] = None
+
+    def page_size(self, rows):
+        """Fetch the result in pages of ``rows`` rows, each a round trip, all of them read and
+        timed as one (without it, the whole result comes in one page)."""
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise DslError(f"page_size() takes a number of rows, at least 1; got {rows!r}")
+        if self.asynchronous:
+            raise DslError("page_size(): an asynchronous statement's rows are not read")
+        return replace(self, rows_per_page=rows)
 
     def check(self, *checks):
         """Checks on the rows: ``row_count()``, ``column(name)``, ``response_time_in_millis()``."""
@@ -158,6 +173,8 @@ class CqlStatement(_Levels, Step):
             step["serial_consistency"] = self.serial_level
         if self.asynchronous:
             step["asynchronous"] = True
+        if self.rows_per_page is not None:
+            step["page_size"] = self.rows_per_page
         if self.checks:
             step["checks"] = [c.to_plan() for c in self.checks]
         return step

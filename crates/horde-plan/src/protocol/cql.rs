@@ -46,6 +46,10 @@ pub struct CqlStatement {
     /// statements still out before it ends).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub asynchronous: bool,
+    /// Rows per page: the query's result comes in pages of this many rows, each a round trip,
+    /// all of them fetched and timed as one (without it, in one page, however large).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,
 }
@@ -173,6 +177,14 @@ pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &CqlStep) {
             format!("{path}.checks"),
             "an asynchronous statement is not checked (the user has gone on): read the rows back with a query inside eventually(...)",
         );
+    }
+    match step.page_size {
+        Some(0) => v.error(format!("{path}.page_size"), "must be at least 1 row"),
+        Some(size) if size > i32::MAX as u32 => v.error(format!("{path}.page_size"), "at most 2147483647 rows"),
+        Some(_) if step.asynchronous => {
+            v.error(format!("{path}.page_size"), "an asynchronous statement's rows are not read: no pages to fetch")
+        }
+        _ => {}
     }
     rows_checks(v, path, &step.checks);
 }

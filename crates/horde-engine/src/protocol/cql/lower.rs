@@ -22,7 +22,7 @@ impl CqlLowering {
         match step {
             CqlStep::Cql(step) => CqlStepProgram::Statement(Box::new(CqlStatementProgram {
                 row_id: cx.row(at.row_name(&step.name)),
-                statement: self.prepared(cx, &step.cql, &step.params),
+                statement: Prepared { page_size: step.page_size, ..self.prepared(cx, &step.cql, &step.params) },
                 consistency: step.consistency,
                 serial_consistency: step.serial_consistency,
                 asynchronous: step.asynchronous,
@@ -98,6 +98,7 @@ impl CqlLowering {
             id: self.statements - 1,
             cql: cql.to_string(),
             params: params.iter().map(|p| cx.template(p)).collect(),
+            page_size: None,
         }
     }
 

@@ -33,6 +33,8 @@ pub struct Prepared {
     pub id: usize,
     pub cql: String,
     pub params: Vec<Template>,
+    /// Rows per page, when the result is fetched in pages.
+    pub page_size: Option<u32>,
 }
 
 /// A CQL statement as a user runs it.

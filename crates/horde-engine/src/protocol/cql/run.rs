@@ -20,6 +20,7 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::ExecutionError;
 use scylla::policies::load_balancing::DefaultPolicy;
 use scylla::response::query_result::QueryResult;
+use scylla::response::{PagingState, PagingStateResponse};
 use scylla::statement::batch::{Batch, BatchType};
 use scylla::statement::prepared::PreparedStatement;
 use scylla::value::{CqlValue, Row};
@@ -143,6 +144,10 @@ pub(super) async fn prepared(
             if let Some(level) = levels.0 {
                 prepared.set_consistency(consistency(level));
             }
+            if let Some(rows) = statement.page_size {
+                // Validation keeps it within i32.
+                prepared.set_page_size(rows as i32);
+            }
             prepared.set_serial_consistency(levels.1.map(serial_consistency));
             Ok(prepared)
         })
@@ -246,8 +251,29 @@ async fn run_statement(step: &CqlStatementProgram, user: &mut VirtualUser) -> Fl
         user.protocols.cql.pending.push(task);
         return Flow::Next;
     }
-    let result = session.execute_unpaged(&prepared, values).await;
+    let result = match step.statement.page_size {
+        None => session.execute_unpaged(&prepared, values).await.map(|result| vec![result]),
+        Some(_) => every_page(&session, &prepared, &values).await,
+    };
     answered(user, Exchange { row_id: step.row_id, held_since, started }, &step.checks, result)
+}
+
+/// A paged query's every page, in order: one round trip each.
+async fn every_page(
+    session: &Session,
+    prepared: &PreparedStatement,
+    values: &[CqlValue],
+) -> Result<Vec<QueryResult>, ExecutionError> {
+    let mut pages = Vec::new();
+    let mut paging = PagingState::start();
+    loop {
+        let (page, next) = session.execute_single_page(prepared, values, paging).await?;
+        pages.push(page);
+        match next {
+            PagingStateResponse::HasMorePages { state } => paging = state,
+            PagingStateResponse::NoMorePages => return Ok(pages),
+        }
+    }
 }
 
 async fn run_batch(step: &CqlBatchProgram, user: &mut VirtualUser) -> Flow {
@@ -297,7 +323,7 @@ async fn run_batch(step: &CqlBatchProgram, user: &mut VirtualUser) -> Flow {
             }
         }
     }
-    let result = session.batch(&batch, values).await;
+    let result = session.batch(&batch, values).await.map(|result| vec![result]);
     answered(user, Exchange { row_id: step.row_id, held_since, started }, &step.checks, result)
 }
 
@@ -314,7 +340,7 @@ fn answered(
     user: &mut VirtualUser,
     exchange: Exchange,
     checks: &[CheckProgram<RowsExtractor>],
-    result: Result<QueryResult, ExecutionError>,
+    result: Result<Vec<QueryResult>, ExecutionError>,
 ) -> Flow {
     let Exchange { row_id, held_since, started } = exchange;
     let end = Instant::now();
@@ -394,18 +420,20 @@ struct ResultView {
 }
 
 impl ResultView {
-    fn of(result: QueryResult, response_time_ms: u64) -> Result<ResultView, String> {
-        // A write answers with no rows at all.
-        let Ok(rows) = result.into_rows_result() else {
-            return Ok(ResultView { names: Vec::new(), rows: Vec::new(), response_time_ms });
-        };
-        let names = rows.column_specs().iter().map(|spec| spec.name().to_string()).collect();
-        let rows = rows
-            .rows::<Row>()
-            .map_err(|e| e.to_string())?
-            .collect::<Result<Vec<Row>, _>>()
-            .map_err(|e| e.to_string())?;
-        Ok(ResultView { names, rows, response_time_ms })
+    /// The rows of every page, in order.
+    fn of(pages: Vec<QueryResult>, response_time_ms: u64) -> Result<ResultView, String> {
+        let mut view = ResultView { names: Vec::new(), rows: Vec::new(), response_time_ms };
+        for page in pages {
+            // A write answers with no rows at all.
+            let Ok(rows) = page.into_rows_result() else { continue };
+            if view.names.is_empty() {
+                view.names = rows.column_specs().iter().map(|spec| spec.name().to_string()).collect();
+            }
+            for row in rows.rows::<Row>().map_err(|e| e.to_string())? {
+                view.rows.push(row.map_err(|e| e.to_string())?);
+            }
+        }
+        Ok(view)
     }
 }
 
