@@ -5,6 +5,7 @@ cluster of its own for the run, is exercised by the rest. Every run has a timeou
 shared cluster is closed with the module."""
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -197,3 +198,33 @@ def test_a_run_ended_by_its_duration_counts_every_request_the_server_saw(horde, 
     summary = result.summary
     assert summary["run"]["status"] == "limit_reached"
     assert nginx.requests_served() - before == summary["global"]["count"] >= 900
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error(nginx, tmp_path):
+    # Worker loss is handled in full later (issue 26, S6); today the run must end by itself,
+    # soon, with its results written and an exit code that is not 0.
+    results = tmp_path / "lost"
+    process = subprocess.Popen(["horde", "http", nginx.url + "/lost", "-d", "60s", "--rate", "100", "-c", "2", "-q",
+                                "--cluster", "local:2", "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def machines():
+            try:
+                return json.loads((results / "summary.json").read_text())["machines"]
+            except (OSError, ValueError, KeyError):
+                return None
+
+        wait_until(lambda: machines(), timeout=60, what="the coordinator's first merged interval")
+        victim = machines()[1]["pid"]
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+        _, stderr = process.communicate(timeout=30)
+        ended_within = time.monotonic() - killed_at
+    finally:
+        stop_process(process)
+    assert process.returncode == 3, stderr
+    assert ended_within < 15, ended_within
+    assert "left the Dask cluster" in stderr, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["run"]["status"] == "stopped"
+    assert any("left the Dask cluster" in (m.get("lost") or "") for m in summary["machines"])

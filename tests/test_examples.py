@@ -533,3 +533,13 @@ def test_cassandra_eventually(cassandra, tmp_path):
     # The server's side: every subscription written, every one deleted, the view empty again.
     assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions")[0][0] == 0
     assert cassandra.execute("SELECT count(*) FROM seed002.subscriptions_by_source")[0][0] == 0
+
+
+def test_cluster_run(target, tmp_path):
+    # Two Dask worker processes (pip install 'horde[cluster]'), started for the run.
+    run_example(["horde", "run", EXAMPLES / "cluster_run.py", "--cluster", "local:2", "-D", f"base_url={target.url}",
+                 "-D", "rate=50", "-D", "seconds=2"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    assert summary["global"]["count"] == target.stats()["total"] == 100
+    assert [m["requests"] for m in summary["machines"]] == [50, 50]
