@@ -82,6 +82,8 @@ def test_an_open_rate_on_local_2_sends_the_schedule_exactly(horde, nginx, tmp_pa
     summary = result.summary
     assert nginx.requests_served() - before == summary["global"]["count"] == summary["users"]["started"] == 1500
     assert [m["requests"] for m in summary["machines"]] == [750, 750]
+    # Two processes on this machine's cores: each engine gets its half of them.
+    assert [m["threads"] for m in summary["machines"]] == [max(1, len(os.sched_getaffinity(0)) // 2)] * 2
 
 
 def test_more_workers_than_users_is_refused_before_any_load(horde, nginx):

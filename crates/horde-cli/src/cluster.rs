@@ -62,7 +62,7 @@ pub(crate) fn open(
     })?;
     let cluster = OpenCluster(hosts);
     // Checked now, before a results directory is made: a share without users.
-    share_plans(&program.plan, &cluster.0.machines()).map_err(failure)?;
+    share_plans(&program.plan, &cluster.0.machines(), cluster.0.threads_per_share()).map_err(failure)?;
     Ok(Some(cluster))
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn coordinate_hosts(
     hosts: Arc<dyn ShareHosts>,
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
-    let plans = share_plans(&program.plan, &machines).map_err(failure)?;
+    let plans = share_plans(&program.plan, &machines, hosts.threads_per_share()).map_err(failure)?;
     let plans: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
     let options = CoordinatorOptions::new(machines.len());

@@ -106,6 +106,18 @@ impl ShareHosts for PyShareHosts {
         })
     }
 
+    fn threads_per_share(&self) -> Option<u32> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let threads = self.coordinator.call_method0(py, "threads_per_share");
+                threads.and_then(|t| t.extract::<Option<u32>>(py)).unwrap_or_else(|err| {
+                    err.print(py);
+                    None
+                })
+            })
+        })
+    }
+
     fn close(&self) {
         off_main_thread(|| {
             Python::attach(|py| {

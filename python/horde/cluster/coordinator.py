@@ -5,6 +5,7 @@ to each in its own clock; the stop; and, at the end, everything given back."""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -53,6 +54,15 @@ class Coordinator:
 
     def machines(self) -> list[str]:
         return list(self._machines)
+
+    def threads_per_share(self) -> int | None:
+        """The worker processes of ``local:N`` share this machine's cores: each share's engine
+        gets its part of them (at least one) rather than one thread per core each. On other
+        clusters each share uses its machine's cores."""
+        if self._deployment.cluster is None:
+            return None
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return max(1, cores // len(self._machines))
 
     def launch(self, plans: list[str]) -> None:
         self._offsets = {address: self._measure_clock(address) for address in self._machines}

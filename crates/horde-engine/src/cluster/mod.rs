@@ -58,16 +58,20 @@ pub trait ShareHosts: CoordinatorLink {
     /// Starts share `i` of the run on machine `i` with `plans[i]` (a plan as JSON). The shares
     /// then report ready through the link.
     fn launch(&self, plans: &[String]) -> Result<(), String>;
+    /// The worker threads each share runs when the plan does not say: None for as many as its
+    /// machine has cores; a cluster of processes on one machine shares its cores out.
+    fn threads_per_share(&self) -> Option<u32>;
     /// Gives the machines back once the run is over: its shares are stopped if still running,
     /// and a cluster started for the run is shut down.
     fn close(&self);
 }
 
 /// The plans of a run split into equal shares over `machines`: the plan with each segment of
-/// the sequence `0,1/N,...,1` as its execution segment, nothing else changed (so every share
-/// draws the same seed, segment.rs's `shared_seed`). A share that would have no virtual user is
+/// the sequence `0,1/N,...,1` as its execution segment, and `threads` worker threads if the
+/// plan sets none; nothing else changes, and every share changes alike (so every share draws
+/// the same seed, segment.rs's `shared_seed`). A share that would have no virtual user is
 /// refused, naming its machine: it could not send its part of the budget.
-pub fn share_plans(plan: &Plan, machines: &[String]) -> Result<Vec<Plan>, ClusterError> {
+pub fn share_plans(plan: &Plan, machines: &[String], threads: Option<u32>) -> Result<Vec<Plan>, ClusterError> {
     let count = machines.len() as u64;
     let point = |i: u64| match (i, gcd(i, count)) {
         (0, _) => "0".to_string(),
@@ -81,6 +85,7 @@ pub fn share_plans(plan: &Plan, machines: &[String]) -> Result<Vec<Plan>, Cluste
         let mut share = plan.clone();
         let segment = format!("{}:{}", point(index as u64), point(index as u64 + 1));
         share.options.execution_segment = Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()) });
+        share.options.workers = share.options.workers.or(threads);
         let schedule = Share::of(&share).schedule;
         let users: u64 =
             share.scenarios.iter().map(|s| schedule.scale(crate::injection::user_indices(&s.injection))).sum();
@@ -174,7 +179,7 @@ mod tests {
 
     #[test]
     fn shares_cut_the_plan_by_one_sequence_of_equal_segments() {
-        let plans = share_plans(&http_plan(6), &machines(3)).unwrap();
+        let plans = share_plans(&http_plan(6), &machines(3), None).unwrap();
         let segments: Vec<_> = plans.iter().map(|p| p.options.execution_segment.clone().unwrap()).collect();
         assert_eq!(
             segments.iter().map(|s| (s.segment.as_str(), s.sequence.as_deref().unwrap())).collect::<Vec<_>>(),
@@ -187,15 +192,26 @@ mod tests {
             whole.options.execution_segment = None;
             assert_eq!(whole, http_plan(6));
         }
-        let four = share_plans(&http_plan(8), &machines(4)).unwrap();
+        let four = share_plans(&http_plan(8), &machines(4), None).unwrap();
         assert_eq!(four[1].options.execution_segment.as_ref().unwrap().segment, "1/4:1/2");
-        let one = share_plans(&http_plan(1), &machines(1)).unwrap();
+        let one = share_plans(&http_plan(1), &machines(1), None).unwrap();
         assert_eq!(one[0].options.execution_segment.as_ref().unwrap().segment, "0:1");
     }
 
     #[test]
+    fn shares_on_shared_cores_get_their_threads_unless_the_plan_says() {
+        let threads = |plan: &Plan| -> Vec<Option<u32>> {
+            share_plans(plan, &machines(2), Some(1)).unwrap().iter().map(|p| p.options.workers).collect()
+        };
+        assert_eq!(threads(&http_plan(4)), [Some(1), Some(1)]);
+        let mut three_workers = http_plan(4);
+        three_workers.options.workers = Some(3);
+        assert_eq!(threads(&three_workers), [Some(3), Some(3)]);
+    }
+
+    #[test]
     fn a_share_without_a_user_is_refused_naming_its_machine() {
-        let err = share_plans(&http_plan(1), &machines(2)).unwrap_err();
+        let err = share_plans(&http_plan(1), &machines(2), None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "share 1 (tcp://127.0.0.1:9001) would have no virtual user: the plan has 1 user for 2 machines; run more \
