@@ -170,7 +170,7 @@ def test_queue_rows_go_to_one_worker_each(horde, logging_nginx, dask_cluster, tm
     assert set(ids) <= {str(i) for i in range(500)}
 
 
-def test_the_standalone_binary_and_trials_refuse_a_cluster(horde, nginx, tmp_path):
+def test_trials_and_a_bad_address_refuse_a_cluster(horde, nginx, tmp_path):
     trials = horde("run", "--trials", "2", tmp_path / "x.json", "--cluster", "local:2", timeout=RUN_TIMEOUT_S)
     assert trials.code == 2 and "--trials runs on one machine for now: not with --cluster" in trials.stderr
     bad = horde("http", nginx.url, "--cluster", "local:0", timeout=RUN_TIMEOUT_S)
