@@ -138,7 +138,9 @@ def test_an_interrupted_coordinator_stops_every_worker_and_keeps_what_they_sent(
         return nginx.requests_served() == first
 
     wait_until(settled, timeout=10, what="nginx's count to stop growing")
-    assert nginx.requests_served() - before == summary["global"]["count"] > 0
+    # Every request was counted, but, as in a local run, one in flight per user the stop cut off.
+    served, merged = nginx.requests_served() - before, summary["global"]["count"]
+    assert 0 < merged <= served <= merged + summary["users"]["interrupted"]
     assert all(m["delivered"] for m in summary["machines"])
 
 
