@@ -207,7 +207,7 @@ def test_every_example_is_covered():
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
-               "cassandra_eventually.py", "ycsb_cassandra.sh"}
+               "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -544,3 +544,13 @@ def test_ycsb_cassandra(cassandra, tmp_path):
     assert run["global"]["ko"] == 0, run["errors"]
     assert "[OVERALL], Throughput(ops/sec)" in completed.stdout and "[UPDATE], Return=OK" in completed.stdout
     assert cassandra.execute("SELECT count(*) FROM example_ycsb.usertable")[0][0] == 1000
+
+
+def test_cluster_run(target, tmp_path):
+    # Two Dask worker processes (pip install 'horde[cluster]'), started for the run.
+    run_example(["horde", "run", EXAMPLES / "cluster_run.py", "--cluster", "local:2", "-D", f"base_url={target.url}",
+                 "-D", "rate=50", "-D", "seconds=2"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    assert summary["global"]["count"] == target.stats()["total"] == 100
+    assert [m["requests"] for m in summary["machines"]] == [50, 50]

@@ -1,7 +1,9 @@
 //! The flags, defined once.
 
 use clap::{Args, Parser, Subcommand};
+use horde_engine::cluster::{ShareHosts, ShareLink};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A count of at least 1 (connections, requests, workers, users): a negative or zero one is
@@ -387,10 +389,21 @@ pub struct SegmentArgs {
     /// twice as long for its start).
     #[arg(long, value_name = "MS", hide = true, default_value_t = 30_000)]
     pub spool_ready_timeout_ms: u64,
+    /// Run across processes or machines on Dask (pip install 'horde[cluster]',
+    /// docs/cluster.md): local:N starts N worker processes on this machine, tcp://HOST:PORT
+    /// uses the workers of an existing Dask scheduler. Each worker runs an equal share of the
+    /// plan; this process starts them together and merges their results.
+    #[arg(
+        long,
+        value_name = "local:N|tcp://HOST:PORT",
+        value_parser = cluster_address,
+        conflicts_with_all = ["execution_segment", "share_spool", "coordinate_spool"]
+    )]
+    pub cluster: Option<String>,
 }
 
-/// What this process is in a run made by several (the hidden spool flags).
-#[derive(Debug, Clone, Default)]
+/// What this process is in a run made by several: the hidden spool flags, or `--cluster`.
+#[derive(Clone, Default)]
 pub(crate) enum ClusterRole {
     #[default]
     Local,
@@ -398,6 +411,17 @@ pub(crate) enum ClusterRole {
     Share { spool: PathBuf, ready_timeout: Duration },
     /// The coordinator of this many shares, through this spool directory.
     Coordinator { shares: usize, spool: PathBuf, ready_timeout: Duration },
+    /// A share started by a distributed engine, which links it to its coordinator.
+    LinkedShare(Arc<dyn ShareLink>),
+    /// The coordinator of shares on the machines of a distributed engine (`--cluster`).
+    Hosts(Arc<dyn ShareHosts>),
+}
+
+impl ClusterRole {
+    /// Whether this process coordinates shares, which hold the connections.
+    pub(crate) fn coordinates(&self) -> bool {
+        matches!(self, ClusterRole::Coordinator { .. } | ClusterRole::Hosts(_))
+    }
 }
 
 impl SegmentArgs {
@@ -423,6 +447,24 @@ impl SegmentArgs {
             }
             (None, None) => ClusterRole::Local,
         }
+    }
+}
+
+/// `--cluster`: `local:N` with N at least 1, or a Dask scheduler's address
+/// (`tcp://HOST:PORT`, `tls://HOST:PORT`).
+fn cluster_address(text: &str) -> Result<String, String> {
+    const EXPECTED: &str =
+        "local:N (N worker processes on this machine) or a Dask scheduler's address, tcp://HOST:PORT";
+    if let Some(count) = text.strip_prefix("local:") {
+        return match count.parse::<usize>() {
+            Ok(count) if count >= 1 => Ok(text.to_string()),
+            _ => Err(format!("{count:?} is not a number of worker processes (at least 1): {EXPECTED}")),
+        };
+    }
+    let address = text.strip_prefix("tcp://").or_else(|| text.strip_prefix("tls://")).ok_or(EXPECTED)?;
+    match address.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => Ok(text.to_string()),
+        _ => Err(format!("{text:?} has no HOST:PORT: {EXPECTED}")),
     }
 }
 

@@ -1,15 +1,111 @@
-//! A run of several processes through a spool directory (the hidden `--share-spool` and
-//! `--coordinate-spool` flags): the engine's shares and coordinator, with their failures as
+//! A run of several processes: on the machines of a distributed engine (`--cluster`, Dask
+//! through horde.cluster), or through a spool directory (the hidden `--share-spool` and
+//! `--coordinate-spool` flags). The engine's shares and coordinator, with their failures as
 //! exit codes.
 
-use crate::Failure;
+use crate::loader::{ClusterOpenError, SimulationLoader};
+use crate::{args, Failure};
 use horde_engine::cluster::spool::{SpoolCoordinatorLink, SpoolShareLink};
-use horde_engine::cluster::{ClusterError, CoordinatorOptions};
+use horde_engine::cluster::{share_plans, ClusterError, CoordinatorOptions, ShareHosts, ShareLink};
 use horde_engine::{Program, RunControl, RunResult};
 use horde_metrics::{RequestLogOutput, Sink};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The machines of `--cluster`, given back to their engine (a cluster horde started is
+/// stopped) when the command is done with them.
+pub(crate) struct OpenCluster(Arc<dyn ShareHosts>);
+
+impl OpenCluster {
+    pub fn role(&self) -> args::ClusterRole {
+        args::ClusterRole::Hosts(self.0.clone())
+    }
+}
+
+impl Drop for OpenCluster {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// With `--cluster`, checks that the program can run on it, then connects to its machines
+/// (or starts them).
+pub(crate) fn open(
+    segment: &args::SegmentArgs,
+    program: &Program,
+    exports: &args::ExportArgs,
+    loader: &dyn SimulationLoader,
+) -> Result<Option<OpenCluster>, Failure> {
+    let Some(spec) = &segment.cluster else { return Ok(None) };
+    let mut problems = Vec::new();
+    if !program.session_function_keys.is_empty() {
+        problems.push(format!(
+            "--cluster {spec}: the simulation calls Python session functions ({}), which run only in this process \
+             for now: run it without --cluster",
+            program.session_function_keys.join(", ")
+        ));
+    }
+    if exports.request_log.is_some() {
+        problems.push(format!(
+            "--cluster {spec}: --request-log is not written on a cluster yet (each worker would log its own \
+             requests): run without one of the two"
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(crate::invalid_flags(problems));
+    }
+    let hosts = loader.open_cluster(spec).map_err(|err| match err {
+        ClusterOpenError::Invalid(message) => Failure::Invalid(message),
+        ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
+        ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
+    })?;
+    let cluster = OpenCluster(hosts);
+    // Checked now, before a results directory is made: a share without users.
+    share_plans(&program.plan, &cluster.0.machines(), cluster.0.threads_per_share()).map_err(failure)?;
+    Ok(Some(cluster))
+}
+
+/// Coordinates `program` over the machines of `hosts`: one equal share each, started together,
+/// their intervals merged into `sink`.
+pub(crate) fn coordinate_hosts(
+    program: Arc<Program>,
+    control: &RunControl,
+    sink: &mut (dyn Sink + Send),
+    hosts: Arc<dyn ShareHosts>,
+) -> Result<RunResult, Failure> {
+    let machines = hosts.machines();
+    let plans = share_plans(&program.plan, &machines, hosts.threads_per_share()).map_err(failure)?;
+    let plans: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
+    hosts.launch(&plans).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
+    let options = CoordinatorOptions::new(machines.len());
+    horde_engine::cluster::run_coordinated(program, control, sink, hosts, &options).map_err(failure)
+}
+
+/// How a share that a distributed engine started ended: its run's status, or why it could not
+/// run, with the exit code the command line would have given.
+pub type ShareOutcome = Result<String, (i32, String)>;
+
+/// Runs a share's plan (JSON, cut by the coordinator) as a share linked to its coordinator by
+/// `link`, its own results in `dir`: what a Dask worker runs for horde.cluster. The plan is
+/// checked as any run's (this machine's open-file limit, the protocols' preflight) before it
+/// reports ready.
+pub fn run_linked_share(plan_json: &str, dir: &Path, link: Arc<dyn ShareLink>) -> ShareOutcome {
+    let run = || -> Result<String, Failure> {
+        let source = Path::new("the coordinator's plan");
+        let plan = horde_plan::Plan::from_json(plan_json)
+            .map_err(|errors| Failure::Invalid(crate::invalid_plan_message(source, &errors)))?;
+        let program = crate::prepare(&plan, source)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|err| Failure::Runtime(anyhow::anyhow!("creating {}: {err}", dir.display())))?;
+        let role = args::ClusterRole::LinkedShare(link);
+        let finished =
+            crate::run_into_with(program, dir, false, "share", None, crate::exports::Opened::default(), &role)?;
+        finished.results_written()?;
+        Ok(finished.status.as_str().to_string())
+    };
+    run().map_err(crate::exit_code_and_message)
+}
 
 /// Runs `program`'s execution segment as a share whose messages go through `spool`.
 pub(crate) fn run_share(
@@ -47,9 +143,9 @@ pub(crate) fn coordinate(
 }
 
 /// A share's or coordinator's failure before the start: nothing was sent.
-fn failure(err: ClusterError) -> Failure {
+pub(crate) fn failure(err: ClusterError) -> Failure {
     match err {
-        ClusterError::NoSegment => Failure::Invalid(err.to_string()),
+        ClusterError::NoSegment | ClusterError::NoUsers { .. } => Failure::Invalid(err.to_string()),
         ClusterError::Interrupted => Failure::Interrupted("waiting for the shares to be ready"),
         ClusterError::NotReady { .. } | ClusterError::Wire(_) | ClusterError::Link(_) => {
             Failure::Runtime(anyhow::anyhow!("{err}"))

@@ -28,7 +28,8 @@ mod target_certificate;
 mod transport;
 mod trials;
 
-pub use loader::{LoadError, PythonSubprocessLoader, SimulationLoader};
+pub use cluster::{run_linked_share, ShareOutcome};
+pub use loader::{ClusterOpenError, LoadError, PythonSubprocessLoader, SimulationLoader};
 
 use anyhow::Context;
 use args::{Cli, Command, TargetArgs};
@@ -68,18 +69,20 @@ pub fn cli_main(argv: Vec<OsString>, loader: &dyn SimulationLoader) -> i32 {
     };
     match dispatched {
         Ok(code) => code,
-        Err(Failure::Invalid(message)) => {
-            status!("error: {}", printable_lines(&message));
-            exit::INVALID_INPUT
+        Err(failure) => {
+            let (code, message) = exit_code_and_message(failure);
+            status!("{message}");
+            code
         }
-        Err(Failure::Runtime(err)) => {
-            status!("error: {}", printable_lines(&format!("{err:#}")));
-            exit::RUN_FAILED
-        }
-        Err(Failure::Interrupted(what)) => {
-            status!("horde: interrupted {what}");
-            exit::INTERRUPTED
-        }
+    }
+}
+
+/// A command's failure as its exit code and the line that says why.
+pub(crate) fn exit_code_and_message(failure: Failure) -> (i32, String) {
+    match failure {
+        Failure::Invalid(message) => (exit::INVALID_INPUT, format!("error: {}", printable_lines(&message))),
+        Failure::Runtime(err) => (exit::RUN_FAILED, format!("error: {}", printable_lines(&format!("{err:#}")))),
+        Failure::Interrupted(what) => (exit::INTERRUPTED, format!("horde: interrupted {what}")),
     }
 }
 
@@ -119,6 +122,10 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => match (args.trials, args.files.as_slice()) {
+            (Some(_), _) if args.segment.cluster.is_some() => Err(Failure::Invalid(
+                "--trials runs on one machine for now: not with --cluster (run each trial with --cluster instead)"
+                    .into(),
+            )),
             (Some(_), _) if !matches!(args.segment.role(), args::ClusterRole::Local) => {
                 Err(Failure::Invalid("--trials runs on one machine: not with a share or a coordinator".into()))
             }
@@ -126,11 +133,12 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             (None, [file]) => {
                 let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
+                let cluster = cluster::open(&args.segment, &program, &args.exports, loader)?;
                 let run = RunOutputs {
                     name: &results_name(file),
                     output: &args.output,
                     exports: Some(&args.exports),
-                    role: args.segment.role(),
+                    role: cluster.as_ref().map_or_else(|| args.segment.role(), cluster::OpenCluster::role),
                 };
                 execute(program, &run, &args.thresholds, &loader.front_end())
             }
@@ -147,11 +155,12 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
+            let cluster = cluster::open(&args.segment, &program, &args.exports, loader)?;
             let run = RunOutputs {
                 name: &program.plan.name.clone(),
                 output: &args.output,
                 exports: Some(&args.exports),
-                role: args.segment.role(),
+                role: cluster.as_ref().map_or_else(|| args.segment.role(), cluster::OpenCluster::role),
             };
             execute(program, &run, &args.thresholds, "cli")
         }
@@ -472,7 +481,7 @@ struct RunOutputs<'a> {
 fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end: &str) -> Result<i32, Failure> {
     let RunOutputs { name, output, exports, ref role } = *run;
     // A coordinator sends nothing: its shares hold the connections.
-    if !matches!(role, args::ClusterRole::Coordinator { .. }) {
+    if !role.coordinates() {
         check_capacity(&program)?;
     }
     preflight(&program)?;
@@ -515,17 +524,23 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         let failed = finished.summary.thresholds.iter().filter(|t| !t.passed()).count();
         status!("horde: {failed} of {} thresholds failed", finished.summary.thresholds.len());
     }
+    let lost: Vec<&str> = finished.summary.machines.iter().filter_map(|m| m.lost.as_deref()).collect();
+    for reason in &lost {
+        status!("error: a share was lost, its load not delivered: {}", printable_lines(reason));
+    }
     if output.quiet {
         // Scripts and CI read the last line of stdout to find the results.
         print_text(&format!("{}\n", dir.display()));
     }
-    Ok(run_exit_code(finished.status, thresholds_failed))
+    Ok(run_exit_code(finished.status, !lost.is_empty(), thresholds_failed))
 }
 
-/// An interruption wins (the verdicts judged part of a run); then the thresholds.
-fn run_exit_code(status: RunStatus, thresholds_failed: bool) -> i32 {
+/// An interruption wins (the verdicts judged part of a run); then a lost share (horde did not
+/// deliver the load); then the thresholds.
+fn run_exit_code(status: RunStatus, share_lost: bool, thresholds_failed: bool) -> i32 {
     match status {
         RunStatus::Interrupted => exit::INTERRUPTED,
+        _ if share_lost => exit::RUN_FAILED,
         RunStatus::AbortedByThreshold => exit::THRESHOLDS_FAILED,
         _ if thresholds_failed => exit::THRESHOLDS_FAILED,
         _ => exit::OK,
@@ -645,7 +660,7 @@ pub(crate) fn run_into(
 
 /// [`run_into`], also writing the exports asked for (Locust's files, the request log), as
 /// `role` says: alone, as a share, or as the coordinator of shares.
-fn run_into_with(
+pub(crate) fn run_into_with(
     program: Program,
     dir: &Path,
     progress: bool,
@@ -686,6 +701,11 @@ fn run_into_with(
             };
             cluster::coordinate(program, &control, &mut sink, spool, &options)
         }
+        args::ClusterRole::LinkedShare(link) => {
+            horde_engine::cluster::run_share(program, &control, &mut sink, log_output, link.clone())
+                .map_err(cluster::failure)
+        }
+        args::ClusterRole::Hosts(hosts) => cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone()),
     };
     signals::stop_routing();
     let result = result?;

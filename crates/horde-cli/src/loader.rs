@@ -2,6 +2,7 @@
 //! runs in-process; [`PythonSubprocessLoader`] lets the standalone binary do the same through
 //! `python3 -m horde.loader`, when the horde package is installed.
 
+use horde_engine::cluster::ShareHosts;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -41,6 +42,25 @@ pub trait SimulationLoader {
     fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
         None
     }
+    /// The machines of `--cluster SPEC` (Dask, in horde.cluster), connected to or started.
+    /// Only the Python package has Dask: the standalone binary refuses the flag.
+    fn open_cluster(&self, spec: &str) -> Result<std::sync::Arc<dyn ShareHosts>, ClusterOpenError> {
+        Err(ClusterOpenError::Invalid(format!(
+            "--cluster {spec}: runs on Dask from Python; this standalone binary has no Dask. Run the horde of the \
+             Python package, with Dask: pip install 'horde[cluster]'"
+        )))
+    }
+}
+
+/// Why `--cluster` has no machines.
+#[derive(Debug, Clone)]
+pub enum ClusterOpenError {
+    /// The user's to fix (exit 2): Dask is not installed, an address that is no scheduler's.
+    Invalid(String),
+    /// The cluster could not be reached or started (exit 3).
+    Unavailable(String),
+    /// Ctrl-C or SIGTERM while it was started.
+    Interrupted,
 }
 
 /// Loads simulations with `$HORDE_PYTHON` (default `python3`) in a child process.

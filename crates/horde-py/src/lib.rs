@@ -4,6 +4,8 @@
 //! One crossing per run: the plan goes in as JSON, the engine runs with the GIL released, and
 //! only the simulation loader (Python code, by nature) takes the GIL back.
 
+mod cluster;
+
 use pyo3::prelude::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,13 @@ impl horde_cli::SimulationLoader for InProcessLoader {
                 }
             })
         })
+    }
+
+    fn open_cluster(
+        &self,
+        spec: &str,
+    ) -> Result<std::sync::Arc<dyn horde_engine::cluster::ShareHosts>, horde_cli::ClusterOpenError> {
+        cluster::open_cluster(spec)
     }
 
     fn front_end(&self) -> String {
@@ -177,6 +186,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(validate_plan, m)?)?;
     m.add_function(wrap_pyfunction!(plan_schema, m)?)?;
+    m.add_class::<cluster::ShareRunner>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PLAN_VERSION", horde_plan::PLAN_VERSION)?;
     Ok(())

@@ -6,7 +6,9 @@
 //! How messages travel is a link's business, behind two traits: [`ShareLink`] on a share's
 //! side, [`CoordinatorLink`] on the coordinator's. [`spool`] implements them over a directory
 //! (processes on one machine or on a shared file system, no other software: what the tests
-//! use); a Dask transport implements them in Python, through horde-py.
+//! use); a Dask transport implements them in Python, through horde-py. A distributed engine
+//! that also places the shares on its machines implements [`ShareHosts`]; [`share_plans`] cuts
+//! the plan into their shares.
 
 mod coordinator;
 mod share;
@@ -16,6 +18,8 @@ pub use coordinator::{run_coordinated, CoordinatorOptions};
 pub use share::run_share;
 pub(crate) use share::ShareRole;
 
+use crate::segment::Share;
+use horde_plan::{ExecutionSegmentOptions, Plan};
 use std::time::{Duration, SystemTime};
 
 /// A share's side of the link to its coordinator. Called from the share's main thread
@@ -44,6 +48,68 @@ pub trait CoordinatorLink: Send + Sync {
     fn stop(&self, reason: &str);
 }
 
+/// Machines that a distributed engine (Dask, through horde.cluster) gives a coordinator, one
+/// share each, with the link to them. The engine places and starts the shares and carries
+/// their messages; what a share runs is its plan, cut by [`share_plans`].
+pub trait ShareHosts: CoordinatorLink {
+    /// The machines, by the names their engine knows them by (Dask: the workers' addresses),
+    /// in the order of the shares.
+    fn machines(&self) -> Vec<String>;
+    /// Starts share `i` of the run on machine `i` with `plans[i]` (a plan as JSON). The shares
+    /// then report ready through the link.
+    fn launch(&self, plans: &[String]) -> Result<(), String>;
+    /// The worker threads each share runs when the plan does not say: None for as many as its
+    /// machine has cores; a cluster of processes on one machine shares its cores out.
+    fn threads_per_share(&self) -> Option<u32>;
+    /// Gives the machines back once the run is over: its shares are stopped if still running,
+    /// and a cluster started for the run is shut down.
+    fn close(&self);
+}
+
+/// The plans of a run split into equal shares over `machines`: the plan with each segment of
+/// the sequence `0,1/N,...,1` as its execution segment, and `threads` worker threads if the
+/// plan sets none; nothing else changes, and every share changes alike (so every share draws
+/// the same seed, segment.rs's `shared_seed`). A share that would have no virtual user is
+/// refused, naming its machine: it could not send its part of the budget.
+pub fn share_plans(plan: &Plan, machines: &[String], threads: Option<u32>) -> Result<Vec<Plan>, ClusterError> {
+    let count = machines.len() as u64;
+    let point = |i: u64| match (i, gcd(i, count)) {
+        (0, _) => "0".to_string(),
+        (i, _) if i == count => "1".to_string(),
+        (i, divisor) => format!("{}/{}", i / divisor, count / divisor),
+    };
+    let sequence = (0..=count).map(point).collect::<Vec<_>>().join(",");
+    let total_users: u64 = plan.scenarios.iter().map(|s| crate::injection::user_indices(&s.injection)).sum();
+    let mut plans = Vec::with_capacity(machines.len());
+    for (index, machine) in machines.iter().enumerate() {
+        let mut share = plan.clone();
+        let segment = format!("{}:{}", point(index as u64), point(index as u64 + 1));
+        share.options.execution_segment = Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()) });
+        share.options.workers = share.options.workers.or(threads);
+        let schedule = Share::of(&share).schedule;
+        let users: u64 =
+            share.scenarios.iter().map(|s| schedule.scale(crate::injection::user_indices(&s.injection))).sum();
+        if users == 0 {
+            return Err(ClusterError::NoUsers {
+                share: index,
+                machine: machine.clone(),
+                users: total_users,
+                machines: machines.len(),
+            });
+        }
+        plans.push(share);
+    }
+    Ok(plans)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// Why a share or a coordinator could not run. Nothing was sent when it happens before the
 /// start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +124,8 @@ pub enum ClusterError {
     Link(String),
     /// Interrupted (Ctrl-C, SIGTERM) before the start.
     Interrupted,
+    /// A share would have no virtual user: more machines than users.
+    NoUsers { share: usize, machine: String, users: u64, machines: usize },
 }
 
 impl std::fmt::Display for ClusterError {
@@ -80,8 +148,74 @@ impl std::fmt::Display for ClusterError {
                 write!(f, "the link between the shares and the coordinator failed: {problem}")
             }
             ClusterError::Interrupted => write!(f, "interrupted before the start: no load was sent"),
+            ClusterError::NoUsers { share, machine, users, machines } => write!(
+                f,
+                "share {share} ({machine}) would have no virtual user: the plan has {users} user{} for {machines} \
+                 machines; run more users or fewer machines",
+                if *users == 1 { "" } else { "s" }
+            ),
         }
     }
 }
 
 impl std::error::Error for ClusterError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machines(count: usize) -> Vec<String> {
+        (0..count).map(|i| format!("tcp://127.0.0.1:{}", 9000 + i)).collect()
+    }
+
+    fn http_plan(users: u64) -> Plan {
+        let json = format!(
+            r#"{{"version": 1, "name": "p", "protocol": {{"base_url": "http://127.0.0.1:1"}},
+               "scenarios": [{{"name": "s", "steps": [{{"type": "request", "name": "r", "method": "GET", "url": "/"}}],
+                              "injection": [{{"type": "at_once_users", "users": {users}}}]}}]}}"#
+        );
+        Plan::from_json(&json).expect("a valid plan")
+    }
+
+    #[test]
+    fn shares_cut_the_plan_by_one_sequence_of_equal_segments() {
+        let plans = share_plans(&http_plan(6), &machines(3), None).unwrap();
+        let segments: Vec<_> = plans.iter().map(|p| p.options.execution_segment.clone().unwrap()).collect();
+        assert_eq!(
+            segments.iter().map(|s| (s.segment.as_str(), s.sequence.as_deref().unwrap())).collect::<Vec<_>>(),
+            [("0:1/3", "0,1/3,2/3,1"), ("1/3:2/3", "0,1/3,2/3,1"), ("2/3:1", "0,1/3,2/3,1")]
+        );
+        // Each is a valid plan, and only the segment differs from the whole.
+        for share in &plans {
+            assert!(share.validate().is_empty(), "{:?}", share.validate());
+            let mut whole = share.clone();
+            whole.options.execution_segment = None;
+            assert_eq!(whole, http_plan(6));
+        }
+        let four = share_plans(&http_plan(8), &machines(4), None).unwrap();
+        assert_eq!(four[1].options.execution_segment.as_ref().unwrap().segment, "1/4:1/2");
+        let one = share_plans(&http_plan(1), &machines(1), None).unwrap();
+        assert_eq!(one[0].options.execution_segment.as_ref().unwrap().segment, "0:1");
+    }
+
+    #[test]
+    fn shares_on_shared_cores_get_their_threads_unless_the_plan_says() {
+        let threads = |plan: &Plan| -> Vec<Option<u32>> {
+            share_plans(plan, &machines(2), Some(1)).unwrap().iter().map(|p| p.options.workers).collect()
+        };
+        assert_eq!(threads(&http_plan(4)), [Some(1), Some(1)]);
+        let mut three_workers = http_plan(4);
+        three_workers.options.workers = Some(3);
+        assert_eq!(threads(&three_workers), [Some(3), Some(3)]);
+    }
+
+    #[test]
+    fn a_share_without_a_user_is_refused_naming_its_machine() {
+        let err = share_plans(&http_plan(1), &machines(2), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "share 1 (tcp://127.0.0.1:9001) would have no virtual user: the plan has 1 user for 2 machines; run more \
+             users or fewer machines"
+        );
+    }
+}

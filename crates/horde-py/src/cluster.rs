@@ -1,0 +1,192 @@
+//! `--cluster` between Rust and horde.cluster (Dask): the coordinator's machines and links
+//! (`PyShareHosts`, over horde.cluster's `Coordinator`), and a share run by a Dask worker
+//! (`ShareRunner`, its link over horde.cluster's share link). Conversions only: what a run
+//! means is in horde-engine's cluster/ and horde-cli.
+
+use horde_engine::cluster::{CoordinatorLink, ShareHosts, ShareLink};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Opens `--cluster SPEC` with `horde.cluster.open_cluster`: its `ClusterInputError` is the
+/// user's to fix (exit 2), any other exception a cluster that could not be had (exit 3).
+pub(crate) fn open_cluster(spec: &str) -> Result<Arc<dyn ShareHosts>, horde_cli::ClusterOpenError> {
+    Python::attach(|py| {
+        let opened = py.import("horde.cluster").and_then(|module| module.getattr("open_cluster")?.call1((spec,)));
+        match opened {
+            Ok(coordinator) => Ok(Arc::new(PyShareHosts { coordinator: coordinator.unbind() }) as Arc<dyn ShareHosts>),
+            Err(err) if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => {
+                Err(horde_cli::ClusterOpenError::Interrupted)
+            }
+            Err(err) => {
+                let input_error = err.get_type(py).name().map(|name| name == "ClusterInputError").unwrap_or(false);
+                let message = err.value(py).to_string();
+                Err(if input_error {
+                    horde_cli::ClusterOpenError::Invalid(message)
+                } else {
+                    horde_cli::ClusterOpenError::Unavailable(message)
+                })
+            }
+        }
+    })
+}
+
+/// Calls Python on a thread of its own when the caller is the command's main thread: Python
+/// runs its signal handlers there, so Ctrl-C (which the command line handles, stopping the
+/// shares) would raise KeyboardInterrupt in the middle of a call to Dask.
+fn off_main_thread<T: Send>(call: impl FnOnce() -> T + Send) -> T {
+    let on_main_thread = rustix::thread::gettid().as_raw_nonzero() == rustix::process::getpid().as_raw_nonzero();
+    if !on_main_thread {
+        return call();
+    }
+    std::thread::scope(|scope| scope.spawn(call).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+}
+
+/// A Python exception as the engine's error text.
+fn text(py: Python<'_>, err: PyErr) -> String {
+    err.value(py).to_string()
+}
+
+/// The coordinator's machines and links: horde.cluster's `Coordinator`.
+struct PyShareHosts {
+    coordinator: Py<PyAny>,
+}
+
+impl CoordinatorLink for PyShareHosts {
+    fn receive(&self, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let message =
+                    self.coordinator.call_method1(py, "receive", (timeout.as_secs_f64(),)).map_err(|e| text(py, e))?;
+                message.extract::<Option<Vec<u8>>>(py).map_err(|e| text(py, e))
+            })
+        })
+    }
+
+    fn start(&self, at: SystemTime) -> Result<(), String> {
+        let ns = at.duration_since(UNIX_EPOCH).map_err(|e| e.to_string())?.as_nanos() as u64;
+        off_main_thread(|| {
+            Python::attach(|py| self.coordinator.call_method1(py, "start", (ns,)).map(drop).map_err(|e| text(py, e)))
+        })
+    }
+
+    fn stop(&self, reason: &str) {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                if let Err(err) = self.coordinator.call_method1(py, "stop", (reason,)) {
+                    // The shares then stop on their own (their coordinator's silence).
+                    err.print(py);
+                }
+            })
+        })
+    }
+}
+
+impl ShareHosts for PyShareHosts {
+    fn machines(&self) -> Vec<String> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let machines = self.coordinator.call_method0(py, "machines");
+                machines.and_then(|m| m.extract::<Vec<String>>(py)).unwrap_or_else(|err| {
+                    err.print(py);
+                    Vec::new()
+                })
+            })
+        })
+    }
+
+    fn launch(&self, plans: &[String]) -> Result<(), String> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let launched = self.coordinator.call_method1(py, "launch", (plans.to_vec(),));
+                launched.map(drop).map_err(|e| text(py, e))
+            })
+        })
+    }
+
+    fn threads_per_share(&self) -> Option<u32> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let threads = self.coordinator.call_method0(py, "threads_per_share");
+                threads.and_then(|t| t.extract::<Option<u32>>(py)).unwrap_or_else(|err| {
+                    err.print(py);
+                    None
+                })
+            })
+        })
+    }
+
+    fn close(&self) {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                if let Err(err) = self.coordinator.call_method0(py, "close") {
+                    err.print(py);
+                }
+            })
+        })
+    }
+}
+
+/// Runs one share on a Dask worker (horde.cluster's share task); `stop` is what the
+/// coordinator's stop sets, read by the engine without Python's lock.
+#[pyclass(module = "horde._engine")]
+pub(crate) struct ShareRunner {
+    stop: Arc<Mutex<Option<String>>>,
+}
+
+#[pymethods]
+impl ShareRunner {
+    #[new]
+    fn new() -> ShareRunner {
+        ShareRunner { stop: Arc::new(Mutex::new(None)) }
+    }
+
+    /// Asks the share to stop, and why (the coordinator asked every share to).
+    fn stop(&self, reason: String) {
+        self.stop.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(reason);
+    }
+
+    /// Why the share was asked to stop, if it was.
+    fn stop_reason(&self) -> Option<String> {
+        self.stop.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs the share's plan (JSON) with its results in `results_dir`; `link` has
+    /// `ready(bytes) -> int` (the start, in nanoseconds of this machine's clock) and
+    /// `send(bytes)`. Returns (0, the run's status) or (exit code, why it could not run).
+    fn run(&self, py: Python<'_>, plan_json: String, results_dir: PathBuf, link: Py<PyAny>) -> (i32, String) {
+        let link = Arc::new(PyShareLink { link, stop: self.stop.clone() });
+        match py.detach(|| horde_cli::run_linked_share(&plan_json, &results_dir, link)) {
+            Ok(status) => (0, status),
+            Err((code, message)) => (code, message),
+        }
+    }
+}
+
+/// A share's link: horde.cluster's, called with Python's lock; the stop without it.
+struct PyShareLink {
+    link: Py<PyAny>,
+    stop: Arc<Mutex<Option<String>>>,
+}
+
+impl ShareLink for PyShareLink {
+    fn ready(&self, message: &[u8]) -> Result<SystemTime, String> {
+        Python::attach(|py| {
+            let at = self.link.call_method1(py, "ready", (PyBytes::new(py, message),)).map_err(|e| text(py, e))?;
+            let ns = at.extract::<u64>(py).map_err(|e| text(py, e))?;
+            Ok(UNIX_EPOCH + Duration::from_nanos(ns))
+        })
+    }
+
+    fn send(&self, message: &[u8]) -> Result<(), String> {
+        Python::attach(|py| {
+            self.link.call_method1(py, "send", (PyBytes::new(py, message),)).map(drop).map_err(|e| text(py, e))
+        })
+    }
+
+    fn stop_requested(&self) -> Option<String> {
+        self.stop.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}

@@ -1,0 +1,147 @@
+"""The coordinator's side of a Dask run, as the engine drives it (horde-py's ShareHosts,
+horde-engine's cluster/coordinator.rs): the machines, one share each; the shares launched as
+pinned tasks; their messages; each machine's clock offset, so that one start instant is given
+to each in its own clock; the stop; and, at the end, everything given back."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+import uuid
+
+from horde.cluster import share
+from horde.cluster.deploy import Deployment
+from horde.cluster.transport import RunTopic
+
+# Samples of each worker's clock; the one with the shortest round trip is kept (its error is at
+# most half that round trip).
+CLOCK_SAMPLES = 8
+# How long a share waits for its start after it reported ready: twice the coordinator's wait
+# for every share (horde-engine's CoordinatorOptions, 30 s).
+SHARE_READY_TIMEOUT_S = 60.0
+# How long close() waits for a stop to reach the workers.
+STOP_WAIT_S = 5.0
+
+
+class ClockOffset:
+    """A worker's clock against this one's: ``offset_ns`` to add to an instant here to get the
+    same instant there, measured with a round trip of ``rtt_ns``."""
+
+    def __init__(self, offset_ns: int, rtt_ns: int):
+        self.offset_ns, self.rtt_ns = offset_ns, rtt_ns
+
+
+class Coordinator:
+    def __init__(self, deployment: Deployment):
+        self._deployment = deployment
+        self._client = deployment.client
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        # In the order of their names (LocalCluster names them 0..N-1), then addresses.
+        self._machines = sorted(workers, key=lambda address: (str(workers[address].get("name")), address))
+        self._run_id = uuid.uuid4().hex[:16]
+        self._topic = RunTopic(self._run_id)
+        self._inbox: queue.Queue = queue.Queue()
+        # Why the run cannot go on (a share's task failed, its worker left), once known.
+        self._failure: str | None = None
+        self._futures: list = []
+        self._offsets: dict[str, ClockOffset] = {}
+        self._stopping: threading.Thread | None = None
+        self._subscribed = False
+
+    # -- what the engine calls ---------------------------------------------------------------
+
+    def machines(self) -> list[str]:
+        return list(self._machines)
+
+    def threads_per_share(self) -> int | None:
+        """The worker processes of ``local:N`` share this machine's cores: each share's engine
+        gets its part of them (at least one) rather than one thread per core each. On other
+        clusters each share uses its machine's cores."""
+        if self._deployment.cluster is None:
+            return None
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return max(1, cores // len(self._machines))
+
+    def launch(self, plans: list[str]) -> None:
+        self._offsets = {address: self._measure_clock(address) for address in self._machines}
+        # Subscribed before any share is submitted: no ready message is missed.
+        self._topic.subscribe(self._client, self._inbox.put)
+        self._client.subscribe_topic("all", self._cluster_event)
+        self._subscribed = True
+        for index, (address, plan) in enumerate(zip(self._machines, plans)):
+            future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S,
+                                         key=f"horde-{self._run_id}-{index}", workers=[address],
+                                         allow_other_workers=False, pure=False, retries=0)
+            future.add_done_callback(lambda done, index=index, address=address: self._share_done(done, index, address))
+            self._futures.append(future)
+
+    def receive(self, timeout: float) -> bytes | None:
+        if self._failure is not None:
+            raise RuntimeError(self._failure)
+        try:
+            return self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def start(self, at_ns: int) -> None:
+        starts = {address: at_ns + offset.offset_ns for address, offset in self._offsets.items()}
+        self._client.run(share.start, self._run_id, starts, workers=self._machines)
+
+    def stop(self, reason: str) -> None:
+        # On a thread of its own: the engine's collector calls this, and must not wait on a
+        # worker that does not answer.
+        if self._stopping is None:
+            self._stopping = threading.Thread(target=self._broadcast_stop, args=(reason,), name="horde-stop",
+                                              daemon=True)
+            self._stopping.start()
+
+    def close(self) -> None:
+        if any(not future.done() for future in self._futures):
+            self.stop("the coordinator is done")
+        if self._stopping is not None:
+            self._stopping.join(STOP_WAIT_S)
+        for future in self._futures:
+            future.cancel()
+        if self._subscribed:
+            self._topic.unsubscribe(self._client)
+            self._client.unsubscribe_topic("all")
+        self._deployment.close()
+
+    # -- Dask's side ---------------------------------------------------------------------------
+
+    def _measure_clock(self, address: str) -> ClockOffset:
+        best = None
+        for _ in range(CLOCK_SAMPLES):
+            sent = time.time_ns()
+            there = self._client.run(share.clock_ns, workers=[address])[address]
+            back = time.time_ns()
+            sample = ClockOffset(there - (sent + back) // 2, back - sent)
+            if best is None or sample.rtt_ns < best.rtt_ns:
+                best = sample
+        return best
+
+    def _broadcast_stop(self, reason: str) -> None:
+        self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")
+
+    def _share_done(self, future, index: int, address: str) -> None:
+        """A share's task ended (on the client's event loop): an error ends the run."""
+        if future.status == "error":
+            self._fail(str(future.exception()) or f"share {index} on {address} failed")
+
+    def _cluster_event(self, event) -> None:
+        """The scheduler's events for every topic: a worker of ours removed is a lost share."""
+        message = event[1]
+        if not isinstance(message, dict) or message.get("action") != "remove-worker":
+            return
+        address = message.get("worker")
+        if address not in self._machines:
+            return
+        index = self._machines.index(address)
+        if index < len(self._futures) and not self._futures[index].done():
+            self._fail(f"share {index}'s worker {address} left the Dask cluster (it died or was stopped)")
+
+    def _fail(self, why: str) -> None:
+        if self._failure is None:
+            self._failure = why

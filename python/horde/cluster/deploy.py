@@ -1,0 +1,77 @@
+"""Where the shares run: ``local:N`` starts a Dask LocalCluster of N single-threaded worker
+processes on 127.0.0.1, ``tcp://HOST:PORT`` connects to an existing scheduler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from horde.cluster import ClusterInputError
+
+# What a cluster horde starts is configured with. The scheduler keeps every topic's events in a
+# deque of this length (dask#5509): the shares' interval messages are read as they come, so a
+# short one is enough, and keeps the scheduler's memory flat over a long run. Named
+# distributed.scheduler.events-log-length before 2025, an alias of it since.
+LOCAL_CONFIG = {
+    "distributed.admin.low-level-log-length": 64,
+    # Dask's own deadline for a worker that stopped answering (5 minutes by default).
+    "distributed.scheduler.worker-ttl": "10s",
+}
+# How long to wait for a scheduler to answer, and for an existing cluster to have a worker.
+CONNECT_TIMEOUT_S = 10
+
+
+@dataclass
+class Deployment:
+    """A connected client, and the cluster horde started for this run, if it did."""
+
+    spec: str
+    client: Any
+    cluster: Any = None
+
+    def close(self) -> None:
+        self.client.close(timeout=CONNECT_TIMEOUT_S)
+        if self.cluster is not None:
+            self.cluster.close(timeout=CONNECT_TIMEOUT_S)
+
+
+def connect(spec: str) -> Deployment:
+    import dask
+    from distributed import Client, LocalCluster
+
+    if spec.startswith("local:"):
+        workers = int(spec.removeprefix("local:"))
+        with dask.config.set(LOCAL_CONFIG):
+            # One thread per process: a share occupies it, the engine's threads are its own.
+            # No memory limit: the nanny must not pause or kill a process holding many users.
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, memory_limit=0)
+            try:
+                client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
+                client.wait_for_workers(workers, timeout=CONNECT_TIMEOUT_S * 3)
+                client.run(ignore_interrupts)
+            except BaseException:
+                cluster.close()
+                raise
+        return Deployment(spec, client, cluster)
+    try:
+        client = Client(spec, timeout=CONNECT_TIMEOUT_S)
+    except OSError as err:
+        raise OSError(f"no Dask scheduler answers at {spec} ({err})") from None
+    try:
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+    except TimeoutError:
+        client.close()
+        raise ClusterInputError(
+            f"--cluster {spec}: the scheduler has no worker (start some: dask worker {spec})") from None
+    return Deployment(spec, client)
+
+
+def ignore_interrupts() -> None:
+    """Run on each worker process of a cluster horde started (on its event loop, the process's
+    main thread): Ctrl-C at the terminal reaches these processes too, and must not kill them
+    mid-share. The coordinator, which Ctrl-C interrupts, stops their shares and then the
+    cluster."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

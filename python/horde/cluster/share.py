@@ -1,0 +1,120 @@
+"""What runs on a Dask worker: one share of the plan (``run_share``, a task), and the small
+functions the coordinator calls on the worker's event loop with ``Client.run``: its clock
+(``clock_ns``), the start (``start``) and the stop (``stop``). They are pickled by reference
+to this module, so a worker needs horde installed, and nothing of horde runs on the
+scheduler."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from pathlib import Path
+
+from horde.cluster.transport import RunTopic
+
+
+class ShareFailed(Exception):
+    """A share that could not run (its plan, this machine's limits): the message says why."""
+
+
+class _ShareState:
+    """A share on this worker process: its engine runner, and its start once given."""
+
+    def __init__(self):
+        from horde._engine import ShareRunner
+
+        self.runner = ShareRunner()
+        self.started = threading.Event()
+        self.start_ns = 0
+
+
+# The shares of this process by run id, for the coordinator's start and stop.
+_shares: dict[str, _ShareState] = {}
+# Stops that came before their share was registered (the coordinator gave up waiting for it):
+# the share stops as it registers. The last few only: most stops come after a share ended.
+_early_stops: collections.OrderedDict[str, str] = collections.OrderedDict()
+_EARLY_STOPS_KEPT = 16
+_lock = threading.Lock()
+
+
+def _register(run_id: str) -> _ShareState:
+    state = _ShareState()
+    with _lock:
+        _shares[run_id] = state
+        reason = _early_stops.pop(run_id, None)
+    if reason is not None:
+        state.runner.stop(reason)
+    return state
+
+
+class _Link:
+    """The share's link as the engine calls it (horde-py's ShareLink): ``ready`` reports and
+    waits for the start, ``send`` relays an interval."""
+
+    def __init__(self, topic: RunTopic, worker, state: _ShareState, ready_timeout_s: float):
+        self.topic, self.worker, self.state, self.ready_timeout_s = topic, worker, state, ready_timeout_s
+
+    def ready(self, message: bytes) -> int:
+        self.topic.send(self.worker, message)
+        deadline = time.monotonic() + self.ready_timeout_s
+        while not self.state.started.wait(0.05):
+            reason = self.state.runner.stop_reason()
+            if reason is not None:
+                raise RuntimeError(f"the coordinator stopped the run before it started: {reason}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no start from the coordinator within {self.ready_timeout_s:.0f} s")
+        return self.state.start_ns
+
+    def send(self, message: bytes) -> None:
+        self.topic.send(self.worker, message)
+
+
+def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float) -> dict:
+    """The task: runs share ``share`` of run ``run_id``, its own results in the worker's local
+    directory. Returns the run's status and that directory; raises ShareFailed if it could not
+    run."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    state = _register(run_id)
+    results = Path(worker.local_directory) / "horde" / run_id / f"share-{share}"
+    link = _Link(RunTopic(run_id), worker, state, ready_timeout_s)
+    try:
+        code, text = state.runner.run(plan_json, str(results), link)
+    finally:
+        with _lock:
+            _shares.pop(run_id, None)
+    if code != 0:
+        raise ShareFailed(f"share {share} on {worker.address} (exit {code}): {text}")
+    return {"status": text, "results": str(results)}
+
+
+def clock_ns() -> int:
+    """This machine's wall clock, for the coordinator's offset probe."""
+    return time.time_ns()
+
+
+def start(run_id: str, starts: dict, dask_worker=None) -> None:
+    """Gives this worker's share its start: ``starts`` maps worker addresses to instants in
+    each one's own clock (nanoseconds since the Unix epoch)."""
+    at = starts.get(dask_worker.address)
+    if at is None:
+        return
+    with _lock:
+        state = _shares.get(run_id)
+    if state is not None:
+        state.start_ns = at
+        state.started.set()
+
+
+def stop(run_id: str, reason: str) -> None:
+    """Asks this worker's share of run ``run_id`` to stop, whether or not it runs yet."""
+    with _lock:
+        state = _shares.get(run_id)
+        if state is None:
+            _early_stops[run_id] = reason
+            while len(_early_stops) > _EARLY_STOPS_KEPT:
+                _early_stops.popitem(last=False)
+    if state is not None:
+        state.runner.stop(reason)
