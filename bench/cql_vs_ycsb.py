@@ -161,10 +161,7 @@ def ycsb_phase(node, args, keyspace, phase, classpath, work):
 
 
 def workload_file(source, letter, work):
-    text = subprocess.run(["cat", Path(source) / "workloads" / f"workload{letter}"], capture_output=True,
-                          text=True, check=True).stdout
-    path = work / f"workload{letter}"
-    path.write_text(text)
+    (work / f"workload{letter}").write_text((Path(source) / "workloads" / f"workload{letter}").read_text())
 
 
 def create_keyspace(node, keyspace):

@@ -336,12 +336,7 @@ async fn operate(
         Operation::Scan => {
             let statement = pick(&step.statements.scan, &mut user.session.rng);
             let length = user.session.rng.random_range(1..=step.max_scan_length);
-            let prepared = prepared(&user.ctx, session, statement, (step.consistency, None)).await?;
-            session
-                .execute_unpaged(&prepared, (key, length as i32))
-                .await
-                .map(|_| ())
-                .map_err(|error| failure(&CqlFailure::of_execution(&error)))
+            execute(user, session, statement, step.consistency, (key, length as i32)).await.map(|_| ())
         }
         Operation::ReadModifyWrite => {
             read(step, user, session, &key).await?;
