@@ -137,6 +137,25 @@ pub struct GateArgs {
     /// them, each sample labelled with its trial (trial="3", and arm="A" with two plans).
     #[arg(long, value_name = "ADDRESS")]
     pub metrics: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
+}
+
+/// The live dashboard: the run's report served while it goes (docs/report.md).
+#[derive(Args, Debug, Default, Clone)]
+pub struct DashboardArgs {
+    /// Serve the report page live while the run goes, updated every interval, and at the end
+    /// the final report (as report.html): at ADDRESS (PORT, or IP:PORT), else 127.0.0.1 and a
+    /// free port; the address is printed. Beyond loopback, the printed address carries a
+    /// token that every request must give.
+    #[arg(long, value_name = "ADDRESS", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<String>,
+    /// With --dashboard: the page shows a Stop button, which stops the run as Ctrl-C does.
+    #[arg(long, requires = "dashboard")]
+    pub dashboard_control: bool,
+    /// With --dashboard: open the page in the system's browser (xdg-open, open).
+    #[arg(long, requires = "dashboard")]
+    pub open: bool,
 }
 
 #[derive(Args, Debug)]
@@ -564,6 +583,8 @@ pub struct SweepArgs {
     /// whole sweep, each sample labelled with its level (level="25", level_run="1").
     #[arg(long, value_name = "ADDRESS")]
     pub metrics: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub dashboard: DashboardArgs,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]

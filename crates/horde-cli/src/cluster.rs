@@ -99,8 +99,15 @@ pub fn run_linked_share(plan_json: &str, dir: &Path, link: Arc<dyn ShareLink>) -
         std::fs::create_dir_all(dir)
             .map_err(|err| Failure::Runtime(anyhow::anyhow!("creating {}: {err}", dir.display())))?;
         let role = args::ClusterRole::LinkedShare(link);
-        let finished =
-            crate::run_into_with(program, dir, false, "share", None, crate::exports::Opened::default(), &role)?;
+        let finished = crate::run_into_with(
+            program,
+            dir,
+            false,
+            "share",
+            Default::default(),
+            crate::exports::Opened::default(),
+            &role,
+        )?;
         finished.results_written()?;
         Ok(finished.status.as_str().to_string())
     };

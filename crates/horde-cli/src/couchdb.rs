@@ -250,7 +250,7 @@ pub(crate) fn couchdb(args: &CouchdbArgs) -> Result<i32, Failure> {
 
     let dir = results_directory(&args.output, &plan.name)?;
     status!("horde couchdb: {} connections against {database}; results in {}", benchmark.connections, dir.display());
-    let finished = run_into(program, &dir, !args.output.quiet, "cli", None)?;
+    let finished = run_into(program, &dir, !args.output.quiet, "cli", Default::default())?;
     let summary = &finished.summary;
     if !args.output.quiet {
         print_text(&render_console(summary));

@@ -241,7 +241,7 @@ pub(crate) fn cql(args: &CqlArgs) -> Result<i32, Failure> {
             }
         };
         status!("{}", describe(&workload, phase, args, &nodes, &phase_dir));
-        let finished = run_into(program, &phase_dir, !args.output.quiet, "cli", None)?;
+        let finished = run_into(program, &phase_dir, !args.output.quiet, "cli", Default::default())?;
         let report = ycsb_report(&finished.summary);
         if !args.output.quiet {
             print_text(&render_console(&finished.summary));

@@ -15,6 +15,7 @@ mod cluster;
 mod compare;
 mod couchdb;
 mod cql;
+mod dashboard;
 pub mod exit;
 mod exports;
 mod loader;
@@ -496,6 +497,11 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         Some((address, live)) => Some(metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
+    let watch = gate.dashboard.dashboard.is_some().then(horde_report::ResultsWatch::new);
+    let dashboard = match &watch {
+        Some(watch) => Some(dashboard::Dashboard::start(&gate.dashboard, watch.clone())?),
+        None => None,
+    };
     let dir = results_directory(output, name)?;
     let extras = requested.open(&program)?;
     let hooks = program.session_functions.clone();
@@ -506,8 +512,12 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         hooks.before_run().map_err(|message| Failure::Runtime(anyhow::anyhow!("{message}")))?;
     }
     status!("horde: running; results in {}", dir.display());
-    let finished = run_into_with(program, &dir, !output.quiet, front_end, live.map(|(_, live)| live), extras, role)?;
+    let live = LiveOutputs { metrics: live.map(|(_, live)| live), results: watch };
+    let finished = run_into_with(program, &dir, !output.quiet, front_end, live, extras, role)?;
     drop(endpoint);
+    if let Some(dashboard) = dashboard {
+        dashboard.close();
+    }
     if !output.quiet {
         print_text(&render_console(&finished.summary));
     }
@@ -646,6 +656,14 @@ impl FinishedRun {
     }
 }
 
+/// What a run publishes while it goes: the OpenMetrics text (`--metrics`), and each new state
+/// of its results directory (`--dashboard`).
+#[derive(Default, Clone)]
+pub(crate) struct LiveOutputs {
+    pub metrics: Option<horde_report::LiveMetrics>,
+    pub results: Option<horde_report::ResultsWatch>,
+}
+
 /// Runs a lowered plan into an existing results directory; Ctrl-C and SIGTERM interrupt it.
 /// A directory where summary.json cannot be written is found before the run starts.
 pub(crate) fn run_into(
@@ -653,7 +671,7 @@ pub(crate) fn run_into(
     dir: &Path,
     progress: bool,
     front_end: &str,
-    live: Option<horde_report::LiveMetrics>,
+    live: LiveOutputs,
 ) -> Result<FinishedRun, Failure> {
     run_into_with(program, dir, progress, front_end, live, exports::Opened::default(), &args::ClusterRole::Local)
 }
@@ -665,7 +683,7 @@ pub(crate) fn run_into_with(
     dir: &Path,
     progress: bool,
     front_end: &str,
-    live: Option<horde_report::LiveMetrics>,
+    live: LiveOutputs,
     extras: exports::Opened,
     role: &args::ClusterRole,
 ) -> Result<FinishedRun, Failure> {
@@ -673,8 +691,11 @@ pub(crate) fn run_into_with(
     let workers = worker_count(&program);
     let environment = Environment::detect(workers, front_end);
     let mut sink = ResultsSink::new(dir.to_path_buf(), program.plan.clone(), environment, progress);
-    if let Some(live) = live {
-        sink.publish_live_metrics(live);
+    if let Some(metrics) = live.metrics {
+        sink.publish_live_metrics(metrics);
+    }
+    if let Some(watch) = live.results {
+        sink.announce_to(watch);
     }
     if let Some(locust) = extras.locust {
         sink = sink.with_locust(locust);

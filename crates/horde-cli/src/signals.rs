@@ -72,6 +72,18 @@ pub fn stop_routing() {
     *CURRENT_RUN.lock().expect("signal routing lock") = None;
 }
 
+/// The dashboard's Stop button (`--dashboard-control`): as a first Ctrl-C, the current run
+/// stops gracefully and the command counts as interrupted. A second press changes nothing.
+pub fn interrupt_from_dashboard() {
+    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    status!("horde: stop asked from the dashboard; stopping users and writing results");
+    if let Some(control) = CURRENT_RUN.lock().expect("signal routing lock").as_ref().and_then(Weak::upgrade) {
+        control.interrupt();
+    }
+}
+
 /// Starts listening for Ctrl-C and SIGTERM, once per process.
 pub fn listen() {
     static LISTENING: OnceLock<()> = OnceLock::new();

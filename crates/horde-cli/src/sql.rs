@@ -194,7 +194,7 @@ pub(crate) fn sql(args: &SqlArgs) -> Result<i32, Failure> {
         if experiment.threads == 1 { "" } else { "s" },
         dir.display()
     );
-    let finished = run_into(program, &dir, !args.output.quiet, "cli", None)?;
+    let finished = run_into(program, &dir, !args.output.quiet, "cli", Default::default())?;
     let summary = &finished.summary;
     if !args.output.quiet {
         print_text(&render_console(summary));

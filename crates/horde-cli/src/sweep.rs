@@ -142,6 +142,8 @@ struct Sweep<'a> {
     stopped: Option<String>,
     /// `--metrics`: what the endpoint serves, published by each level with its labels.
     live: Option<LiveMetrics>,
+    /// `--dashboard`: each level's results as they are written, then the sweep's report.
+    results: Option<horde_report::ResultsWatch>,
 }
 
 pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
@@ -191,6 +193,11 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         Some((address, live)) => Some(crate::metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
+    let results = args.dashboard.dashboard.is_some().then(horde_report::ResultsWatch::new);
+    let dashboard = match &results {
+        Some(watch) => Some(crate::dashboard::Dashboard::start(&args.dashboard, watch.clone())?),
+        None => None,
+    };
     let mut sweep = Sweep {
         plan,
         functions,
@@ -206,6 +213,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         boundary: None,
         stopped: None,
         live: live.map(|(_, live)| live),
+        results,
     };
     // The first level must be runnable before anything is created.
     let first = match &settings.levels {
@@ -230,6 +238,11 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     }
     drop(endpoint);
     let report = sweep.report();
+    if let (Some(dashboard), Some(watch)) = (dashboard, &sweep.results) {
+        // The last page is the sweep's own report (written with each level).
+        watch.written(&sweep.dir);
+        dashboard.close();
+    }
     if !args.output.quiet {
         print_text(&report.render());
     }
@@ -352,6 +365,7 @@ impl Sweep<'_> {
         let live = self.live.as_ref().map(|live| {
             live.with_labels(vec![("level".into(), format_level(level)), ("level_run".into(), run.to_string())])
         });
+        let live = crate::LiveOutputs { metrics: live, results: self.results.clone() };
         let finished = run_into(program, &dir, self.progress, self.front_end, live)?;
         finished.results_written()?;
         let arrival_rate = (self.model == Model::Rate).then_some(level);

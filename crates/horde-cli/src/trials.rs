@@ -66,6 +66,11 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         Some((address, live)) => Some(crate::metrics_endpoint::MetricsEndpoint::start(*address, live.clone())?),
         None => None,
     };
+    let results = args.thresholds.dashboard.dashboard.is_some().then(horde_report::ResultsWatch::new);
+    let dashboard = match &results {
+        Some(watch) => Some(crate::dashboard::Dashboard::start(&args.thresholds.dashboard, watch.clone())?),
+        None => None,
+    };
     let parent = create_results_dir(crate::results_parent(&args.output)?, &parent_name)?;
     status!("horde: {count} trials of {}; results in {}", describe(&arms), parent.display());
     if let Some(endpoint) = &endpoint {
@@ -88,6 +93,7 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
             }
             live.with_labels(labels)
         });
+        let live = crate::LiveOutputs { metrics: live, results: results.clone() };
         let finished = run_trial(arm, &dir, !args.output.quiet, &front_end, live)?;
         status!("horde: trial {}/{} ({}): {}", index + 1, order.len(), arm.label, one_line(&finished));
         if finished.status == RunStatus::Interrupted {
@@ -98,6 +104,10 @@ pub(crate) fn trials(args: &RunArgs, count: u64, loader: &dyn SimulationLoader) 
         }
     }
     drop(endpoint);
+    // The dashboard ends on the last trial's report.
+    if let Some(dashboard) = dashboard {
+        dashboard.close();
+    }
     if thresholds_failed > 0 {
         status!("horde: thresholds failed in {thresholds_failed} of {} trials", order.len());
     }
@@ -169,7 +179,7 @@ fn run_trial(
     dir: &Path,
     progress: bool,
     front_end: &str,
-    live: Option<LiveMetrics>,
+    live: crate::LiveOutputs,
 ) -> Result<FinishedRun, Failure> {
     let mut program = prepare(&arm.plan, arm.file)?;
     if let Some(functions) = &arm.functions {

@@ -9,11 +9,6 @@
   var ROWS_PER_PAGE = 100;
   var CHART_HEIGHT = 260;
   var chartData = {};
-  try {
-    chartData = JSON.parse(document.getElementById("report-charts").textContent);
-  } catch (err) {
-    chartData = {};
-  }
   var plots = [];
   var syncGroups = {};
   var syncingZoom = false;
@@ -387,7 +382,8 @@
   });
 
   // ---- pages -------------------------------------------------------------------------
-  function showPage() {
+  // `refreshing`: the live dashboard put new content in place; the reader stays where they were.
+  function showPage(refreshing) {
     var pages = document.querySelectorAll(".page");
     var id = "";
     try {
@@ -410,9 +406,13 @@
       link.classList.toggle("current", link.getAttribute("data-page") === section);
     });
     drawCharts(current);
-    window.scrollTo(0, 0);
+    if (!refreshing) {
+      window.scrollTo(0, 0);
+    }
   }
-  window.addEventListener("hashchange", showPage);
+  window.addEventListener("hashchange", function () {
+    showPage(false);
+  });
 
   // ---- tables ------------------------------------------------------------------------
   function cellKey(row, column, numeric) {
@@ -436,6 +436,8 @@
       return { row: row, index: index, name: cellKey(row, 0, false), keys: {} };
     });
     var state = { shown: items, page: 0, column: -1, direction: 1 };
+    var remembered = tableStates[table.id] || {};
+    tableStates[table.id] = remembered;
 
     function render() {
       var rows = state.shown;
@@ -500,16 +502,17 @@
       }
       header.classList.add("sortable");
       header.setAttribute("title", "sort");
-      header.addEventListener("click", function () {
+      function sortBy(direction) {
         var numeric = kind === "num";
-        state.direction = state.column === column ? -state.direction : numeric ? -1 : 1;
+        state.direction = direction;
         state.column = column;
+        remembered.column = column;
+        remembered.direction = direction;
         items.forEach(function (item) {
           if (!(column in item.keys)) {
             item.keys[column] = cellKey(item.row, column, numeric);
           }
         });
-        var direction = state.direction;
         items.sort(function (a, b) {
           var x = a.keys[column];
           var y = b.keys[column];
@@ -520,25 +523,57 @@
         });
         header.setAttribute("aria-sort", direction > 0 ? "ascending" : "descending");
         filter();
+      }
+      header.addEventListener("click", function () {
+        sortBy(state.column === column ? -state.direction : kind === "num" ? -1 : 1);
       });
+      if (remembered.column === column) {
+        sortBy(remembered.direction);
+      }
     });
     if (search) {
       search.addEventListener("input", filter);
     }
-    render();
+    if (search && search.value) {
+      filter();
+    } else {
+      render();
+    }
   }
 
-  enhanceTable(
-    document.getElementById("requests-table") || document.createElement("table"),
-    true,
-    document.getElementById("request-search"),
-    document.getElementById("requests-pager"),
-    document.getElementById("requests-shown")
-  );
-  var groups = document.getElementById("groups-table");
-  if (groups) {
-    enhanceTable(groups, false, null, null, null);
+  // ---- start: once, and again each time the live dashboard puts new content in place -----
+  // A table's sorting outlives a refresh (the search box's text is carried over by live.js).
+  var tableStates = {};
+
+  function start(refreshing) {
+    try {
+      chartData = JSON.parse(document.getElementById("report-charts").textContent);
+    } catch (err) {
+      chartData = {};
+    }
+    plots.forEach(function (p) {
+      p.plot.destroy();
+    });
+    plots = [];
+    syncGroups = {};
+    enhanceTable(
+      document.getElementById("requests-table") || document.createElement("table"),
+      true,
+      document.getElementById("request-search"),
+      document.getElementById("requests-pager"),
+      document.getElementById("requests-shown")
+    );
+    var groups = document.getElementById("groups-table");
+    if (groups) {
+      enhanceTable(groups, false, null, null, null);
+    }
+    showPage(refreshing);
   }
 
-  showPage();
+  start(false);
+  window.hordeReport = {
+    refresh: function () {
+      start(true);
+    },
+  };
 })();

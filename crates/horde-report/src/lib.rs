@@ -19,6 +19,7 @@ mod openmetrics;
 mod percentile_distribution;
 mod request_log;
 mod results;
+mod results_watch;
 mod sql;
 mod summary;
 mod sweep;
@@ -29,8 +30,8 @@ mod timeseries;
 pub use console::render as render_console;
 pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
 pub use html::{
-    render_bench, render_compare, render_html, write_bench_html, write_compare_html, write_html, BenchPage,
-    IntervalChart,
+    render_bench, render_compare, render_html, render_live, write_bench_html, write_compare_html, write_html,
+    BenchPage, IntervalChart, LivePage, LiveReport,
 };
 pub use iron_cushion::render_iron_cushion;
 pub use job_summary::render_job_summary;
@@ -40,6 +41,7 @@ pub use openmetrics::{render_openmetrics, LiveMetrics, MAX_ERROR_LABELS, MAX_REQ
 pub use percentile_distribution::{render as render_percentile_distribution, HgrmEntry, HGRM_DIR};
 pub use request_log::RequestLogWriter;
 pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use results_watch::{ResultsWatch, Written};
 pub use sql::render_sql;
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};

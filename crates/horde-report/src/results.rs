@@ -86,6 +86,8 @@ pub struct ResultsSink {
     locust: Option<LocustExport>,
     /// `--metrics`: the live OpenMetrics text, brought up to date every interval.
     live: Option<crate::openmetrics::LiveMetrics>,
+    /// `--dashboard`: told each time the directory holds more (an interval, the end).
+    watch: Option<crate::results_watch::ResultsWatch>,
     /// Whether the run was warned of its many rows (once).
     warned_of_rows: bool,
     /// The first write error, reported at the end; the run itself goes on.
@@ -123,6 +125,7 @@ impl ResultsSink {
             histogram_log,
             locust: None,
             live: None,
+            watch: None,
             warned_of_rows: false,
             write_error,
             final_summary: None,
@@ -132,6 +135,18 @@ impl ResultsSink {
     /// Publishes the run's metrics to `live` every interval (`--metrics`).
     pub fn publish_live_metrics(&mut self, live: crate::openmetrics::LiveMetrics) {
         self.live = Some(live);
+    }
+
+    /// Tells `watch` each time the directory holds more: every interval, and at the end once
+    /// report.html is written (`--dashboard`).
+    pub fn announce_to(&mut self, watch: crate::results_watch::ResultsWatch) {
+        self.watch = Some(watch);
+    }
+
+    fn announce(&self) {
+        if let Some(watch) = &self.watch {
+            watch.written(&self.dir);
+        }
     }
 
     /// Also writes Locust's CSV files (`--export locust:PREFIX`).
@@ -209,7 +224,9 @@ impl ResultsSink {
     pub fn write_initial(&mut self, workers: usize) -> Result<(), ResultsError> {
         let totals = Totals::new(std::time::SystemTime::now(), workers);
         let summary = Summary::from_totals(&totals, RunStatus::Running, &self.plan, &self.environment);
-        write_summary(&self.dir, &summary).map(|_| ())
+        write_summary(&self.dir, &summary)?;
+        self.announce();
+        Ok(())
     }
 
     fn progress(&mut self, totals: &Totals) {
@@ -258,6 +275,7 @@ impl Sink for ResultsSink {
         self.warn_of_many_rows(totals);
         self.write_intervals(totals, false);
         self.write(totals, RunStatus::Running);
+        self.announce();
         if self.show_progress && self.last_progress.elapsed() >= self.progress_every {
             self.progress(totals);
         }
@@ -276,5 +294,6 @@ impl Sink for ResultsSink {
         if let Err(err) = crate::html::write_html(&self.dir) {
             self.write_failed(err);
         }
+        self.announce();
     }
 }

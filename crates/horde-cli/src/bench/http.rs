@@ -155,7 +155,7 @@ pub fn plan_trial(
     plan.options.snapshot_interval_ms = (iteration_ms as u64).max(10);
     let program = crate::prepare(&plan, Path::new("of horde bench"))?;
     let dir = trial_dir()?;
-    let finished = crate::run_into(program, &dir, false, "cli", None);
+    let finished = crate::run_into(program, &dir, false, "cli", Default::default());
     let intervals = std::fs::read_to_string(dir.join("timeseries.jsonl")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let finished = finished?;

@@ -10,6 +10,8 @@ pub const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
 pub const UPLOT_LICENSE: &str = include_str!("../../assets/uplot/LICENSE");
 pub const REPORT_JS: &str = include_str!("../../assets/report.js");
 pub const REPORT_CSS: &str = include_str!("../../assets/report.css");
+/// The dashboard's page only: puts each update in place (`horde run --dashboard`).
+pub const LIVE_JS: &str = include_str!("../../assets/live.js");
 
 /// The CSP source that allows one inline `<script>` or `<style>` with exactly this content.
 pub fn csp_hash(content: &str) -> String {
@@ -28,6 +30,12 @@ pub fn content_security_policy(scripts: &[&str], styles: &[&str]) -> String {
         hashes(scripts),
         hashes(styles)
     )
+}
+
+/// The dashboard's page: as [`content_security_policy`], and it may connect back to the server
+/// that sent it (its stream of updates, the Stop button), nowhere else.
+pub fn live_content_security_policy(scripts: &[&str], styles: &[&str]) -> String {
+    format!("{}; connect-src 'self'", content_security_policy(scripts, styles))
 }
 
 #[cfg(test)]
@@ -59,7 +67,7 @@ mod tests {
     /// No script in the page may close the element it sits in.
     #[test]
     fn embedded_code_never_ends_its_own_element() {
-        for code in [UPLOT_JS, REPORT_JS] {
+        for code in [UPLOT_JS, REPORT_JS, LIVE_JS] {
             assert!(!code.to_ascii_lowercase().contains("</script"));
         }
         for css in [UPLOT_CSS, REPORT_CSS] {

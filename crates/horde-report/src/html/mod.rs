@@ -37,13 +37,18 @@ const DETAIL_PAGES: usize = 200;
 
 /// Renders the report of a results directory: a run's (summary.json) or a sweep's (sweep.json).
 pub fn render_html(dir: &Path) -> Result<String, ResultsError> {
+    Ok(render_parts(dir)?.document(None))
+}
+
+/// The parts of a run's or a sweep's report.
+fn render_parts(dir: &Path) -> Result<ReportParts, ResultsError> {
     let sweep_file = dir.join("sweep.json");
     if !dir.join("summary.json").exists() && sweep_file.exists() {
         let text = std::fs::read_to_string(&sweep_file)
             .map_err(|cause| ResultsError::Read { path: sweep_file.clone(), cause: cause.to_string() })?;
         let report: SweepReport =
             serde_json::from_str(&text).map_err(|cause| ResultsError::Parse { path: sweep_file, cause })?;
-        return Ok(render_sweep(&report));
+        return Ok(sweep_document(&report).into_parts());
     }
     render_run(dir)
 }
@@ -102,10 +107,55 @@ impl Document {
             .collect()
     }
 
+    /// The report as its parts, each escaped where it was made.
+    fn into_parts(self) -> ReportParts {
+        let mut nav = String::new();
+        for (id, label) in &self.nav {
+            let _ = write!(nav, r##"<a href="#{id}" data-page="{id}">{label}</a>"##);
+        }
+        let mut main = self.pages;
+        if let Some(note) = self.note {
+            let _ = write!(main, r#"<p class="clock-note" id="clock-note">{note}</p>"#);
+        }
+        ReportParts {
+            header: format!("<h1>{}</h1> {}", html(&self.title), pages_status(&self.status)),
+            title: self.title,
+            nav,
+            main,
+            charts: self.charts,
+        }
+    }
+
     fn render(self) -> String {
+        self.into_parts().document(None)
+    }
+}
+
+/// A report's parts: the page assembles them, and the live dashboard sends them each interval
+/// to a page already open, which puts them in place of its own (live.js).
+struct ReportParts {
+    title: String,
+    /// The inside of `<header>`: the run's name and status (HTML).
+    header: String,
+    /// The inside of `<nav>` (HTML).
+    nav: String,
+    /// The inside of `<main>`: every page (HTML).
+    main: String,
+    charts: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ReportParts {
+    /// The whole document: report.html, or with `live`, the dashboard's page, which also runs
+    /// live.js and may connect back to the server that sent it (and nowhere else).
+    fn document(&self, live: Option<&LivePage>) -> String {
         let style = format!("{}\n{}", assets::UPLOT_CSS, assets::REPORT_CSS);
-        let csp = assets::content_security_policy(&[assets::UPLOT_JS, assets::REPORT_JS], &[&style]);
-        let mut out = String::with_capacity(self.pages.len() + 200_000);
+        let csp = match live {
+            None => assets::content_security_policy(&[assets::UPLOT_JS, assets::REPORT_JS], &[&style]),
+            Some(_) => {
+                assets::live_content_security_policy(&[assets::UPLOT_JS, assets::REPORT_JS, assets::LIVE_JS], &[&style])
+            }
+        };
+        let mut out = String::with_capacity(self.main.len() + 200_000);
         let _ = write!(
             out,
             r#"<!DOCTYPE html>
@@ -114,24 +164,28 @@ impl Document {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="icon" href="data:,">
 <meta name="generator" content="horde {version}">
-<title>{title} · horde report</title>
+"#,
+            version = env!("CARGO_PKG_VERSION"),
+        );
+        if let Some(live) = live {
+            let settings = serde_json::json!({ "token": live.token, "control": live.control, "version": live.version });
+            let _ = writeln!(out, r#"<meta name="horde-dashboard" content="{}">"#, html(&settings.to_string()));
+        }
+        let _ = write!(
+            out,
+            r#"<title>{title} · horde report</title>
 <style>{style}</style>
 </head><body>
-<header><h1>{title}</h1> {status}</header>
-<nav id="nav">"#,
-            version = env!("CARGO_PKG_VERSION"),
+<header>{header}</header>
+<nav id="nav">{nav}</nav>
+<main>{main}</main>
+<footer>Made by horde from saved results alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>
+"#,
             title = html(&self.title),
-            status = pages_status(&self.status),
+            header = self.header,
+            nav = self.nav,
+            main = self.main,
         );
-        for (id, label) in &self.nav {
-            let _ = write!(out, r##"<a href="#{id}" data-page="{id}">{label}</a>"##);
-        }
-        out.push_str("</nav>\n<main>");
-        out.push_str(&self.pages);
-        if let Some(note) = self.note {
-            let _ = write!(out, r#"<p class="clock-note" id="clock-note">{note}</p>"#);
-        }
-        out.push_str("</main>\n<footer>Made by horde from saved results alone. Charts: uPlot 1.6.32 (MIT licence, below in this file's source).</footer>\n");
         let _ = writeln!(
             out,
             r#"<script type="application/json" id="report-charts">{}</script>"#,
@@ -139,10 +193,58 @@ impl Document {
         );
         let _ = writeln!(out, "<script>{}</script>", assets::UPLOT_JS);
         let _ = writeln!(out, "<script>{}</script>", assets::REPORT_JS);
+        if live.is_some() {
+            let _ = writeln!(out, "<script>{}</script>", assets::LIVE_JS);
+        }
         let _ = writeln!(out, "<!-- uPlot (https://github.com/leeoniya/uPlot) licence:\n{}-->", assets::UPLOT_LICENSE);
         out.push_str("</body></html>\n");
         out
     }
+
+    /// What the dashboard sends an open page: the parts as one JSON object (`final` once the run
+    /// has ended and these are report.html's own).
+    fn update(&self, finished: bool) -> String {
+        serde_json::json!({
+            "title": self.title,
+            "header": self.header,
+            "nav": self.nav,
+            "main": self.main,
+            "charts": self.charts,
+            "final": finished,
+        })
+        .to_string()
+    }
+}
+
+/// How the dashboard's page talks back to the server that sent it.
+#[derive(Debug, Clone)]
+pub struct LivePage {
+    /// Sent back with every request of the page (`?token=`, and the Stop button's header):
+    /// the dashboard refuses a request without it when it listens beyond loopback, and a Stop
+    /// without it always.
+    pub token: String,
+    /// Whether the page shows a Stop button (`--dashboard-control`).
+    pub control: bool,
+    /// Which update the page shows (the id of the event carrying the same parts), so that the
+    /// page does not draw itself twice.
+    pub version: u64,
+}
+
+/// A results directory's report as the dashboard serves it.
+#[derive(Debug, Clone)]
+pub struct LiveReport {
+    /// The whole page, for a browser that opens the dashboard.
+    pub page: String,
+    /// The parts as JSON, for the pages already open (a server-sent event's data: one line).
+    pub update: String,
+}
+
+/// Renders `dir`'s report for the dashboard: as report.html would be now (the files the sink
+/// has written so far), the page running live.js too. `finished`: the run has ended and
+/// written its last files, so this is report.html's content.
+pub fn render_live(dir: &Path, page: &LivePage, finished: bool) -> Result<LiveReport, ResultsError> {
+    let parts = render_parts(dir)?;
+    Ok(LiveReport { page: parts.document(Some(page)), update: parts.update(finished) })
 }
 
 fn pages_status(status: &str) -> String {
@@ -154,7 +256,7 @@ fn pages_status(status: &str) -> String {
     format!(r#"<span class="badge {class}" id="run-status">{}</span>"#, html(status))
 }
 
-fn render_run(dir: &Path) -> Result<String, ResultsError> {
+fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
     let summary = crate::results::read_summary(dir)?;
     // The busiest rows get pages of their own (and their time series read).
     let mut by_count: Vec<usize> = (0..summary.requests.len()).collect();
@@ -207,12 +309,16 @@ fn render_run(dir: &Path) -> Result<String, ResultsError> {
         let ids = doc.charts(charts::group(&results, &group.name, i, &id));
         doc.page(&id, &pages::group_page(summary, group, &ids));
     }
-    Ok(doc.render())
+    Ok(doc.into_parts())
 }
 
 /// A sweep's report: its conclusions, and the capacity chart and table, each level linking to
 /// its own run's report.
 pub fn render_sweep(report: &SweepReport) -> String {
+    sweep_document(report).render()
+}
+
+fn sweep_document(report: &SweepReport) -> Document {
     let mut doc = Document {
         title: format!("sweep of {}", report.name),
         status: if report.interrupted { "interrupted".into() } else { "completed".into() },
@@ -222,7 +328,7 @@ pub fn render_sweep(report: &SweepReport) -> String {
         note: None,
     };
     doc.page("capacity", &capacity::page(report));
-    doc.render()
+    doc
 }
 
 #[cfg(test)]

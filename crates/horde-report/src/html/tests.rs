@@ -303,3 +303,65 @@ fn the_compare_page_escapes_names_colours_verdicts_and_links_runs_with_a_report(
     assert!(policy.contains(&csp_hash(super::assets::REPORT_JS)) && !policy.contains("unsafe"));
     assert_eq!(html.matches("</script>").count(), 3);
 }
+
+fn live_page() -> LivePage {
+    LivePage { token: "0123abcd".into(), control: true, version: 7 }
+}
+
+#[test]
+fn the_dashboards_page_runs_live_js_by_hash_and_may_connect_only_to_its_own_server() {
+    let dir = results(&[ATTACK], 3, false);
+    let live = render_live(&dir.0, &live_page(), false).unwrap();
+    let policy_start = live.page.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
+    let policy = &live.page[policy_start..live.page[policy_start..].find('>').unwrap() + policy_start];
+    assert!(policy.contains(&csp_hash(assets::LIVE_JS)), "{policy}");
+    assert!(policy.ends_with("connect-src 'self'\""), "{policy}");
+    assert!(!policy.contains("unsafe"), "{policy}");
+    assert_eq!(live.page.matches("<script>").count(), 3, "uPlot, the report's script and live.js");
+    assert!(live.page.contains(
+        r#"<meta name="horde-dashboard" content="{&quot;control&quot;:true,&quot;token&quot;:&quot;0123abcd&quot;,&quot;version&quot;:7}">"#
+    ));
+    assert!(!live.page.contains(ATTACK));
+    // report.html itself connects nowhere.
+    let file = render_html(&dir.0).unwrap();
+    assert!(!file.contains("connect-src") && !file.contains("horde-dashboard"));
+}
+
+#[test]
+fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
+    let dir = results(&[ATTACK, "home"], 5, true);
+    let live = render_live(&dir.0, &live_page(), true).unwrap();
+    assert!(!live.update.contains('\n'), "a server-sent event's data is one line");
+    let update: serde_json::Value = serde_json::from_str(&live.update).unwrap();
+    assert_eq!(update["final"], true);
+    let file = render_html(&dir.0).unwrap();
+    let inside = |tag: &str| {
+        let open = file.find(&format!("<{tag}")).unwrap();
+        let start = open + file[open..].find('>').unwrap() + 1;
+        let end = start + file[start..].find(&format!("</{tag}>")).unwrap();
+        file[start..end].to_string()
+    };
+    assert_eq!(update["main"].as_str().unwrap(), inside("main"));
+    assert_eq!(update["nav"].as_str().unwrap(), inside("nav"));
+    assert_eq!(update["header"].as_str().unwrap(), inside("header"));
+    assert_eq!(update["charts"], chart_data(&file));
+    // The live page is report.html with the live parts added: the same header, tabs and pages.
+    assert!(live.page.contains(&inside("main")));
+}
+
+/// How long the dashboard's renderer takes on an hour's results (printed, not asserted:
+/// `cargo test --release -p horde-report --lib rendering_an_hour -- --nocapture`).
+#[test]
+fn rendering_an_hour_of_20_requests_for_the_dashboard() {
+    let names: Vec<String> = (0..20).map(|i| format!("GET /api/{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let dir = results(&names, 3600, true);
+    let started = std::time::Instant::now();
+    let live = render_live(&dir.0, &live_page(), false).unwrap();
+    eprintln!(
+        "rendered an hour of 20 requests in {:?}: page {} bytes, update {} bytes",
+        started.elapsed(),
+        live.page.len(),
+        live.update.len()
+    );
+}
