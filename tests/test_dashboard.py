@@ -166,9 +166,24 @@ def test_the_page_updates_in_a_browser_and_runs_nothing_a_name_holds(target, tmp
         page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('live · updated')")
         seen = page.locator("#figure-count .value").inner_text()
         page.wait_for_function("seen => document.querySelector('#figure-count .value').textContent !== seen", arg=seen, timeout=10_000)
-        # Another page, then back: the reader's choice of page stays across updates.
+        # A zoom on the charts over time stays across updates (the chart is drawn again each time).
+        page.evaluate("location.hash = 'over-time'")
+        page.wait_for_function("() => window.hordeReport.xRange('time-users') !== null")
+        box = page.locator('[data-chart="time-users"] .u-over').bounding_box()
+        y = box["y"] + box["height"] / 2
+        page.mouse.move(box["x"] + box["width"] * 0.2, y)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)
+        page.mouse.up()
+        zoomed = page.evaluate("() => window.hordeReport.xRange('time-users')")
+        assert zoomed[0] > 0, f"the drag zoomed in: {zoomed}"
+        updated = page.locator("#live-state").inner_text()
+        page.wait_for_function("seen => document.getElementById('live-state').textContent !== seen", arg=updated)
+        assert page.evaluate("() => window.hordeReport.xRange('time-users')") == zoomed, "the zoom outlived the update"
+        # Another page: the reader's choice of page stays across updates.
         page.evaluate("location.hash = 'requests'")
-        page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('live · updated')")
+        updated = page.locator("#live-state").inner_text()
+        page.wait_for_function("seen => document.getElementById('live-state').textContent !== seen", arg=updated)
         page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('final report')", timeout=30_000)
         assert page.evaluate("document.getElementById('requests').classList.contains('current')")
         code, _, stderr = run.wait()

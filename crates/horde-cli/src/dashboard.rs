@@ -51,13 +51,55 @@ struct Published {
     finished: bool,
 }
 
-/// What the server, the renderer and the command share.
-struct Shared {
-    page: LivePage,
+/// Who may use the dashboard.
+struct Access {
+    token: String,
     /// Listening beyond loopback: every request must carry the token.
     token_required: bool,
     /// The port, for the loopback host check.
     port: u16,
+}
+
+impl Access {
+    /// On loopback, the Host a browser sends must be the dashboard's own: a page of another site
+    /// whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name. Beyond
+    /// loopback, the token (`?token=` or the `X-Horde-Token` header) is what admits.
+    fn admits(&self, headers: &hyper::HeaderMap, query: Option<&str>) -> Result<(), &'static str> {
+        if self.token_required {
+            return match given_token(headers, query).as_deref() == Some(self.token.as_str()) {
+                true => Ok(()),
+                false => Err("horde's dashboard needs the token printed with its address (?token=...)\n"),
+            };
+        }
+        let host = headers.get(hyper::header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let port = self.port;
+        let own = [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
+        match own.iter().any(|allowed| allowed == host) {
+            true => Ok(()),
+            false => Err("horde's dashboard answers only to its own address\n"),
+        }
+    }
+
+    /// A stop needs the token in a header, which a page of another site cannot send.
+    fn may_stop(&self, headers: &hyper::HeaderMap) -> bool {
+        headers.get("x-horde-token").and_then(|v| v.to_str().ok()) == Some(self.token.as_str())
+    }
+}
+
+/// The token a request gives: the `X-Horde-Token` header, or `?token=` in its URL.
+fn given_token(headers: &hyper::HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(header) = headers.get("x-horde-token").and_then(|v| v.to_str().ok()) {
+        return Some(header.to_string());
+    }
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == "token")
+        .map(|(_, value)| value.into_owned())
+}
+
+/// What the server, the renderer and the command share.
+struct Shared {
+    page: LivePage,
+    access: Access,
     latest: watch::Sender<Option<Arc<Published>>>,
     /// Open event streams: rendering happens only while somebody looks.
     viewers: AtomicUsize,
@@ -103,9 +145,8 @@ impl Dashboard {
             false => format!("http://{bound}/"),
         };
         let shared = Arc::new(Shared {
-            page: LivePage { token, control: args.dashboard_control, version: 0 },
-            token_required,
-            port: bound.port(),
+            page: LivePage { token: token.clone(), control: args.dashboard_control, version: 0 },
+            access: Access { token, token_required, port: bound.port() },
             latest: watch::Sender::new(None),
             viewers: AtomicUsize::new(0),
             wanted: AtomicBool::new(false),
@@ -270,40 +311,9 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
         .expect("a valid response")
 }
 
-/// The token a request gives: `?token=` in its URL, or the `X-Horde-Token` header.
-fn given_token(request: &Request<Incoming>) -> Option<String> {
-    if let Some(header) = request.headers().get("x-horde-token").and_then(|v| v.to_str().ok()) {
-        return Some(header.to_string());
-    }
-    let query = request.uri().query()?;
-    url::form_urlencoded::parse(query.as_bytes()).find(|(name, _)| name == "token").map(|(_, value)| value.into_owned())
-}
-
-/// On loopback, the Host a browser sends must be the dashboard's own: a page of another site
-/// whose name was made to resolve to 127.0.0.1 (DNS rebinding) sends its own name.
-fn host_allowed(request: &Request<Incoming>, shared: &Shared) -> bool {
-    if shared.token_required {
-        return true;
-    }
-    let Some(host) = request.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let port = shared.port;
-    [format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")]
-        .iter()
-        .any(|allowed| allowed == host)
-}
-
 async fn answer(request: Request<Incoming>, shared: &Arc<Shared>) -> Response<Body> {
-    if !host_allowed(&request, shared) {
-        return plain(StatusCode::FORBIDDEN, "horde's dashboard answers only to its own address\n");
-    }
-    let token_ok = given_token(&request).as_deref() == Some(shared.page.token.as_str());
-    if shared.token_required && !token_ok {
-        return plain(
-            StatusCode::FORBIDDEN,
-            "horde's dashboard needs the token printed with its address (?token=...)\n",
-        );
+    if let Err(refusal) = shared.access.admits(request.headers(), request.uri().query()) {
+        return plain(StatusCode::FORBIDDEN, refusal);
     }
     match (request.method().as_str(), request.uri().path()) {
         ("GET" | "HEAD", "/") => page(shared).await,
@@ -399,8 +409,7 @@ fn stop(request: &Request<Incoming>, shared: &Shared) -> Response<Body> {
             "this run's dashboard cannot stop it (start horde with --dashboard-control)\n",
         );
     }
-    let header = request.headers().get("x-horde-token").and_then(|v| v.to_str().ok());
-    if header != Some(shared.page.token.as_str()) {
+    if !shared.access.may_stop(request.headers()) {
         return plain(StatusCode::FORBIDDEN, "a stop needs the dashboard's token in the X-Horde-Token header\n");
     }
     crate::signals::interrupt_from_dashboard();
@@ -410,6 +419,38 @@ fn stop(request: &Request<Incoming>, shared: &Shared) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> hyper::HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| (hyper::header::HeaderName::from_static(name), value.parse().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn on_loopback_only_the_dashboards_own_host_is_admitted() {
+        let access = Access { token: "t0k".into(), token_required: false, port: 5665 };
+        for host in ["127.0.0.1:5665", "localhost:5665", "[::1]:5665"] {
+            assert!(access.admits(&headers(&[("host", host)]), None).is_ok(), "{host}");
+        }
+        for host in ["evil.example:5665", "127.0.0.1:80", ""] {
+            assert!(access.admits(&headers(&[("host", host)]), None).is_err(), "{host}");
+        }
+        assert!(access.admits(&hyper::HeaderMap::new(), None).is_err(), "no Host at all");
+    }
+
+    #[test]
+    fn beyond_loopback_the_token_admits_and_a_stop_needs_it_in_a_header() {
+        let access = Access { token: "t0k".into(), token_required: true, port: 5665 };
+        let any_host = headers(&[("host", "dashboard.example:5665")]);
+        assert!(access.admits(&any_host, Some("token=t0k")).is_ok());
+        assert!(access.admits(&any_host, Some("a=1&token=t0k")).is_ok());
+        assert!(access.admits(&headers(&[("x-horde-token", "t0k")]), None).is_ok());
+        assert!(access.admits(&any_host, Some("token=wrong")).is_err());
+        assert!(access.admits(&any_host, None).is_err());
+        assert!(access.may_stop(&headers(&[("x-horde-token", "t0k")])));
+        assert!(!access.may_stop(&any_host), "the token in the URL does not stop a run");
+    }
 
     #[test]
     fn an_address_is_a_port_or_an_ip_and_port() {

@@ -64,14 +64,30 @@
   }
 
   // ---- charts ------------------------------------------------------------------------
+  // A reader's zoom, by sync group: the live dashboard draws the charts again each interval,
+  // and the zoom stays (a double-click, back to the whole run, forgets it).
+  var zooms = {};
+  var creatingPlot = false;
+
+  function rememberZoom(key, plot, min, max) {
+    var xs = plot.data[0];
+    var whole = !xs || xs.length === 0 || (min <= xs[0] && max >= xs[xs.length - 1]);
+    if (whole) {
+      delete zooms[key];
+    } else {
+      zooms[key] = { min: min, max: max };
+    }
+  }
+
   function zoomTogether(key) {
     return function (plot, scaleKey) {
-      if (scaleKey !== "x" || syncingZoom) {
+      if (scaleKey !== "x" || syncingZoom || creatingPlot) {
         return;
       }
       syncingZoom = true;
       var min = plot.scales.x.min;
       var max = plot.scales.x.max;
+      rememberZoom(key, plot, min, max);
       (syncGroups[key] || []).forEach(function (other) {
         if (other !== plot) {
           other.setScale("x", { min: min, max: max });
@@ -358,10 +374,15 @@
         return s.values;
       })
     );
+    creatingPlot = true;
     var plot = new uPlot(options, data, element);
+    creatingPlot = false;
     plots.push({ plot: plot, element: element });
     if (spec.sync) {
       (syncGroups[spec.sync] = syncGroups[spec.sync] || []).push(plot);
+      if (zooms[spec.sync]) {
+        plot.setScale("x", zooms[spec.sync]);
+      }
     }
   }
 
@@ -574,6 +595,13 @@
   window.hordeReport = {
     refresh: function () {
       start(true);
+    },
+    // A drawn chart's x range, as the reader sees it (read by the tests).
+    xRange: function (chartId) {
+      var found = plots.filter(function (p) {
+        return p.element.getAttribute("data-chart") === chartId;
+      })[0];
+      return found ? [found.plot.scales.x.min, found.plot.scales.x.max] : null;
     },
   };
 })();
