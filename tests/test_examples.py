@@ -198,6 +198,42 @@ def test_compare(target, tmp_path):
     assert '<td class="name">all requests</td>' in page and '<td class="verdict worse">slower</td>' in page
 
 
+def test_live_dashboard(target, tmp_path):
+    """The example's page, read as a browser's EventSource would: updates during the run, the
+    last one final, its count the server's."""
+    import re
+    import urllib.request
+
+    process = subprocess.Popen(
+        ["bash", EXAMPLES / "live_dashboard.sh", target.url + "/delay/5", "--results", tmp_path / "results", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, "DURATION": "3s"},
+    )  # fmt: skip
+    try:
+        address = next(m.group(1) for line in process.stderr if (m := re.search(r"dashboard at (http://[^/]+)/", line)))
+        updates = []
+        with urllib.request.urlopen(address + "/events", timeout=60) as stream:
+            data = None
+            for raw in stream:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("data: "):
+                    data = json.loads(line[len("data: "):])
+                elif line == "" and data is not None:
+                    updates.append(data)
+                    if data["final"]:
+                        break
+                    data = None
+        process.stderr.read()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert len(updates) >= 2 and updates[-1]["final"]
+    count = int(re.search(r'id="figure-count"><div class="value">(\d+)<', updates[-1]["main"]).group(1))
+    [summary] = summaries(tmp_path)
+    assert count == summary["global"]["count"] > 0
+    # Requests still out at the deadline are cut, not counted: at most one a connection.
+    assert count <= target.stats()["total"] <= count + 10
+
+
 def test_every_example_is_covered():
     covered = {"jsf_journey.py", "some_file.txt", "seed004_load_simulation.py", "json_api.py", "plan.json",
                "quick_mode.sh", "workload_models.py", "capacity_sweep.py", "generated_documents.py",
@@ -207,7 +243,7 @@ def test_every_example_is_covered():
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
-               "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py"}
+               "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py", "live_dashboard.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
