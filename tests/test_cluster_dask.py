@@ -144,6 +144,44 @@ def test_an_interrupted_coordinator_stops_every_worker_and_keeps_what_they_sent(
     assert all(m["delivered"] for m in summary["machines"])
 
 
+def test_a_killed_coordinator_leaves_no_worker_sending(nginx, dask_cluster, tmp_path):
+    """SIGKILL: nothing of the coordinator runs any more, not even its stop. Its beat stops,
+    and each share stops itself (share.BEAT_TIMEOUT_S) instead of going on with a load nobody
+    counts; the results on disk are what was merged before the kill."""
+    from distributed import Client
+
+    results = tmp_path / "killed"
+    process = subprocess.Popen(["horde", "http", nginx.url + "/t15", "-d", "60s", "--rate", "200", "-c", "3", "-q",
+                                "--cluster", dask_cluster, "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def merged_some():
+            try:
+                return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
+            except (OSError, ValueError, KeyError):
+                return False
+
+        wait_until(merged_some, timeout=60, what="the coordinator's first merged interval")
+        process.kill()
+        process.communicate(timeout=30)
+        killed_at = time.monotonic()
+    finally:
+        stop_process(process)
+
+    def settled():
+        first = nginx.requests_served()
+        time.sleep(1.0)
+        return nginx.requests_served() == first
+
+    wait_until(settled, timeout=30, what="nginx's count to stop growing")
+    assert time.monotonic() - killed_at < 12, "the shares stopped within the beat's timeout (5 s) and a margin"
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["run"]["status"] == "running", "a killed coordinator's last summary says so"
+    # The workers are free again: nothing of the run is still processing.
+    with Client(dask_cluster, timeout=30) as client:
+        wait_until(lambda: not any(client.processing().values()), timeout=30, what="the workers to be idle")
+
+
 def test_queue_rows_go_to_one_worker_each(horde, logging_nginx, dask_cluster, tmp_path):
     rows = tmp_path / "rows.csv"
     rows.write_text("id\n" + "".join(f"{i}\n" for i in range(500)))
@@ -196,14 +234,15 @@ def test_a_run_ended_by_its_duration_counts_what_a_local_run_counts(horde, nginx
     # Each worker ends at the plan's duration by itself, as a local run does (the coordinator's
     # own deadline does not stop them early, which left part of the schedule unsent): what the
     # server saw was counted, but for a request in flight when a user was cut off at the end.
+    # 7 s: longer than a share waits for the coordinator's beat (5 s), which keeps it going.
     before = nginx.requests_served()
-    result = horde("http", nginx.url + "/duration", "--rate", "300", "-d", "3s", "-c", "3", "-q",
+    result = horde("http", nginx.url + "/duration", "--rate", "300", "-d", "7s", "-c", "3", "-q",
                    "--cluster", dask_cluster, timeout=RUN_TIMEOUT_S)
     assert result.code == 0, result.stderr
     summary = result.summary
     assert summary["run"]["status"] == "limit_reached"
     served, merged = nginx.requests_served() - before, summary["global"]["count"]
-    assert 900 <= merged <= served <= merged + summary["users"]["interrupted"]
+    assert 2100 <= merged <= served <= merged + summary["users"]["interrupted"]
 
 
 def test_a_worker_that_dies_ends_the_run_with_an_error(nginx, tmp_path):

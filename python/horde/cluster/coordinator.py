@@ -5,6 +5,7 @@ to each in its own clock; the stop; and, at the end, everything given back."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import threading
@@ -23,6 +24,8 @@ CLOCK_SAMPLES = 8
 SHARE_READY_TIMEOUT_S = 60.0
 # How long close() waits for a stop to reach the workers.
 STOP_WAIT_S = 5.0
+# The beat that keeps the shares going (share.BEAT_TIMEOUT_S without one stops them).
+BEAT_EVERY_S = 1.0
 
 
 class ClockOffset:
@@ -49,6 +52,8 @@ class Coordinator:
         self._offsets: dict[str, ClockOffset] = {}
         self._stopping: threading.Thread | None = None
         self._subscribed = False
+        self._closed = threading.Event()
+        self._beating: threading.Thread | None = None
 
     # -- what the engine calls ---------------------------------------------------------------
 
@@ -70,6 +75,8 @@ class Coordinator:
         self._topic.subscribe(self._client, self._inbox.put)
         self._client.subscribe_topic("all", self._cluster_event)
         self._subscribed = True
+        self._beating = threading.Thread(target=self._beat, name="horde-beat", daemon=True)
+        self._beating.start()
         for index, (address, plan) in enumerate(zip(self._machines, plans)):
             future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S,
                                          key=f"horde-{self._run_id}-{index}", workers=[address],
@@ -98,6 +105,7 @@ class Coordinator:
             self._stopping.start()
 
     def close(self) -> None:
+        self._closed.set()
         if any(not future.done() for future in self._futures):
             self.stop("the coordinator is done")
         if self._stopping is not None:
@@ -121,6 +129,20 @@ class Coordinator:
             if best is None or sample.rtt_ns < best.rtt_ns:
                 best = sample
         return best
+
+    def _beat(self) -> None:
+        """Tells every share, each BEAT_EVERY_S, that the coordinator lives; without it a share
+        stops by itself (share.BEAT_TIMEOUT_S)."""
+        loop = self._client.loop.asyncio_loop
+        while not self._closed.wait(BEAT_EVERY_S):
+            # One call a worker, none waited for: a worker that hangs delays no other's beat.
+            for address in self._machines:
+                try:
+                    beat = self._client.run(share.beat, self._run_id, workers=[address], wait=False,
+                                            on_error="ignore", asynchronous=True)
+                    asyncio.run_coroutine_threadsafe(beat, loop)
+                except Exception:  # noqa: BLE001 - a beat that cannot be sent is a missed beat, no more
+                    pass
 
     def _broadcast_stop(self, reason: str) -> None:
         self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")

@@ -14,6 +14,12 @@ from pathlib import Path
 from horde.cluster.transport import RunTopic
 
 
+# The coordinator beats every BEAT_EVERY_S (coordinator.py); a share that has heard none for
+# BEAT_TIMEOUT_S takes it as gone (killed, its machine lost) and stops itself: no share goes on
+# sending load that nobody counts. Locust's workers stop the same way when their master goes.
+BEAT_TIMEOUT_S = 5.0
+
+
 class ShareFailed(Exception):
     """A share that could not run (its plan, this machine's limits): the message says why."""
 
@@ -27,6 +33,16 @@ class _ShareState:
         self.runner = ShareRunner()
         self.started = threading.Event()
         self.start_ns = 0
+        self.last_beat = time.monotonic()
+        self.done = threading.Event()
+
+    def watch_the_coordinator(self) -> None:
+        """Stops the share once the coordinator's beat has been missing for BEAT_TIMEOUT_S."""
+        while not self.done.wait(0.25):
+            silent = time.monotonic() - self.last_beat
+            if silent > BEAT_TIMEOUT_S:
+                self.runner.stop(f"no beat from the coordinator for {silent:.1f} s: it is gone, so this share stops")
+                return
 
 
 # The shares of this process by run id, for the coordinator's start and stop.
@@ -80,9 +96,12 @@ def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float) -
     state = _register(run_id)
     results = Path(worker.local_directory) / "horde" / run_id / f"share-{share}"
     link = _Link(RunTopic(run_id), worker, state, ready_timeout_s)
+    watchdog = threading.Thread(target=state.watch_the_coordinator, name=f"horde-{run_id}-watchdog", daemon=True)
+    watchdog.start()
     try:
         code, text = state.runner.run(plan_json, str(results), link)
     finally:
+        state.done.set()
         with _lock:
             _shares.pop(run_id, None)
     if code != 0:
@@ -106,6 +125,15 @@ def start(run_id: str, starts: dict, dask_worker=None) -> None:
     if state is not None:
         state.start_ns = at
         state.started.set()
+
+
+async def beat(run_id: str) -> None:
+    """The coordinator is alive (run every BEAT_EVERY_S on the worker's event loop; a coroutine,
+    so that the coordinator need not wait for it)."""
+    with _lock:
+        state = _shares.get(run_id)
+    if state is not None:
+        state.last_beat = time.monotonic()
 
 
 def stop(run_id: str, reason: str) -> None:
