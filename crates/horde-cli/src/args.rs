@@ -419,6 +419,39 @@ pub struct SegmentArgs {
         conflicts_with_all = ["execution_segment", "share_spool", "coordinate_spool"]
     )]
     pub cluster: Option<String>,
+    /// With --cluster: what a lost worker (dead, gone from the cluster, silent for 10 s) does
+    /// to the run: the others go on (continue), or every worker stops (abort).
+    #[arg(long, value_enum, default_value = "continue", requires = "cluster")]
+    pub on_worker_loss: WorkerLoss,
+    /// With --cluster: a lost worker does not fail the command (exit 6); the run's status and
+    /// thresholds decide, and summary.json still names the worker lost.
+    #[arg(long, requires = "cluster")]
+    pub allow_worker_loss: bool,
+}
+
+/// `--on-worker-loss`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WorkerLoss {
+    #[default]
+    Continue,
+    Abort,
+}
+
+/// How a coordinated run takes a lost worker: the policy, and whether the command fails.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossHandling {
+    pub policy: horde_engine::cluster::WorkerLossPolicy,
+    pub allowed: bool,
+}
+
+impl SegmentArgs {
+    pub(crate) fn loss_handling(&self) -> LossHandling {
+        let policy = match self.on_worker_loss {
+            WorkerLoss::Continue => horde_engine::cluster::WorkerLossPolicy::Continue,
+            WorkerLoss::Abort => horde_engine::cluster::WorkerLossPolicy::Abort,
+        };
+        LossHandling { policy, allowed: self.allow_worker_loss }
+    }
 }
 
 /// What this process is in a run made by several: the hidden spool flags, or `--cluster`.
@@ -433,13 +466,18 @@ pub(crate) enum ClusterRole {
     /// A share started by a distributed engine, which links it to its coordinator.
     LinkedShare(Arc<dyn ShareLink>),
     /// The coordinator of shares on the machines of a distributed engine (`--cluster`).
-    Hosts(Arc<dyn ShareHosts>),
+    Hosts { hosts: Arc<dyn ShareHosts>, loss: LossHandling },
 }
 
 impl ClusterRole {
+    /// Whether a lost worker leaves the command's exit code alone (`--allow-worker-loss`).
+    pub(crate) fn worker_loss_allowed(&self) -> bool {
+        matches!(self, ClusterRole::Hosts { loss, .. } if loss.allowed)
+    }
+
     /// Whether this process coordinates shares, which hold the connections.
     pub(crate) fn coordinates(&self) -> bool {
-        matches!(self, ClusterRole::Coordinator { .. } | ClusterRole::Hosts(_))
+        matches!(self, ClusterRole::Coordinator { .. } | ClusterRole::Hosts { .. })
     }
 }
 

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 /// The machines of `--cluster`, given back to their engine (a cluster horde started is
 /// stopped) when the command is done with them.
-pub(crate) struct OpenCluster(Arc<dyn ShareHosts>);
+pub(crate) struct OpenCluster(Arc<dyn ShareHosts>, args::LossHandling);
 
 impl OpenCluster {
     pub fn role(&self) -> args::ClusterRole {
-        args::ClusterRole::Hosts(self.0.clone())
+        args::ClusterRole::Hosts { hosts: self.0.clone(), loss: self.1 }
     }
 }
 
@@ -60,7 +60,7 @@ pub(crate) fn open(
         ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
         ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
     })?;
-    let cluster = OpenCluster(hosts);
+    let cluster = OpenCluster(hosts, segment.loss_handling());
     // Checked now, before a results directory is made: a share without users.
     share_plans(&program.plan, &cluster.0.machines(), cluster.0.threads_per_share()).map_err(failure)?;
     Ok(Some(cluster))
@@ -73,12 +73,13 @@ pub(crate) fn coordinate_hosts(
     control: &RunControl,
     sink: &mut (dyn Sink + Send),
     hosts: Arc<dyn ShareHosts>,
+    on_loss: horde_engine::cluster::WorkerLossPolicy,
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
     let plans = share_plans(&program.plan, &machines, hosts.threads_per_share()).map_err(failure)?;
     let plans: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
-    let options = CoordinatorOptions::new(machines.len());
+    let options = CoordinatorOptions { on_loss, ..CoordinatorOptions::new(machines.len()) };
     horde_engine::cluster::run_coordinated(program, control, sink, hosts, &options).map_err(failure)
 }
 

@@ -23,5 +23,9 @@ pub const THRESHOLDS_FAILED: i32 = 99;
 /// `horde compare` (and `horde run --trials` with two plans) found a regression beyond the
 /// tolerance: something slower or worse. 99, as k6 users script around for failed thresholds.
 pub const REGRESSION: i32 = 99;
+/// With `--cluster`: a worker was lost during the run (it died, left the cluster or went
+/// silent), so part of the load was not delivered; the results name it (`machines[].lost`).
+/// `--allow-worker-loss` leaves the exit code to the run's status and thresholds.
+pub const WORKER_LOST: i32 = 6;
 /// Interrupted by Ctrl-C or SIGTERM; the results measured until then are on disk.
 pub const INTERRUPTED: i32 = 130;

@@ -542,15 +542,16 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         // Scripts and CI read the last line of stdout to find the results.
         print_text(&format!("{}\n", dir.display()));
     }
-    Ok(run_exit_code(finished.status, !lost.is_empty(), thresholds_failed))
+    let share_lost = !lost.is_empty() && !role.worker_loss_allowed();
+    Ok(run_exit_code(finished.status, share_lost, thresholds_failed))
 }
 
-/// An interruption wins (the verdicts judged part of a run); then a lost share (horde did not
-/// deliver the load); then the thresholds.
+/// An interruption wins (the verdicts judged part of a run); then a lost worker (horde did
+/// not deliver the load); then the thresholds.
 fn run_exit_code(status: RunStatus, share_lost: bool, thresholds_failed: bool) -> i32 {
     match status {
         RunStatus::Interrupted => exit::INTERRUPTED,
-        _ if share_lost => exit::RUN_FAILED,
+        _ if share_lost => exit::WORKER_LOST,
         RunStatus::AbortedByThreshold => exit::THRESHOLDS_FAILED,
         _ if thresholds_failed => exit::THRESHOLDS_FAILED,
         _ => exit::OK,
@@ -726,7 +727,9 @@ pub(crate) fn run_into_with(
             horde_engine::cluster::run_share(program, &control, &mut sink, log_output, link.clone())
                 .map_err(cluster::failure)
         }
-        args::ClusterRole::Hosts(hosts) => cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone()),
+        args::ClusterRole::Hosts { hosts, loss } => {
+            cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone(), loss.policy)
+        }
     };
     signals::stop_routing();
     let result = result?;

@@ -82,6 +82,29 @@ impl CoordinatorLink for PyShareHosts {
             })
         })
     }
+
+    fn lost_shares(&self) -> Vec<(usize, String)> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let lost = self.coordinator.call_method0(py, "lost_shares");
+                lost.and_then(|l| l.extract::<Vec<(usize, String)>>(py)).unwrap_or_else(|err| {
+                    err.print(py);
+                    Vec::new()
+                })
+            })
+        })
+    }
+
+    fn stop_share(&self, share: usize, reason: &str) {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                if let Err(err) = self.coordinator.call_method1(py, "stop_share", (share, reason)) {
+                    // The share then stops on its own once its coordinator's beat is gone.
+                    err.print(py);
+                }
+            })
+        })
+    }
 }
 
 impl ShareHosts for PyShareHosts {

@@ -46,8 +46,9 @@ class Coordinator:
         self._run_id = uuid.uuid4().hex[:16]
         self._topic = RunTopic(self._run_id)
         self._inbox: queue.Queue = queue.Queue()
-        # Why the run cannot go on (a share's task failed, its worker left), once known.
-        self._failure: str | None = None
+        # Shares lost (their task failed, their worker left) not yet reported to the engine.
+        self._lost: list[tuple[int, str]] = []
+        self._lost_lock = threading.Lock()
         self._futures: list = []
         self._offsets: dict[str, ClockOffset] = {}
         self._stopping: threading.Thread | None = None
@@ -85,8 +86,6 @@ class Coordinator:
             self._futures.append(future)
 
     def receive(self, timeout: float) -> bytes | None:
-        if self._failure is not None:
-            raise RuntimeError(self._failure)
         try:
             return self._inbox.get(timeout=timeout)
         except queue.Empty:
@@ -95,6 +94,22 @@ class Coordinator:
     def start(self, at_ns: int) -> None:
         starts = {address: at_ns + offset.offset_ns for address, offset in self._offsets.items()}
         self._client.run(share.start, self._run_id, starts, workers=self._machines)
+
+    def lost_shares(self) -> list[tuple[int, str]]:
+        """The shares lost since the last call: (index, why); the engine's policy decides."""
+        with self._lost_lock:
+            lost, self._lost = self._lost, []
+        return lost
+
+    def stop_share(self, index: int, reason: str) -> None:
+        """Stops one share the engine gave up, and forgets its task (a task pinned to a worker
+        that left would otherwise run again if a worker came back at that address, dask#7346)."""
+        if index < len(self._futures):
+            self._futures[index].cancel()
+        address = self._machines[index]
+        threading.Thread(target=self._client.run, args=(share.stop, self._run_id, reason),
+                         kwargs={"workers": [address], "on_error": "ignore"}, name="horde-stop-share",
+                         daemon=True).start()
 
     def stop(self, reason: str) -> None:
         # On a thread of its own: the engine's collector calls this, and must not wait on a
@@ -148,9 +163,9 @@ class Coordinator:
         self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")
 
     def _share_done(self, future, index: int, address: str) -> None:
-        """A share's task ended (on the client's event loop): an error ends the run."""
+        """A share's task ended (on the client's event loop): an error loses the share."""
         if future.status == "error":
-            self._fail(str(future.exception()) or f"share {index} on {address} failed")
+            self._lose(index, str(future.exception()) or f"share {index} on {address} failed")
 
     def _cluster_event(self, event) -> None:
         """The scheduler's events for every topic: a worker of ours removed is a lost share."""
@@ -162,8 +177,8 @@ class Coordinator:
             return
         index = self._machines.index(address)
         if index < len(self._futures) and not self._futures[index].done():
-            self._fail(f"share {index}'s worker {address} left the Dask cluster (it died or was stopped)")
+            self._lose(index, f"share {index}'s worker {address} left the Dask cluster (it died or was stopped)")
 
-    def _fail(self, why: str) -> None:
-        if self._failure is None:
-            self._failure = why
+    def _lose(self, index: int, why: str) -> None:
+        with self._lost_lock:
+            self._lost.append((index, why))

@@ -23,8 +23,22 @@ pub struct CoordinatorOptions {
     /// How far ahead of "every share is ready" the start is set, for it to reach every share
     /// in time.
     pub start_margin: Duration,
-    /// A share not heard from for this long is lost: the run stops, and its results say so.
+    /// A share not heard from for this long is lost, and its results say so.
     pub silence_limit: Duration,
+    /// What a lost share does to the run.
+    pub on_loss: WorkerLossPolicy,
+}
+
+/// What a lost share (its worker dead, gone from the cluster, or silent) does to the run.
+/// Either way the results say which share was lost, when and why (`machines[].lost`), and the
+/// load it did not deliver is not in them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkerLossPolicy {
+    /// The other shares go on to the run's end.
+    #[default]
+    Continue,
+    /// Every share stops: the run ends `stopped`.
+    Abort,
 }
 
 impl CoordinatorOptions {
@@ -36,6 +50,7 @@ impl CoordinatorOptions {
             ready_timeout: Duration::from_secs(30),
             start_margin: Duration::from_millis(500),
             silence_limit: Duration::from_secs(10),
+            on_loss: WorkerLossPolicy::Continue,
         }
     }
 }
@@ -73,6 +88,7 @@ pub fn run_coordinated(
         snapshots,
         done: done.clone(),
         silence_limit: options.silence_limit,
+        on_loss: options.on_loss,
     };
     let inlet = std::thread::Builder::new()
         .name("horde-inlet".into())
@@ -206,6 +222,7 @@ struct Inlet {
     snapshots: mpsc::Sender<Snapshot>,
     done: Arc<AtomicBool>,
     silence_limit: Duration,
+    on_loss: WorkerLossPolicy,
 }
 
 impl Inlet {
@@ -225,6 +242,7 @@ impl Inlet {
                 }
             }
             self.lose_silent_shares();
+            self.lose_shares_the_engine_lost();
             let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
             if machines.iter().all(|m| m.finished) {
                 // Dropping the sender tells the collector that nothing more comes.
@@ -264,15 +282,37 @@ impl Inlet {
         }
     }
 
+    /// Shares the distributed engine reports gone (a worker that died or left).
+    fn lose_shares_the_engine_lost(&self) {
+        let lost = self.link.lost_shares();
+        if lost.is_empty() {
+            return;
+        }
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        for (share, reason) in lost {
+            if let Some(machine) = machines.get_mut(share).filter(|m| !m.finished) {
+                self.give_up(machine, reason);
+            }
+        }
+    }
+
+    /// The link itself failed: nothing can come from any share, whatever the policy.
     fn lose_every_share(&self, reason: &str) {
+        self.ledger.request_stop(reason.to_string());
         let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
         for machine in machines.iter_mut().filter(|m| !m.finished) {
             self.give_up(machine, reason.to_string());
         }
     }
 
+    /// Counts a share out: the collector is told it has finished (so that it does not wait for
+    /// it), the share is told to stop (it may still be running, only silent), and with
+    /// `abort` so is the run.
     fn give_up(&self, machine: &mut Machine, reason: String) {
-        self.ledger.request_stop(reason.clone());
+        if self.on_loss == WorkerLossPolicy::Abort {
+            self.ledger.request_stop(format!("{reason} (--on-worker-loss abort)"));
+        }
+        self.link.stop_share(machine.ready.share, &reason);
         machine.lost = Some(reason);
         machine.finished = true;
         let last = Snapshot {

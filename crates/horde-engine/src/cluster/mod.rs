@@ -14,7 +14,7 @@ mod coordinator;
 mod share;
 pub mod spool;
 
-pub use coordinator::{run_coordinated, CoordinatorOptions};
+pub use coordinator::{run_coordinated, CoordinatorOptions, WorkerLossPolicy};
 pub use share::run_share;
 pub(crate) use share::ShareRole;
 
@@ -46,6 +46,14 @@ pub trait CoordinatorLink: Send + Sync {
     fn start(&self, at: SystemTime) -> Result<(), String>;
     /// Asks every share to stop (the run was interrupted, stopped, or hit its limit).
     fn stop(&self, reason: &str);
+    /// The shares the distributed engine knows are gone (a worker that died or left the
+    /// cluster, a share's task that failed), each reported once: its index and why.
+    fn lost_shares(&self) -> Vec<(usize, String)> {
+        Vec::new()
+    }
+    /// Asks one share to stop, whether or not it still runs: one given up while the others go
+    /// on must not go on sending.
+    fn stop_share(&self, _share: usize, _reason: &str) {}
 }
 
 /// Machines that a distributed engine (Dask, through horde.cluster) gives a coordinator, one
