@@ -577,9 +577,9 @@ class CassandraNode:
     """One Apache Cassandra 5.0 process (scripts/cassandra, its jars fetched from Maven Central
     by scripts/test.sh) on its own loopback address, stopped by its PID."""
 
-    def __init__(self, directory, port, storage_port, address="127.0.0.1", seed=None):
+    def __init__(self, directory, port, storage_port, address="127.0.0.1", seed=None, tls_pem=None):
         self.directory, self.port, self.address = directory, port, address
-        env = {**os.environ, "ADDRESS": address, "SEED": seed or address}
+        env = {**os.environ, "ADDRESS": address, "SEED": seed or address, "TLS_PEM": str(tls_pem or "")}
         started = subprocess.run(["bash", str(CASSANDRA_SCRIPT), str(directory), str(port), str(storage_port)],
                                  capture_output=True, text=True, timeout=60, env=env)
         if started.returncode != 0:
@@ -617,7 +617,16 @@ class Cassandra:
         self.directory = Path(tempfile.mkdtemp(prefix="horde-cassandra-"))
         self.port = free_port()
         storage_port = free_port()
-        self.nodes = [CassandraNode(self.directory / "n1", self.port, storage_port)]
+        # Clients may speak TLS to the first node, or not: ``tls`` are the certificates
+        # (tests/tls_material.py; the node's is "server", its CA "ca").
+        import tls_material
+
+        (self.directory / "tls").mkdir(parents=True)
+        self.tls = tls_material.make(self.directory / "tls")
+        server_certificate, server_key = self.tls["server"]
+        tls_pem = self.directory / "tls" / "node.pem"
+        tls_pem.write_bytes(server_key.read_bytes() + server_certificate.read_bytes())
+        self.nodes = [CassandraNode(self.directory / "n1", self.port, storage_port, tls_pem=tls_pem)]
         try:
             self.nodes[0].wait_ready()
             # The others join through the seed, all at once (they start empty: no streaming).

@@ -3,6 +3,7 @@ counted by horde and by the server, values that flow from a query into the next 
 seed 002's asynchronous writes read back with `eventually`, errors by kind, bad input."""
 
 import json
+import time
 
 import pytest
 
@@ -217,3 +218,66 @@ scn = scenario("pages").exec(
     assert (by_row["one page"]["ok"], by_row["one page"]["ko"]) == (2, 0)
     plan = json.loads(horde("plan", tmp_path / "sim.py", "-D", "cluster=127.0.0.1:9042", results=False).stdout)
     assert plan["scenarios"][0]["steps"][0]["page_size"] == 10
+
+
+def horde_connections(cassandra):
+    """The connections of horde's driver to the node, as the node lists them."""
+    return [row for row in cassandra.execute("SELECT driver_name, ssl_enabled FROM system_views.clients")
+            if "rust" in (row.driver_name or "").lower()]
+
+
+def watched_run(tmp_path, cassandra, cluster_settings, sim_name):
+    """A run of one user holding its connections for 4 s, and what the node listed meanwhile."""
+    import subprocess
+
+    from conftest import wait_until
+
+    sim = tmp_path / f"{sim_name}.py"
+    sim.write_text(f'''
+from horde import at_once_users, cql, param, scenario, setup
+cluster = cql.cluster(param("cluster")){cluster_settings}
+scn = scenario("held").exec(cql("version").query("SELECT release_version FROM system.local")).pause(4) \\
+    .exec(cql("again").query("SELECT release_version FROM system.local"))
+setup(scn.inject(at_once_users(1)), protocol=[cluster], max_duration=60, workers=1)
+''')
+    process = subprocess.Popen(["horde", "run", str(sim), "-D", f"cluster={cassandra.contact_point}", "-q",
+                                "--results", str(tmp_path / "results")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        wait_until(lambda: horde_connections(cassandra), timeout=30, what="horde's connections on the node")
+        time.sleep(0.5)
+        seen = horde_connections(cassandra)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    return seen
+
+
+def test_tls_with_a_ca_file_and_a_pool_of_connections_as_the_node_sees_them(tmp_path, cassandra):
+    ca_file, _ = cassandra.tls["ca"]
+    plain = watched_run(tmp_path, cassandra, "", "plain")
+    assert plain and not any(row.ssl_enabled for row in plain), plain
+    pooled = watched_run(tmp_path, cassandra, f".tls(ca_file={str(ca_file)!r}).pool_size(3)", "tls")
+    assert all(row.ssl_enabled for row in pooled), pooled
+    # The pool's extra connections, on the one node: 2 more than the default pool of one.
+    assert len(pooled) == len(plain) + 2, (len(plain), len(pooled))
+
+
+def test_a_node_certificate_the_ca_file_does_not_vouch_for_stops_the_run_before_it_starts(horde, tmp_path, cassandra):
+    stranger, _ = cassandra.tls["unknown_ca"]
+    sim = simulation(tmp_path, 'scn = scenario("s").exec(cql("v").query("SELECT release_version FROM system.local"))', users=1)
+    sim.write_text(sim.read_text().replace('cql.cluster(param("cluster"))',
+                                           f'cql.cluster(param("cluster")).tls(ca_file={str(stranger)!r})'))
+    result = horde("run", sim, "-D", f"cluster={cassandra.contact_point}")
+    assert result.code == 3, result.stderr
+    assert "cannot connect to the CQL cluster" in result.stderr and "certificate" in result.stderr.lower(), result.stderr
+
+
+def test_a_missing_ca_file_is_named_with_its_plan_path(horde, tmp_path, cassandra):
+    sim = simulation(tmp_path, 'scn = scenario("s").exec(cql("v").query("SELECT release_version FROM system.local"))', users=1)
+    sim.write_text(sim.read_text().replace('cql.cluster(param("cluster"))',
+                                           'cql.cluster(param("cluster")).tls(ca_file="no-such-ca.pem").pool_size(2)'))
+    result = horde("run", sim, "-D", f"cluster={cassandra.contact_point}")
+    assert result.code == 2, result.stderr
+    assert "cql.tls.ca_file" in result.stderr and "no-such-ca.pem" in result.stderr, result.stderr

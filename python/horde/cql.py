@@ -95,6 +95,8 @@ class CqlCluster(Protocol):
     password: Optional[str] = None
     default_consistency: str = "local_one"
     request_timeout_ms: int = 10_000
+    tls_settings: Optional[dict] = None
+    pool_size_per_host: Optional[int] = None
 
     def consistency(self, level):
         """Statements' consistency unless one sets its own (``local_one`` by default, as drivers)."""
@@ -110,6 +112,26 @@ class CqlCluster(Protocol):
             raise DslError(f"timeout() takes seconds, more than 0; got {seconds!r}")
         return replace(self, request_timeout_ms=int(seconds * 1000))
 
+    def tls(self, ca_file=None, verify=True):
+        """TLS to every node (Cassandra's ``client_encryption_options``): each node's certificate
+        verified against the system's roots and the certificate authorities of ``ca_file`` (a PEM
+        file, relative to the simulation); it must list the node's IP address. ``verify=False``
+        accepts any certificate."""
+        if not isinstance(verify, bool):
+            raise DslError(f"tls(verify=...) is True or False; got {verify!r}")
+        settings = {"verify": verify}
+        if ca_file is not None:
+            if not verify:
+                raise DslError("tls(): a ca_file is for verifying certificates, not with verify=False")
+            settings["ca_file"] = _text(str(ca_file), "tls(ca_file=...)")
+        return replace(self, tls_settings=settings)
+
+    def pool_size(self, connections):
+        """Connections each worker thread keeps to each node (1 by default)."""
+        if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
+            raise DslError(f"pool_size() takes a number of connections, at least 1; got {connections!r}")
+        return replace(self, pool_size_per_host=connections)
+
     @classmethod
     def check_given(cls, given):
         if len(given) > 1:
@@ -123,9 +145,11 @@ class CqlCluster(Protocol):
     def to_plan(self):
         plan = {"contact_points": list(self.contact_points), "consistency": self.default_consistency,
                 "request_timeout_ms": self.request_timeout_ms}
-        for key in ("keyspace", "local_datacenter", "user", "password"):
+        for key in ("keyspace", "local_datacenter", "user", "password", "pool_size_per_host"):
             if getattr(self, key) is not None:
                 plan[key] = getattr(self, key)
+        if self.tls_settings is not None:
+            plan["tls"] = dict(self.tls_settings)
         return plan
 
 

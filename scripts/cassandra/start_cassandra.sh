@@ -6,7 +6,7 @@
 # accepting connections (about 10 s). Stop: kill PID (SIGTERM; it flushes and exits in seconds).
 # usage: start_cassandra.sh DIR PORT STORAGE_PORT [HEAP]        e.g. HEAP=512M
 # A node of a cluster on one machine: ADDRESS=127.0.0.2 SEED=127.0.0.1 start_cassandra.sh ... (every
-# node on its own loopback address, the same ports; the seed started first).
+# node on its own loopback address, the same ports; the seed started first). TLS: below.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIR=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -19,6 +19,18 @@ SEED=${SEED:-$ADDRESS}
 sed -e "s#DATA/#$DIR/#g" -e "s#^listen_address: .*#listen_address: $ADDRESS#" -e "s#^rpc_address: .*#rpc_address: $ADDRESS#" -e "s#^native_transport_port: .*#native_transport_port: $PORT#" \
     -e "s#^storage_port: .*#storage_port: $STORAGE_PORT#" -e "s#127.0.0.1:7000#$SEED:$STORAGE_PORT#" \
     "$HERE/conf/cassandra.yaml" > "$DIR/cassandra.yaml"
+# TLS_PEM=FILE (a private key and its certificate chain, PEM): clients may speak TLS on the CQL
+# port, or not (optional: true), as a cluster moving to TLS accepts both.
+if [ -n "${TLS_PEM:-}" ]; then
+    cat >> "$DIR/cassandra.yaml" <<YAML
+client_encryption_options:
+  enabled: true
+  optional: true
+  ssl_context_factory:
+    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory
+  keystore: $TLS_PEM
+YAML
+fi
 # The JVM options of Cassandra 5.0's own conf/jvm17-server.options, which Java 17 needs.
 OPENS=(java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref
        java.base/jdk.internal.reflect java.base/jdk.internal.math java.base/jdk.internal.module

@@ -819,6 +819,16 @@ pub struct CqlArgs {
     pub user: Option<String>,
     #[arg(long, env = "HORDE_CQL_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+    /// Speak TLS to the nodes, trusting the certificate authorities of this PEM file besides
+    /// the system's (each node's certificate must list its IP address).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Speak TLS to the nodes, verifying the system's trusted roots only.
+    #[arg(long, conflicts_with = "cacert")]
+    pub tls: bool,
+    /// Connections each worker thread keeps to each node [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pool_size: Option<u32>,
     /// Seed of keys, operations and values: the same seed gives the same sequence per user.
     #[arg(long)]
     pub seed: Option<u64>,

@@ -11,7 +11,7 @@ use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_metrics::{LatencyStats, RequestStats, RunStatus};
 use horde_plan::{
-    cql_table_name_problem, Consistency, CoreStep, CqlCluster, CqlStep, Injection, OnCheckFailure, Plan, RunOptions,
+    cql_table_name_problem, Consistency, CoreStep, CqlCluster, CqlTls, CqlStep, Injection, OnCheckFailure, Plan, RunOptions,
     Scenario, ThrottleStep, YcsbDistribution, YcsbPhase, YcsbStep, YcsbWorkload, MAX_DURATION_MS,
 };
 use horde_report::render_console;
@@ -122,6 +122,12 @@ impl Workload {
                 password: args.password.clone(),
                 consistency,
                 request_timeout_ms: 10_000,
+                tls: match (&args.cacert, args.tls) {
+                    (Some(file), _) => Some(CqlTls { verify: true, ca_file: Some(file.display().to_string()) }),
+                    (None, true) => Some(CqlTls { verify: true, ca_file: None }),
+                    (None, false) => None,
+                },
+                pool_size_per_host: args.pool_size,
             },
             workload,
             phases,

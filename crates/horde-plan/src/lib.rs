@@ -35,7 +35,7 @@ pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use protocol::couchdb::CouchdbStep;
 pub use protocol::couchdb::{crud_rule_violations, CouchdbBulkInsert, CouchdbCrud, CrudCounts, CrudRule, CrudWeights};
 pub use protocol::cql::{
-    bind_markers, Consistency, CqlBatch, CqlBatchKind, CqlBatchStatement, CqlCluster, CqlStatement, CqlStep,
+    bind_markers, Consistency, CqlBatch, CqlBatchKind, CqlBatchStatement, CqlCluster, CqlStatement, CqlStep, CqlTls,
     SerialConsistency,
 };
 pub use protocol::http::http_url_problem;

@@ -141,6 +141,8 @@ mod tests {
             password: Some("s3cret".into()),
             consistency: crate::Consistency::LocalOne,
             request_timeout_ms: 10_000,
+            tls: None,
+            pool_size_per_host: None,
         });
         let shown = plan.redacted();
         assert_eq!(shown.cql.as_ref().and_then(|c| c.password.as_deref()), Some(REDACTED));

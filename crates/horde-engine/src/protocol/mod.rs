@@ -73,7 +73,7 @@ impl Lowerings {
             http: self.http.finish(plan, cx),
             sockets: self.sockets.finish(),
             sql: self.sql.finish(plan),
-            cql: self.cql.finish(plan),
+            cql: self.cql.finish(plan, cx),
         }
     }
 }

@@ -143,6 +143,31 @@ pub struct CqlCluster {
     /// How long a statement may take before it fails with `request_timeout`.
     #[serde(default = "default_cql_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// TLS to every node (Cassandra's `client_encryption_options`); cleartext when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<CqlTls>,
+    /// Connections each worker thread keeps to each node (the driver's pool); 1 when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size_per_host: Option<u32>,
+}
+
+/// How connections to the nodes are encrypted and verified. A node is verified by its IP
+/// address (the driver connects to the addresses the cluster gives), which its certificate
+/// must list.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CqlTls {
+    /// Verify each node's certificate against the system's trusted roots (and `ca_file`). Off,
+    /// any certificate is accepted.
+    #[serde(default = "default_verify")]
+    pub verify: bool,
+    /// A PEM file of certificate authorities to trust besides the system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+}
+
+fn default_verify() -> bool {
+    true
 }
 
 fn default_consistency() -> Consistency {
@@ -263,6 +288,12 @@ pub(crate) fn validate_settings(v: &mut Validator, plan: &Plan) {
     }
     if cluster.request_timeout_ms == 0 {
         v.error("cql.request_timeout_ms", "must be more than 0");
+    }
+    if cluster.pool_size_per_host == Some(0) {
+        v.error("cql.pool_size_per_host", "must be at least 1 (connections to each node per worker thread)");
+    }
+    if let Some(CqlTls { verify: false, ca_file: Some(_) }) = &cluster.tls {
+        v.error("cql.tls.ca_file", "a CA file is for verifying certificates: not with verify false");
     }
 }
 

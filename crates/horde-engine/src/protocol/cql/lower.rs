@@ -102,9 +102,20 @@ impl CqlLowering {
         }
     }
 
-    pub(crate) fn finish(self, plan: &Plan) -> CqlProgram {
+    /// The run's cluster settings, a CA file resolved against the plan's directory and read
+    /// once here, so that a missing or unusable one is named before anything runs.
+    pub(crate) fn finish(self, plan: &Plan, cx: &mut LoweringContext) -> CqlProgram {
+        let mut cluster = plan.cql.clone();
+        if let Some(tls) = cluster.as_mut().and_then(|c| c.tls.as_mut()) {
+            if let Some(file) = &tls.ca_file {
+                tls.ca_file = Some(cx.resolve_file(file).display().to_string());
+            }
+            if let Err(why) = super::tls::client_config(tls) {
+                cx.errors.push(horde_plan::PlanError::new("cql.tls.ca_file", why));
+            }
+        }
         CqlProgram {
-            cluster: plan.cql.clone(),
+            cluster,
             statements: self.statements,
             request_timeout: Duration::from_millis(plan.cql.as_ref().map_or(10_000, |c| c.request_timeout_ms)),
         }

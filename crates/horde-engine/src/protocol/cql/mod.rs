@@ -8,6 +8,7 @@
 mod error;
 pub(crate) mod lower;
 mod run;
+mod tls;
 mod values;
 pub(crate) mod ycsb;
 

@@ -65,7 +65,7 @@ impl UserCql {
 }
 
 /// A driver session to the cluster: token-aware, preferring the local datacenter when one is
-/// named, with the cluster's consistency and timeout as its defaults.
+/// named, with the cluster's consistency and timeout as its defaults, its TLS and its pool.
 pub(crate) async fn connect(cluster: &CqlCluster, timeout: Duration) -> Result<Session, String> {
     let mut policy = DefaultPolicy::builder().token_aware(true);
     if let Some(datacenter) = &cluster.local_datacenter {
@@ -85,6 +85,12 @@ pub(crate) async fn connect(cluster: &CqlCluster, timeout: Duration) -> Result<S
     }
     if let Some(keyspace) = &cluster.keyspace {
         builder = builder.use_keyspace(keyspace, false);
+    }
+    if let Some(tls) = &cluster.tls {
+        builder = builder.tls_context(Some(super::tls::client_config(tls)?));
+    }
+    if let Some(connections) = cluster.pool_size_per_host.and_then(|n| std::num::NonZeroUsize::new(n as usize)) {
+        builder = builder.pool_size(scylla::client::PoolSize::PerHost(connections));
     }
     builder.build().await.map_err(|e| e.to_string())
 }
