@@ -121,6 +121,108 @@
     };
   }
 
+  // ---- legends: the cursor's point, else a resting one --------------------------------
+  // uPlot's legend shows "-" for every series until the cursor is over the chart: a
+  // screenshot or a printed page would read nothing. Without a cursor it shows a resting point:
+  // the last one of a chart over time, p99 on a spectrum, the tallest bin of a histogram.
+  function restingIndex(spec) {
+    if (spec.resting !== undefined) {
+      return spec.resting;
+    }
+    var at = -1;
+    var hasValue = function (i) {
+      return spec.series.some(function (s) {
+        return s.values[i] !== null && s.values[i] !== undefined;
+      });
+    };
+    if (spec.kind === "spectrum") {
+      spec.x.forEach(function (x, i) {
+        if (hasValue(i) && (at < 0 || Math.abs(x - 2) < Math.abs(spec.x[at] - 2))) {
+          at = i;
+        }
+      });
+    } else if (spec.kind === "histogram") {
+      var values = spec.series[0].values;
+      values.forEach(function (v, i) {
+        if (v !== null && (at < 0 || v > values[at])) {
+          at = i;
+        }
+      });
+    } else {
+      for (var i = spec.x.length - 1; i >= 0 && at < 0; i--) {
+        if (hasValue(i)) {
+          at = i;
+        }
+      }
+    }
+    spec.resting = at;
+    return at;
+  }
+
+  function legendX(spec) {
+    return function (plot, v, seriesIndex, idx) {
+      var at = idx === null || idx === undefined ? restingIndex(spec) : idx;
+      var x = spec.x[at];
+      if (x === undefined || x === null) {
+        return "-";
+      }
+      if (spec.kind === "spectrum") {
+        return percentileLabel(x);
+      }
+      if (spec.kind === "histogram") {
+        return round(x) + " ms";
+      }
+      var text = durationLabel(x);
+      var notes = [];
+      if (at === spec.x.length - 1 && idx !== at) {
+        notes.push("last");
+      }
+      if (spec.partial && x === spec.partial.x) {
+        notes.push("partial: " + round(spec.partial.seconds) + " s of " + round(spec.partial.of_seconds));
+      }
+      return notes.length ? text + " (" + notes.join(", ") + ")" : text;
+    };
+  }
+
+  function legendValue(spec, s) {
+    return function (plot, v, seriesIndex, idx) {
+      var value = idx === null || idx === undefined ? s.values[restingIndex(spec)] : v;
+      return value === null || value === undefined ? "-" : round(value) + " " + s.unit;
+    };
+  }
+
+  // The run ended part-way through the last point: its rates are over the time it measured
+  // (summed counts / that time), and a dashed line with a note says the point is shorter.
+  function markPartialPoint(options, spec) {
+    if (!spec.partial) {
+      return;
+    }
+    var partial = spec.partial;
+    options.hooks.draw = (options.hooks.draw || []).concat(function (plot) {
+      var x = plot.valToPos(partial.x, "x", true);
+      var top = plot.bbox.top;
+      var bottom = top + plot.bbox.height;
+      if (!(x >= plot.bbox.left - 1 && x <= plot.bbox.left + plot.bbox.width + 1)) {
+        return;
+      }
+      var context = plot.ctx;
+      context.save();
+      context.strokeStyle = "#777777";
+      context.lineWidth = devicePixelRatio;
+      context.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      context.beginPath();
+      context.moveTo(x, top);
+      context.lineTo(x, bottom);
+      context.stroke();
+      context.fillStyle = "#555555";
+      context.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
+      context.textAlign = "right";
+      context.textBaseline = "top";
+      context.fillText("partial: last " + round(partial.seconds) + " s of " + round(partial.of_seconds) + " s", x - 4 * devicePixelRatio, top + 4 * devicePixelRatio);
+      context.restore();
+    });
+  }
+
   // ---- the compare page's charts: x is the rows of a metric block ---------------------
   // `change`: each row's change as a dot coloured by its verdict, its interval as a whisker,
   // the tolerance as a shaded band around 0. `runs`: each run's value, A's and B's side by
@@ -333,7 +435,7 @@
       axes.push(axis);
     });
     var steps = spec.kind === "histogram" ? uPlot.paths.stepped({ align: 1 }) : undefined;
-    var series = [{ label: axes[0].label, value: function (plot, v) { return v === null ? "-" : spec.kind === "spectrum" ? percentileLabel(v) : round(v); } }];
+    var series = [{ label: axes[0].label, value: legendX(spec) }];
     spec.series.forEach(function (s) {
       series.push({
         label: s.label,
@@ -342,9 +444,7 @@
         width: 1.5,
         paths: steps,
         points: { show: spec.x.length < 60 },
-        value: function (plot, v) {
-          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
-        },
+        value: legendValue(spec, s),
       });
     });
     var options = {
@@ -363,6 +463,7 @@
         return s.values;
       })
     );
+    markPartialPoint(options, spec);
     var plot = new uPlot(options, data, element);
     plots.push({ plot: plot, element: element });
     if (spec.sync) {
