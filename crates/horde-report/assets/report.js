@@ -232,25 +232,58 @@
     return spec.labels[i] === undefined ? "" : spec.labels[i];
   }
 
-  function rowsAxis(spec) {
-    return {
-      label: spec.kind === "change" ? "" : "row",
+  function rowsAxis(spec, width) {
+    var ticks = spec.ticks || spec.labels;
+    var axis = {
+      label: spec.x_label || (spec.kind === "change" ? "" : "row"),
       splits: function () {
         return spec.labels.map(function (label, i) {
           return i;
         });
       },
-      values: function (plot, splits) {
-        // As many characters as a row's slot holds.
-        var slot = plot.bbox.width / devicePixelRatio / Math.max(1, spec.labels.length);
-        var room = Math.max(3, Math.floor(slot / 7));
-        return splits.map(function (x) {
-          var label = rowLabel(spec, x);
-          return label.length > room ? label.slice(0, room - 1) + "…" : label;
-        });
-      },
       grid: { show: false },
     };
+    // Labels that do not fit their slot stand upright (up to ROTATED_CHARS characters)
+    // rather than each being cut to its first few characters.
+    var slot = (width - 100) / Math.max(1, spec.labels.length);
+    var longest = ticks.reduce(function (most, t) {
+      return Math.max(most, t.length);
+    }, 0);
+    var room = Math.max(3, Math.floor(slot / 7));
+    var rotate = longest > room;
+    if (rotate) {
+      room = ROTATED_CHARS;
+      axis.rotate = -90;
+      axis.size = 14 + 7 * Math.min(longest, room);
+    }
+    axis.values = function (plot, splits) {
+      return splits.map(function (x) {
+        var label = ticks[Math.round(x)] === undefined ? "" : ticks[Math.round(x)];
+        return label.length > room ? label.slice(0, room - 1) + "…" : label;
+      });
+    };
+    return axis;
+  }
+
+  var ROTATED_CHARS = 24;
+
+  // The y range of a `change` chart without a range of its own: every value, interval and
+  // band, 0 included on a linear axis; on a log axis (positive values spanning orders of
+  // magnitude) the positive ones, so that a whisker reaching 0 stops at the axis' bottom.
+  function changeRange(spec) {
+    var all = spec.log ? [] : [0].concat(spec.band || []);
+    spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {
+      if (v !== null && isFinite(v) && (!spec.log || v > 0)) {
+        all.push(v);
+      }
+    });
+    var low = Math.min.apply(null, all);
+    var high = Math.max.apply(null, all);
+    if (spec.log) {
+      return all.length ? uPlot.rangeLog(low, high, 10, true) : [1, 10];
+    }
+    var pad = (high - low) * 0.08 || 1;
+    return [low - pad, high + pad];
   }
 
   // A value beyond the chart's range (spec.range) is drawn at its edge; `arrow` marks it.
@@ -269,7 +302,8 @@
     var context = plot.ctx;
     var left = plot.bbox.left;
     var right = left + plot.bbox.width;
-    var range = spec.range || [-Infinity, Infinity];
+    // What lies beyond the axis (spec.range, or a log axis' bottom) is drawn at its edge.
+    var range = spec.range || [plot.scales.y.min, plot.scales.y.max];
     var clip = function (v) {
       return Math.min(range[1], Math.max(range[0], v));
     };
@@ -281,12 +315,14 @@
       context.fillStyle = "rgba(85, 85, 85, 0.12)";
       context.fillRect(left, y(spec.band[1]), right - left, y(spec.band[0]) - y(spec.band[1]));
     }
-    context.strokeStyle = "#555555";
-    context.lineWidth = 1;
-    context.beginPath();
-    context.moveTo(left, y(0));
-    context.lineTo(right, y(0));
-    context.stroke();
+    if (!spec.log) {
+      context.strokeStyle = "#555555";
+      context.lineWidth = 1;
+      context.beginPath();
+      context.moveTo(left, y(0));
+      context.lineTo(right, y(0));
+      context.stroke();
+    }
     var values = spec.series[0].values;
     values.forEach(function (value, i) {
       if (value === null) {
@@ -330,16 +366,7 @@
         return spec.range;
       }
       if (spec.kind === "change") {
-        var all = [0].concat(spec.band || []);
-        spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {
-          if (v !== null && isFinite(v)) {
-            all.push(v);
-          }
-        });
-        var low = Math.min.apply(null, all);
-        var high = Math.max.apply(null, all);
-        var pad = (high - low) * 0.08 || 1;
-        return [low - pad, high + pad];
+        return changeRange(spec);
       }
       if (spec.log) {
         return uPlot.rangeLog(min, max, 10, true);
@@ -379,7 +406,7 @@
       width: Math.max(320, element.clientWidth || 800),
       height: CHART_HEIGHT,
       scales: scales,
-      axes: [rowsAxis(spec), { scale: "y", label: spec.unit, size: 64, values: tickLabels }],
+      axes: [rowsAxis(spec, Math.max(320, element.clientWidth || 800)), { scale: "y", label: spec.unit, size: 64, values: tickLabels }],
       series: series,
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },

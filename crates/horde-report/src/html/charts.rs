@@ -70,6 +70,13 @@ pub struct RowsChart<S = Series> {
     /// tolerance `band`; `runs`: each run's value, A's and B's side by side in a row's slot.
     pub kind: &'static str,
     pub labels: Vec<String>,
+    /// What the x axis writes under each row when not its whole label (`labels` stay for the
+    /// legend): the part that differs from row to row.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ticks: Vec<String>,
+    /// The x axis' label: what the ticks are values of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_label: Option<String>,
     /// The y axis' label.
     pub unit: String,
     /// A log y axis: latency and throughput of rows that differ by orders of magnitude.
