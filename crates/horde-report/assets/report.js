@@ -37,6 +37,13 @@
     });
   }
 
+  // A log axis' ticks: 0.001, 0.01, 1, 10, 100 (three significant digits, no trailing zeros).
+  function logTickLabels(plot, splits) {
+    return splits.map(function (v) {
+      return v === null ? "" : String(+v.toPrecision(3));
+    });
+  }
+
   // Round steps for each kind of axis: seconds of a run, whole users, 1-2-5 otherwise.
   var TIME_STEPS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
   var WHOLE_STEPS = [];
@@ -187,7 +194,10 @@
   function legendValue(spec, s) {
     return function (plot, v, seriesIndex, idx) {
       var value = idx === null || idx === undefined ? s.values[restingIndex(spec)] : v;
-      return value === null || value === undefined ? "-" : round(value) + " " + s.unit;
+      if (value === null || value === undefined) {
+        return "-";
+      }
+      return (s.unit === "users" ? String(Math.round(value)) : round(value)) + " " + s.unit;
     };
   }
 
@@ -380,8 +390,9 @@
     var series = [
       {
         label: "row",
-        value: function (plot, x) {
-          return x === null ? "-" : rowLabel(spec, x);
+        value: function (plot, x, seriesIndex, idx) {
+          var at = idx === null || idx === undefined ? restingIndex(spec) : idx;
+          return at < 0 ? "-" : rowLabel(spec, spec.x[at]);
         },
       },
     ];
@@ -396,9 +407,7 @@
         },
         // The change chart draws its own dots, in the verdicts' colours.
         points: { show: spec.kind === "runs", size: 7, width: 1, fill: s.color, stroke: s.color },
-        value: function (plot, v) {
-          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
-        },
+        value: legendValue(spec, s),
       });
     });
     var options = {
@@ -406,7 +415,7 @@
       width: Math.max(320, element.clientWidth || 800),
       height: CHART_HEIGHT,
       scales: scales,
-      axes: [rowsAxis(spec, Math.max(320, element.clientWidth || 800)), { scale: "y", label: spec.unit, size: 64, values: tickLabels }],
+      axes: [rowsAxis(spec, Math.max(320, element.clientWidth || 800)), { scale: "y", label: spec.unit, size: 64, values: spec.log ? logTickLabels : tickLabels }],
       series: series,
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
