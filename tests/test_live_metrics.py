@@ -30,13 +30,18 @@ def samples(text):
     return found
 
 
-def test_live_metrics_are_served_while_the_run_goes(target, tmp_path):
-    port = free_port()
-    run = subprocess.Popen(
-        ["horde", "http", target.url + "/delay/10", "-c", "2", "-d", "3s", "--metrics", f"127.0.0.1:{port}",
+def http_run_with_metrics(url, duration, port, tmp_path):
+    """`horde http URL` with 2 users for `duration`, serving --metrics on `port`."""
+    return subprocess.Popen(
+        ["horde", "http", url, "-c", "2", "-d", duration, "--metrics", f"127.0.0.1:{port}",
          "--results", str(tmp_path / "results"), "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def test_live_metrics_are_served_while_the_run_goes(target, tmp_path):
+    port = free_port()
+    run = http_run_with_metrics(target.url + "/delay/10", "3s", port, tmp_path)
     try:
         scrapes = []
         deadline = time.monotonic() + 10
@@ -187,11 +192,7 @@ def test_the_grafana_dashboard_queries_only_what_horde_exports(target, tmp_path)
     queries = dashboard_queries(dashboard)
     assert len(queries) >= 10 and all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"])
     port = free_port()
-    run = subprocess.Popen(
-        ["horde", "http", target.url + "/status/503", "-c", "2", "-d", "2s", "--metrics", f"127.0.0.1:{port}",
-         "--results", str(tmp_path / "results"), "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    run = http_run_with_metrics(target.url + "/status/503", "2s", port, tmp_path)
     try:
         text = None
         deadline = time.monotonic() + 10
