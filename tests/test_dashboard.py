@@ -96,7 +96,9 @@ def figure(main_html, figure_id):
 
 
 def inside(tag, document):
-    return re.search(rf"<{tag}[^>]*>(.*?)</{tag}>", document, re.S).group(1)
+    # In the body: the styles may name the elements in their comments.
+    body = document[document.index("</head>"):]
+    return re.search(rf"<{tag}[^>]*>(.*?)</{tag}>", body, re.S).group(1)
 
 
 def test_every_open_page_gets_each_update_and_the_last_is_report_html(target, tmp_path):

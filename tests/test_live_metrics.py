@@ -2,10 +2,12 @@
 here by Prometheus' own Python client parser (which refuses malformed exposition)."""
 
 import json
+import re
 import subprocess
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -28,13 +30,18 @@ def samples(text):
     return found
 
 
-def test_live_metrics_are_served_while_the_run_goes(target, tmp_path):
-    port = free_port()
-    run = subprocess.Popen(
-        ["horde", "http", target.url + "/delay/10", "-c", "2", "-d", "3s", "--metrics", f"127.0.0.1:{port}",
+def http_run_with_metrics(url, duration, port, tmp_path):
+    """`horde http URL` with 2 users for `duration`, serving --metrics on `port`."""
+    return subprocess.Popen(
+        ["horde", "http", url, "-c", "2", "-d", duration, "--metrics", f"127.0.0.1:{port}",
          "--results", str(tmp_path / "results"), "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def test_live_metrics_are_served_while_the_run_goes(target, tmp_path):
+    port = free_port()
+    run = http_run_with_metrics(target.url + "/delay/10", "3s", port, tmp_path)
     try:
         scrapes = []
         deadline = time.monotonic() + 10
@@ -163,3 +170,49 @@ def test_trials_serve_every_run_on_one_endpoint_labelled_by_trial(target, tmp_pa
     assert trials.returncode == 0, stderr
     # A B B A: each trial its own series, named by its number and its arm.
     assert runs == {("1", "A"), ("2", "B"), ("3", "B"), ("4", "A")}, runs
+
+
+DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana" / "horde-dashboard.json"
+
+
+def dashboard_queries(dashboard):
+    """Every PromQL expression of the dashboard: its panels' and its variables' queries."""
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    for variable in dashboard["templating"]["list"]:
+        query = variable.get("query")
+        if isinstance(query, dict):
+            queries.append(query["query"])
+    return queries
+
+
+def test_the_grafana_dashboard_queries_only_what_horde_exports(target, tmp_path):
+    """docs/grafana/horde-dashboard.json: each metric and label its queries name is in a real
+    --metrics scrape (job and instance are the labels Prometheus adds to every target)."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    queries = dashboard_queries(dashboard)
+    assert len(queries) >= 10 and all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"])
+    port = free_port()
+    run = http_run_with_metrics(target.url + "/status/503", "2s", port, tmp_path)
+    try:
+        text = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (text and "horde_errors_total{" in text):
+            text = scrape(port)[1]
+            time.sleep(0.05)
+        run.communicate(timeout=30)
+    finally:
+        stop_process(run)
+    exported = samples(text)
+    names = {name for name, _ in exported}
+    labels = {label for _, pairs in exported for label, _ in pairs} | {"job", "instance"}
+    used_names = {name for query in queries for name in re.findall(r"\bhorde_[a-z_]+\b", query)}
+    assert used_names and used_names <= names, f"not exported: {used_names - names}"
+    used_labels = set()
+    for query in queries:
+        for selector in re.findall(r"\{([^}]*)\}", query):
+            used_labels |= set(re.findall(r"([a-z_]+)\s*(?:=~|!=|!~|=)", selector))
+        for grouping in re.findall(r"\bby\s*\(([^)]*)\)", query):
+            used_labels |= {label.strip() for label in grouping.split(",")}
+        used_labels |= set(re.findall(r"label_values\([^,]+,\s*([a-z_]+)\)", query))
+    assert used_labels <= labels, f"labels not exported: {used_labels - labels}"
+    assert {"request", "outcome", "kind", "le"} <= used_labels

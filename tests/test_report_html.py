@@ -131,6 +131,63 @@ def test_the_report_of_a_run_draws_every_chart_and_shows_the_summarys_numbers(ta
         report.close()
 
 
+def test_the_overview_reads_at_a_glance_and_every_legend_shows_numbers_without_hovering(target, tmp_path, browser):
+    """The front page at 1280 px: the headline numbers on one row, the response-time ranges
+    with summary.json's counts, the thresholds' verdicts; legends that read without a cursor
+    (a screenshot shows numbers, not dashes); the last interval, which the run's end cut short,
+    rated over the time it measured and marked partial; a deep link that keeps the run's name
+    and the page's heading in view."""
+    run(["http", f"{target.url}/delay/5", "-c", "4", "-d", "2.5s", "-q", "--threshold", "p99<10s"], tmp_path)
+    directory = only_results_dir(tmp_path)
+    summary = json.loads((directory / "summary.json").read_text())
+    report = Report(browser, directory / "report.html")
+    try:
+        report.page.set_viewport_size({"width": 1280, "height": 800})
+        tops = report.page.eval_on_selector_all(".figures.kpis .figure", "cards => cards.map(c => c.getBoundingClientRect().top)")
+        assert len(tops) == 7 and len(set(tops)) == 1, f"the cards wrapped: {tops}"
+        ranges = report.page.eval_on_selector_all("#ranges tr[data-range]", "rows => rows.map(r => Array.from(r.cells).map(c => c.textContent))")
+        assert ranges == [[b["label"], str(b["count"]), f"{b['percent']:.1f} %"] for b in summary["global"]["distribution"]]
+        assert ranges[0][0] == "t < 800 ms", "the plan's default bounds"
+        assert report.page.locator("#overview #thresholds").count() == 1, "the verdicts on the front page"
+
+        # The legends: the last point's values, before any hover.
+        charts = report.page.evaluate("JSON.parse(document.getElementById('report-charts').textContent)")
+        legend = report.page.eval_on_selector_all(
+            ".chart[data-chart=overview] .u-legend .u-series", "items => items.map(i => i.textContent)")
+        assert legend[0].startswith("time from the start") and "last" in legend[0] and "partial" in legend[0], legend
+        assert all(not item.endswith("-") for item in legend), legend
+        ok_per_s = charts["overview"]["series"][0]["values"][-1]
+        assert ok_per_s >= 100 and legend[1] == f"OK/s{ok_per_s:.0f} req/s", legend
+        # That last point: its OK requests over the time it measured, not over a whole interval.
+        points = [json.loads(line) for line in (directory / "timeseries.jsonl").open()]
+        last = [p for p in points if p["name"] == "all"][-1]
+        measured_s = (summary["run"]["duration_ms"] - last["start_ms"]) / 1000
+        assert measured_s < 0.9 * last["duration_ms"] / 1000, "the run ends part-way through its last interval"
+        assert ok_per_s == pytest.approx(last["ok"] / measured_s, rel=1e-3)
+        assert charts["overview"]["partial"]["seconds"] == pytest.approx(measured_s)
+        for page_id in ("over-time", "distribution"):
+            report.show(page_id)
+            values = report.page.eval_on_selector_all(f"#{page_id} .u-legend .u-value", "vs => vs.map(v => v.textContent)")
+            assert values and "-" not in values, (page_id, values)
+        assert report.problems == [] and report.dialogs == []
+    finally:
+        report.close()
+
+    # A deep link shows the run's name and the page's heading, not the page scrolled under the tabs.
+    report = Report(browser, directory / "report.html")
+    try:
+        report.page.set_viewport_size({"width": 1280, "height": 800})
+        report.page.goto(report.url + "#environment")
+        report.page.wait_for_function("document.getElementById('environment').classList.contains('current')")
+        report.page.wait_for_load_state("load")
+        nav_bottom = report.page.evaluate("document.getElementById('nav').getBoundingClientRect().bottom")
+        assert report.page.evaluate("document.querySelector('header h1').getBoundingClientRect().top") >= 0
+        assert report.page.evaluate("document.querySelector('#environment h2').getBoundingClientRect().top") >= nav_bottom
+        assert report.problems == []
+    finally:
+        report.close()
+
+
 def screenshot_colours(browser, png):
     """Distinct colours of a PNG, counted by the browser itself (a blank page has one)."""
     import base64

@@ -11,8 +11,8 @@ use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
 use horde_metrics::{LatencyStats, RequestStats, RunStatus};
 use horde_plan::{
-    cql_table_name_problem, Consistency, CoreStep, CqlCluster, CqlTls, CqlStep, Injection, OnCheckFailure, Plan, RunOptions,
-    Scenario, ThrottleStep, YcsbDistribution, YcsbPhase, YcsbStep, YcsbWorkload, MAX_DURATION_MS,
+    cql_table_name_problem, Consistency, CoreStep, CqlCluster, CqlStep, CqlTls, Injection, OnCheckFailure, Plan,
+    RunOptions, Scenario, ThrottleStep, YcsbDistribution, YcsbPhase, YcsbStep, YcsbWorkload, MAX_DURATION_MS,
 };
 use horde_report::render_console;
 use horde_report::terminal::printable;

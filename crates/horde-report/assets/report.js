@@ -32,6 +32,13 @@
     });
   }
 
+  // A log axis' ticks: 0.001, 0.01, 1, 10, 100 (three significant digits, no trailing zeros).
+  function logTickLabels(plot, splits) {
+    return splits.map(function (v) {
+      return v === null ? "" : String(+v.toPrecision(3));
+    });
+  }
+
   // Round steps for each kind of axis: seconds of a run, whole users, 1-2-5 otherwise.
   var TIME_STEPS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
   var WHOLE_STEPS = [];
@@ -132,6 +139,111 @@
     };
   }
 
+  // ---- legends: the cursor's point, else a resting one --------------------------------
+  // uPlot's legend shows "-" for every series until the cursor is over the chart: a
+  // screenshot or a printed page would read nothing. Without a cursor it shows a resting point:
+  // the last one of a chart over time, p99 on a spectrum, the tallest bin of a histogram.
+  function restingIndex(spec) {
+    if (spec.resting !== undefined) {
+      return spec.resting;
+    }
+    var at = -1;
+    var hasValue = function (i) {
+      return spec.series.some(function (s) {
+        return s.values[i] !== null && s.values[i] !== undefined;
+      });
+    };
+    if (spec.kind === "spectrum") {
+      spec.x.forEach(function (x, i) {
+        if (hasValue(i) && (at < 0 || Math.abs(x - 2) < Math.abs(spec.x[at] - 2))) {
+          at = i;
+        }
+      });
+    } else if (spec.kind === "histogram") {
+      var values = spec.series[0].values;
+      values.forEach(function (v, i) {
+        if (v !== null && (at < 0 || v > values[at])) {
+          at = i;
+        }
+      });
+    } else {
+      for (var i = spec.x.length - 1; i >= 0 && at < 0; i--) {
+        if (hasValue(i)) {
+          at = i;
+        }
+      }
+    }
+    spec.resting = at;
+    return at;
+  }
+
+  function legendX(spec) {
+    return function (plot, v, seriesIndex, idx) {
+      var at = idx === null || idx === undefined ? restingIndex(spec) : idx;
+      var x = spec.x[at];
+      if (x === undefined || x === null) {
+        return "-";
+      }
+      if (spec.kind === "spectrum") {
+        return percentileLabel(x);
+      }
+      if (spec.kind === "histogram") {
+        return round(x) + " ms";
+      }
+      var text = durationLabel(x);
+      var notes = [];
+      if (at === spec.x.length - 1 && idx !== at) {
+        notes.push("last");
+      }
+      if (spec.partial && x === spec.partial.x) {
+        notes.push("partial: " + round(spec.partial.seconds) + " s of " + round(spec.partial.of_seconds));
+      }
+      return notes.length ? text + " (" + notes.join(", ") + ")" : text;
+    };
+  }
+
+  function legendValue(spec, s) {
+    return function (plot, v, seriesIndex, idx) {
+      var value = idx === null || idx === undefined ? s.values[restingIndex(spec)] : v;
+      if (value === null || value === undefined) {
+        return "-";
+      }
+      return (s.unit === "users" ? String(Math.round(value)) : round(value)) + " " + s.unit;
+    };
+  }
+
+  // The run ended part-way through the last point: its rates are over the time it measured
+  // (summed counts / that time), and a dashed line with a note says the point is shorter.
+  function markPartialPoint(options, spec) {
+    if (!spec.partial) {
+      return;
+    }
+    var partial = spec.partial;
+    options.hooks.draw = (options.hooks.draw || []).concat(function (plot) {
+      var x = plot.valToPos(partial.x, "x", true);
+      var top = plot.bbox.top;
+      var bottom = top + plot.bbox.height;
+      if (!(x >= plot.bbox.left - 1 && x <= plot.bbox.left + plot.bbox.width + 1)) {
+        return;
+      }
+      var context = plot.ctx;
+      context.save();
+      context.strokeStyle = "#777777";
+      context.lineWidth = devicePixelRatio;
+      context.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      context.beginPath();
+      context.moveTo(x, top);
+      context.lineTo(x, bottom);
+      context.stroke();
+      context.fillStyle = "#555555";
+      context.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
+      context.textAlign = "right";
+      context.textBaseline = "top";
+      context.fillText("partial: last " + round(partial.seconds) + " s of " + round(partial.of_seconds) + " s", x - 4 * devicePixelRatio, top + 4 * devicePixelRatio);
+      context.restore();
+    });
+  }
+
   // ---- the compare page's charts: x is the rows of a metric block ---------------------
   // `change`: each row's change as a dot coloured by its verdict, its interval as a whisker,
   // the tolerance as a shaded band around 0. `runs`: each run's value, A's and B's side by
@@ -141,25 +253,58 @@
     return spec.labels[i] === undefined ? "" : spec.labels[i];
   }
 
-  function rowsAxis(spec) {
-    return {
-      label: spec.kind === "change" ? "" : "row",
+  function rowsAxis(spec, width) {
+    var ticks = spec.ticks || spec.labels;
+    var axis = {
+      label: spec.x_label || (spec.kind === "change" ? "" : "row"),
       splits: function () {
         return spec.labels.map(function (label, i) {
           return i;
         });
       },
-      values: function (plot, splits) {
-        // As many characters as a row's slot holds.
-        var slot = plot.bbox.width / devicePixelRatio / Math.max(1, spec.labels.length);
-        var room = Math.max(3, Math.floor(slot / 7));
-        return splits.map(function (x) {
-          var label = rowLabel(spec, x);
-          return label.length > room ? label.slice(0, room - 1) + "…" : label;
-        });
-      },
       grid: { show: false },
     };
+    // Labels that do not fit their slot stand upright (up to ROTATED_CHARS characters)
+    // rather than each being cut to its first few characters.
+    var slot = (width - 100) / Math.max(1, spec.labels.length);
+    var longest = ticks.reduce(function (most, t) {
+      return Math.max(most, t.length);
+    }, 0);
+    var room = Math.max(3, Math.floor(slot / 7));
+    var rotate = longest > room;
+    if (rotate) {
+      room = ROTATED_CHARS;
+      axis.rotate = -90;
+      axis.size = 14 + 7 * Math.min(longest, room);
+    }
+    axis.values = function (plot, splits) {
+      return splits.map(function (x) {
+        var label = ticks[Math.round(x)] === undefined ? "" : ticks[Math.round(x)];
+        return label.length > room ? label.slice(0, room - 1) + "…" : label;
+      });
+    };
+    return axis;
+  }
+
+  var ROTATED_CHARS = 24;
+
+  // The y range of a `change` chart without a range of its own: every value, interval and
+  // band, 0 included on a linear axis; on a log axis (positive values spanning orders of
+  // magnitude) the positive ones, so that a whisker reaching 0 stops at the axis' bottom.
+  function changeRange(spec) {
+    var all = spec.log ? [] : [0].concat(spec.band || []);
+    spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {
+      if (v !== null && isFinite(v) && (!spec.log || v > 0)) {
+        all.push(v);
+      }
+    });
+    var low = Math.min.apply(null, all);
+    var high = Math.max.apply(null, all);
+    if (spec.log) {
+      return all.length ? uPlot.rangeLog(low, high, 10, true) : [1, 10];
+    }
+    var pad = (high - low) * 0.08 || 1;
+    return [low - pad, high + pad];
   }
 
   // A value beyond the chart's range (spec.range) is drawn at its edge; `arrow` marks it.
@@ -178,7 +323,8 @@
     var context = plot.ctx;
     var left = plot.bbox.left;
     var right = left + plot.bbox.width;
-    var range = spec.range || [-Infinity, Infinity];
+    // What lies beyond the axis (spec.range, or a log axis' bottom) is drawn at its edge.
+    var range = spec.range || [plot.scales.y.min, plot.scales.y.max];
     var clip = function (v) {
       return Math.min(range[1], Math.max(range[0], v));
     };
@@ -190,12 +336,14 @@
       context.fillStyle = "rgba(85, 85, 85, 0.12)";
       context.fillRect(left, y(spec.band[1]), right - left, y(spec.band[0]) - y(spec.band[1]));
     }
-    context.strokeStyle = "#555555";
-    context.lineWidth = 1;
-    context.beginPath();
-    context.moveTo(left, y(0));
-    context.lineTo(right, y(0));
-    context.stroke();
+    if (!spec.log) {
+      context.strokeStyle = "#555555";
+      context.lineWidth = 1;
+      context.beginPath();
+      context.moveTo(left, y(0));
+      context.lineTo(right, y(0));
+      context.stroke();
+    }
     var values = spec.series[0].values;
     values.forEach(function (value, i) {
       if (value === null) {
@@ -239,16 +387,7 @@
         return spec.range;
       }
       if (spec.kind === "change") {
-        var all = [0].concat(spec.band || []);
-        spec.series[0].values.concat(spec.low, spec.high).forEach(function (v) {
-          if (v !== null && isFinite(v)) {
-            all.push(v);
-          }
-        });
-        var low = Math.min.apply(null, all);
-        var high = Math.max.apply(null, all);
-        var pad = (high - low) * 0.08 || 1;
-        return [low - pad, high + pad];
+        return changeRange(spec);
       }
       if (spec.log) {
         return uPlot.rangeLog(min, max, 10, true);
@@ -262,8 +401,9 @@
     var series = [
       {
         label: "row",
-        value: function (plot, x) {
-          return x === null ? "-" : rowLabel(spec, x);
+        value: function (plot, x, seriesIndex, idx) {
+          var at = idx === null || idx === undefined ? restingIndex(spec) : idx;
+          return at < 0 ? "-" : rowLabel(spec, spec.x[at]);
         },
       },
     ];
@@ -278,9 +418,7 @@
         },
         // The change chart draws its own dots, in the verdicts' colours.
         points: { show: spec.kind === "runs", size: 7, width: 1, fill: s.color, stroke: s.color },
-        value: function (plot, v) {
-          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
-        },
+        value: legendValue(spec, s),
       });
     });
     var options = {
@@ -288,7 +426,7 @@
       width: Math.max(320, element.clientWidth || 800),
       height: CHART_HEIGHT,
       scales: scales,
-      axes: [rowsAxis(spec), { scale: "y", label: spec.unit, size: 64, values: tickLabels }],
+      axes: [rowsAxis(spec, Math.max(320, element.clientWidth || 800)), { scale: "y", label: spec.unit, size: 64, values: spec.log ? logTickLabels : tickLabels }],
       series: series,
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
@@ -344,7 +482,7 @@
       axes.push(axis);
     });
     var steps = spec.kind === "histogram" ? uPlot.paths.stepped({ align: 1 }) : undefined;
-    var series = [{ label: axes[0].label, value: function (plot, v) { return v === null ? "-" : spec.kind === "spectrum" ? percentileLabel(v) : round(v); } }];
+    var series = [{ label: axes[0].label, value: legendX(spec) }];
     spec.series.forEach(function (s) {
       series.push({
         label: s.label,
@@ -353,9 +491,7 @@
         width: 1.5,
         paths: steps,
         points: { show: spec.x.length < 60 },
-        value: function (plot, v) {
-          return v === null || v === undefined ? "-" : round(v) + " " + s.unit;
-        },
+        value: legendValue(spec, s),
       });
     });
     var options = {
@@ -374,6 +510,7 @@
         return s.values;
       })
     );
+    markPartialPoint(options, spec);
     creatingPlot = true;
     var plot = new uPlot(options, data, element);
     creatingPlot = false;

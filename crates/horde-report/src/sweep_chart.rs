@@ -80,6 +80,23 @@ fn text_width(text: &str) -> f64 {
     text.chars().count() as f64 * CHAR_W
 }
 
+/// The p99s (in µs) too noisy to set the latency axis: a level's p99 more than
+/// [`NOISY_P99_RATIO`] times every p99 at the levels above it. Latency grows with load, so such
+/// a p99 (the first level's, measured while connections and caches warmed up) is noise, and
+/// an axis set by it flattens every other point. The highest levels' p99s, where the real
+/// growth shows, always count.
+fn noisy_p99(runs: &[SweepLevel]) -> Vec<u64> {
+    runs.iter()
+        .filter(|l| {
+            let above = runs.iter().filter(|other| other.level > l.level).map(|other| other.p99_us).max();
+            above.is_some_and(|above| l.p99_us as f64 > NOISY_P99_RATIO * above.max(1) as f64)
+        })
+        .map(|l| l.p99_us)
+        .collect()
+}
+
+const NOISY_P99_RATIO: f64 = 3.0;
+
 /// A latency SLO's limit in ms, a throughput SLO's in requests per second, an error rate's in
 /// percent.
 enum Limit {
@@ -152,8 +169,10 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         .chain(limits.iter().filter_map(|(_, l)| if let Limit::Throughput(v) = l { Some(*v) } else { None }))
         .chain(all_runs.iter().filter(|_| offered).map(|l| l.level))
         .fold(0.0, f64::max);
+    let noisy = noisy_p99(all_runs);
     let max_ms = all_runs
         .iter()
+        .filter(|l| !noisy.contains(&l.p99_us))
         .map(|l| l.p99_us as f64 / 1000.0)
         .chain(limits.iter().filter_map(|(_, l)| if let Limit::LatencyMs(v) = l { Some(*v) } else { None }))
         .fold(0.0, f64::max);
@@ -186,7 +205,8 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
     let errors_max = *error_ticks.last().unwrap_or(&1.0);
     let x = |level: f64| left + plot_w * x_axis.fraction(level);
     let y_rps = |rps: f64| top + plot_h * (1.0 - rps / rps_max);
-    let y_ms = |ms: f64| top + plot_h * (1.0 - ms / ms_max);
+    // A noisy p99 beyond the axis is drawn at its top, marked with its value.
+    let y_ms = |ms: f64| top + plot_h * (1.0 - ms.min(ms_max) / ms_max);
     let bottom_y = top + plot_h;
     let right_x = left + plot_w;
     // The error rate's strip, under the main plot; the level axis's labels go under it.
@@ -347,6 +367,17 @@ pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
         r#"stroke-dasharray="6 3""#,
     );
     polyline(&mut svg, levels.iter().map(|l| (x(l.level), y_errors(l.error_rate * 100.0))).collect(), ERRORS, "");
+    for l in levels.iter().filter(|l| l.p99_us as f64 / 1000.0 > ms_max) {
+        let (mx, label) = (x(l.level), format!("p99 {:.0} ms", l.p99_us as f64 / 1000.0));
+        let (lx, anchor) = inside(mx, &label);
+        let _ = write!(
+            svg,
+            r#"<path class="clipped" d="M{mx:.1},{:.1} l-5,8 h10 z" fill="{P99}"/><text x="{lx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{P99}">{}</text>"#,
+            top - 1.0,
+            top + 18.0,
+            escape(&label)
+        );
+    }
     // Runs not judged (their load not delivered, or cut short): a grey hollow marker at their
     // throughput, and why.
     for l in all_runs.iter().filter(|l| !l.judged()) {
@@ -391,6 +422,32 @@ mod tests {
         assert_eq!(tick_label(0.6000000000000001, 0.2), "0.6");
         assert_eq!(tick_label(2500.0, 500.0), "2500");
         assert_eq!(log_ticks(0.7, 13.0), vec![1.0, 2.0, 5.0, 10.0]);
+    }
+
+    #[test]
+    fn a_noisy_p99_at_the_first_level_does_not_set_the_latency_axis_and_is_marked() {
+        let level = |level: f64, p99_ms: u64| SweepLevel {
+            level,
+            requests: 100,
+            ok: 100,
+            p50_us: 1000,
+            p99_us: p99_ms * 1000,
+            throughput_rps: level * 10.0,
+            measured_ms: 1000,
+            results: format!("level-{level}"),
+            run: 1,
+            ..SweepLevel::default()
+        };
+        let levels = vec![level(1.0, 250), level(2.0, 5), level(4.0, 6), level(8.0, 12), level(16.0, 40)];
+        assert_eq!(noisy_p99(&levels), vec![250_000]);
+        let report = SweepReport::analyse("s", "users", &[], 1000, 0, levels.clone());
+        let svg = render(&report, &levels);
+        // The axis goes to 50 ms (40 ms, rounded up), not to 250; the clipped point says its value.
+        assert!(svg.contains(">50</text>") && !svg.contains(">250</text>"), "{svg}");
+        assert!(svg.contains(r#"class="clipped""#) && svg.contains(">p99 250 ms</text>"));
+        // Latency that grows at the highest level is the signal, never clipped.
+        let growing = vec![level(1.0, 5), level(2.0, 6), level(4.0, 400)];
+        assert!(noisy_p99(&growing).is_empty());
     }
 
     #[test]

@@ -385,6 +385,7 @@ fn score_charts(machines: &[MachineColumn], keys: &[(String, Cell)], confidence:
                 title: format!("{benchmark}: Score ± Error ({:.0} %) per machine ({legend})", confidence * 100.0),
                 axis: unit.clone(),
                 unit,
+                positive: true,
                 ..IntervalChart::default()
             };
             for (key, cell) in cells {

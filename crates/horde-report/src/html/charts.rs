@@ -3,6 +3,7 @@
 //! latency distribution, and each request's and group's own.
 
 use super::histograms::{merge_into_buckets, HistogramLog, IntervalHistogram, ALL_CORRECTED, ALL_UNCORRECTED};
+use super::pages::GroupKind;
 use super::source::{RunResults, TimePoint};
 use hdrhistogram::Histogram;
 use horde_metrics::LatencyStats;
@@ -21,6 +22,33 @@ pub struct Chart {
     pub sync: Option<&'static str>,
     pub x: Vec<f64>,
     pub series: Vec<Series>,
+    /// A chart over time whose last point is shorter than the others (the run ended in it):
+    /// report.js marks it, so that a reader knows its rates are over a shorter time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<PartialPoint>,
+}
+
+/// The last point of a chart over time when the run ended part-way through it.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct PartialPoint {
+    /// Its x: the point's start, in seconds from the start of the run.
+    pub x: f64,
+    /// The time it measured, and the width of a whole point, in seconds.
+    pub seconds: f64,
+    pub of_seconds: f64,
+}
+
+impl PartialPoint {
+    /// The run's partial last point, when it is the last point of the chart whose x are `x`.
+    fn at_end_of(results: &RunResults, x: &[f64]) -> Option<PartialPoint> {
+        let (start_ms, duration_ms) = results.partial_last_point()?;
+        let point = PartialPoint {
+            x: start_ms as f64 / 1000.0,
+            seconds: duration_ms as f64 / 1000.0,
+            of_seconds: results.bucket_ms as f64 / 1000.0,
+        };
+        (x.last() == Some(&point.x)).then_some(point)
+    }
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -42,6 +70,13 @@ pub struct RowsChart<S = Series> {
     /// tolerance `band`; `runs`: each run's value, A's and B's side by side in a row's slot.
     pub kind: &'static str,
     pub labels: Vec<String>,
+    /// What the x axis writes under each row when not its whole label (`labels` stay for the
+    /// legend): the part that differs from row to row.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ticks: Vec<String>,
+    /// The x axis' label: what the ticks are values of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x_label: Option<String>,
     /// The y axis' label.
     pub unit: String,
     /// A log y axis: latency and throughput of rows that differ by orders of magnitude.
@@ -174,12 +209,14 @@ pub fn over_time(results: &RunResults) -> Vec<(String, Chart)> {
         })
         .collect();
     let rates = rate_series(&starts, &results.all);
+    let partial = PartialPoint::at_end_of(results, &x);
     let chart = |title: &str, series: Vec<Series>| Chart {
         title: title.into(),
         kind: "time",
         sync: Some("time"),
         x: x.clone(),
         series,
+        partial,
     };
     vec![
         (
@@ -210,19 +247,49 @@ pub fn over_time(results: &RunResults) -> Vec<(String, Chart)> {
     ]
 }
 
-/// The overview's small chart: throughput and the highest configured percentile.
-pub fn overview(results: &RunResults) -> Chart {
+/// The overview's charts, Gatling's front page's: responses per second over the active users
+/// (two axes), then the median and the highest configured percentile over time.
+pub fn overview(results: &RunResults) -> Vec<(String, Chart)> {
     let percentiles = &results.summary.plan.options.percentiles;
     let merged = merged(results.histograms.as_ref(), Some(ALL_CORRECTED), results.bucket_ms);
     let starts = starts(&results.all, &merged);
+    let x = time_axis(&starts);
+    let partial = PartialPoint::at_end_of(results, &x);
+    let point_at: BTreeMap<u64, &TimePoint> = results.all.iter().map(|p| (p.start_ms, p)).collect();
+    let mut throughput = rate_series(&starts, &results.all);
+    throughput.push(Series {
+        label: "active users".into(),
+        unit: "users",
+        color: PALETTE[0],
+        values: starts.iter().map(|s| point_at.get(s).map(|p| p.users_active as f64)).collect(),
+    });
+    let mut charts = vec![(
+        "overview".to_string(),
+        Chart {
+            title: "Responses per second and active users".into(),
+            kind: "time",
+            sync: Some("overview"),
+            x: x.clone(),
+            series: throughput,
+            partial,
+        },
+    )];
     let top = percentiles.iter().copied().fold(f64::NAN, f64::max);
-    let mut series = rate_series(&starts, &results.all);
-    if top.is_finite() {
-        let mut latency = percentile_series(&starts, &results.all, &merged, &[top]);
-        latency.truncate(1);
-        series.extend(latency);
-    }
-    Chart { title: "Throughput and latency".into(), kind: "time", sync: None, x: time_axis(&starts), series }
+    let shown: Vec<f64> = if top.is_finite() && top != 50.0 { vec![50.0, top] } else { vec![50.0] };
+    let mut latency = percentile_series(&starts, &results.all, &merged, &shown);
+    latency.truncate(shown.len());
+    charts.push((
+        "overview-latency".to_string(),
+        Chart {
+            title: "Latency over time (from the intended start)".into(),
+            kind: "time",
+            sync: Some("overview"),
+            x,
+            series: latency,
+            partial,
+        },
+    ));
+    charts
 }
 
 /// Percentiles at which the spectrum is drawn: 0, 10, 20, ... then ever closer to 100
@@ -258,6 +325,7 @@ pub fn distribution(results: &RunResults) -> Vec<(String, Chart)> {
                 sync: None,
                 x: quantiles.iter().map(|q| spectrum_x(*q)).collect(),
                 series,
+                partial: None,
             },
         ));
         charts.push(("dist-histogram".to_string(), histogram_chart(corrected, uncorrected.as_ref())));
@@ -287,6 +355,7 @@ pub fn distribution(results: &RunResults) -> Vec<(String, Chart)> {
                     sync: None,
                     x: quantiles.iter().map(|q| spectrum_x(*q)).collect(),
                     series,
+                    partial: None,
                 },
             ));
         }
@@ -323,6 +392,7 @@ fn histogram_chart(corrected: &Histogram<u64>, uncorrected: Option<&Histogram<u6
         sync: None,
         x: edges[..BINS].iter().map(|e| round3(e / 1000.0)).collect(),
         series,
+        partial: None,
     }
 }
 
@@ -338,6 +408,7 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
         return Vec::new();
     }
     let x = time_axis(&starts);
+    let partial = PartialPoint::at_end_of(results, &x);
     let sync = Some("request");
     let point_at: BTreeMap<u64, &TimePoint> = points.iter().map(|p| (p.start_ms, p)).collect();
     let phase_names = ["dns", "connect", "tls", "send", "wait", "receive"];
@@ -361,6 +432,7 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
                 sync,
                 x: x.clone(),
                 series: percentile_series(&starts, points, &merged, percentiles),
+                partial,
             },
         ),
         (
@@ -371,20 +443,22 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
                 sync,
                 x: x.clone(),
                 series: rate_series(&starts, points),
+                partial,
             },
         ),
     ];
     if !phases.is_empty() {
         charts.push((
             format!("{id}-phases"),
-            Chart { title: "Phases (mean per interval)".into(), kind: "time", sync, x, series: phases },
+            Chart { title: "Phases (mean per interval)".into(), kind: "time", sync, x, series: phases, partial },
         ));
     }
     charts
 }
 
-/// A group's duration percentiles over time, when histograms.hlog has the group.
-pub fn group(results: &RunResults, name: &str, position: usize, id: &str) -> Vec<(String, Chart)> {
+/// A group's duration percentiles over time, when histograms.hlog has the group (for
+/// `eventually`, its time to consistency).
+pub fn group(results: &RunResults, name: &str, position: usize, id: &str, kind: GroupKind) -> Vec<(String, Chart)> {
     let log = results.histograms.as_ref();
     let tag = log.and_then(|l| l.tag_of('g', name, position));
     let merged = merged(log, tag.as_deref(), results.bucket_ms);
@@ -393,13 +467,15 @@ pub fn group(results: &RunResults, name: &str, position: usize, id: &str) -> Vec
     }
     let starts = starts(&[], &merged);
     let series = percentile_series(&starts, &[], &merged, &results.summary.plan.options.percentiles);
+    let x = time_axis(&starts);
     vec![(
         format!("{id}-duration"),
         Chart {
-            title: "Duration percentiles".into(),
+            title: format!("{} percentiles", kind.measure()),
             kind: "time",
             sync: Some("request"),
-            x: time_axis(&starts),
+            partial: PartialPoint::at_end_of(results, &x),
+            x,
             series,
         },
     )]

@@ -281,7 +281,7 @@ fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
         charts: serde_json::Map::new(),
         note: Some(CLOCK_NOTE),
     };
-    doc.charts(vec![("overview".into(), charts::overview(&results))]);
+    doc.charts(charts::overview(&results));
     doc.page("overview", &pages::overview(&results));
     let request_page = |i: usize| detailed.contains(&i).then(|| format!("request-{i}"));
     let group_page = |i: usize| (i < DETAIL_PAGES).then(|| format!("group-{i}"));
@@ -304,10 +304,12 @@ fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
         let ids = doc.charts(charts::request(&results, &request.name, i, &id));
         doc.page(&id, &pages::request_page(summary, request, &ids));
     }
+    let eventually = pages::eventually_groups(&summary.plan);
     for (i, group) in summary.groups.iter().enumerate().take(DETAIL_PAGES) {
         let id = format!("group-{i}");
-        let ids = doc.charts(charts::group(&results, &group.name, i, &id));
-        doc.page(&id, &pages::group_page(summary, group, &ids));
+        let kind = if eventually.contains(&group.name) { pages::GroupKind::Eventually } else { pages::GroupKind::Pass };
+        let ids = doc.charts(charts::group(&results, &group.name, i, &id, kind));
+        doc.page(&id, &pages::group_page(summary, group, &ids, kind));
     }
     Ok(doc.into_parts())
 }

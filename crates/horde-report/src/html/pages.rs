@@ -5,7 +5,9 @@
 use super::escape::html;
 use super::source::RunResults;
 use crate::summary::Summary;
-use horde_metrics::{GroupStats, LatencyStats, RequestStats, ThresholdResult, ThresholdStatus};
+use horde_metrics::{DistributionBucket, GroupStats, LatencyStats, RequestStats, ThresholdResult, ThresholdStatus};
+use horde_plan::{CoreStep, Plan, Step};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// Microseconds as milliseconds with two decimals, as the console summary shows them.
@@ -79,10 +81,11 @@ pub fn overview(results: &RunResults) -> String {
         ("horde", html(&run.horde_version)),
     ]);
     let top = s.plan.options.percentiles.iter().copied().fold(f64::NAN, f64::max);
+    // (label, value as HTML, id): one row of cards, the headline numbers.
     let mut figures: Vec<(String, String, &str)> = vec![
         ("requests".into(), g.count.to_string(), "figure-count"),
         ("OK".into(), g.ok.to_string(), "figure-ok"),
-        ("KO".into(), format!("{} ({} %)", g.ko, percent(g.ko, g.count)), "figure-ko"),
+        ("KO".into(), format!("{} <small>{} %</small>", g.ko, percent(g.ko, g.count)), "figure-ko"),
         ("requests/s".into(), format!("{:.1}", g.mean_rps), "figure-rps"),
     ];
     let all = &g.latency.all;
@@ -97,18 +100,15 @@ pub fn overview(results: &RunResults) -> String {
         }
         figures.push(("max (ms)".into(), ms(all.max_us), "figure-max"));
     }
-    out.push_str(r#"<div class="overview"><div class="card">"#);
-    out.push_str(&card);
-    out.push_str(r#"</div><div class="figures">"#);
+    out.push_str(r#"<div class="figures kpis">"#);
     for (label, value, id) in figures {
         let _ = write!(
             out,
-            r#"<div class="figure" id="{id}"><div class="value">{}</div><div class="label">{}</div></div>"#,
-            html(&value),
+            r#"<div class="figure" id="{id}"><div class="value">{value}</div><div class="label">{}</div></div>"#,
             html(&label)
         );
     }
-    out.push_str("</div></div>");
+    out.push_str("</div>");
     let warnings = warnings(results);
     if !warnings.is_empty() {
         out.push_str(r#"<ul class="warnings">"#);
@@ -117,10 +117,104 @@ pub fn overview(results: &RunResults) -> String {
         }
         out.push_str("</ul>");
     }
+    out.push_str(r#"<div class="overview"><div class="card">"#);
+    out.push_str(&card);
+    out.push_str(r#"</div><div class="card ranges" id="ranges">"#);
+    out.push_str(&global_ranges(&g.distribution));
+    out.push_str("</div></div>");
     if !s.thresholds.is_empty() {
         out.push_str(&thresholds_table(&s.thresholds));
     }
     out.push_str(&chart("overview"));
+    out.push_str(&chart("overview-latency"));
+    out.push_str(&request_ranges(s));
+    out
+}
+
+/// The response-time ranges' colours, fastest first, then failures (report.css: `.range-N`).
+const RANGE_CLASSES: [&str; 4] = ["range-0", "range-1", "range-2", "range-failed"];
+
+/// Gatling's response-time ranges as one stacked bar: each range's share of the requests, a
+/// rectangle whose width is its percentage (SVG attributes, not styles, which the page's
+/// policy forbids). Its tooltips and the legend beside it carry the numbers.
+fn ranges_bar(buckets: &[DistributionBucket]) -> String {
+    let mut out =
+        String::from(r#"<svg class="ranges-bar" viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">"#);
+    let mut x = 0.0;
+    for (bucket, class) in buckets.iter().zip(RANGE_CLASSES) {
+        if bucket.percent > 0.0 {
+            let _ = write!(
+                out,
+                r#"<rect class="{class}" x="{x:.3}" y="0" width="{:.3}" height="10"><title>{}: {} ({:.1} %)</title></rect>"#,
+                bucket.percent,
+                html(&bucket.label),
+                bucket.count,
+                bucket.percent
+            );
+        }
+        x += bucket.percent;
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// All requests' ranges: the bar, then each range's count and share, readable without the
+/// bar (and without JavaScript).
+fn global_ranges(buckets: &[DistributionBucket]) -> String {
+    let mut out = String::from("<h3>Response time ranges</h3>");
+    if buckets.iter().all(|b| b.count == 0) {
+        out.push_str("<p>No request completed.</p>");
+        return out;
+    }
+    out.push_str(&ranges_bar(buckets));
+    out.push_str(r#"<table class="ranges-legend"><tbody>"#);
+    for (i, (bucket, class)) in buckets.iter().zip(RANGE_CLASSES).enumerate() {
+        let _ = write!(
+            out,
+            r#"<tr data-range="{i}"><td><span class="swatch {class}"></span>{}</td><td class="count">{}</td><td class="percent">{:.1} %</td></tr>"#,
+            html(&bucket.label),
+            bucket.count,
+            bucket.percent
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// Requests whose ranges the overview shows, the busiest first; every request's page has its own.
+const RANGES_ROWS: usize = 15;
+
+/// Each of the busiest requests' share of the ranges, as a bar and in numbers.
+fn request_ranges(s: &Summary) -> String {
+    let mut busiest: Vec<usize> = (0..s.requests.len()).filter(|i| !s.requests[*i].distribution.is_empty()).collect();
+    if busiest.is_empty() {
+        return String::new();
+    }
+    busiest.sort_by(|a, b| s.requests[*b].count.cmp(&s.requests[*a].count).then(a.cmp(b)));
+    let shown = busiest.len().min(RANGES_ROWS);
+    let mut out = String::from("<h3>Response time ranges by request</h3>");
+    if busiest.len() > shown {
+        let _ = write!(out, r#"<p class="note">The {shown} busiest of {} requests.</p>"#, busiest.len());
+    }
+    out.push_str(r#"<table class="stats" id="request-ranges"><thead><tr><th>request</th><th class="bar-column">share of its requests</th>"#);
+    for bucket in &s.requests[busiest[0]].distribution {
+        let _ = write!(out, "<th>{}</th>", html(&bucket.label));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for &i in &busiest[..shown] {
+        let r = &s.requests[i];
+        let _ = write!(
+            out,
+            r##"<tr><td class="name"><a href="#request-{i}">{}</a></td><td class="bar-column">{}</td>"##,
+            html(&r.name),
+            ranges_bar(&r.distribution)
+        );
+        for bucket in &r.distribution {
+            let _ = write!(out, "<td>{} <small>({:.1} %)</small></td>", bucket.count, bucket.percent);
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>");
     out
 }
 
@@ -401,7 +495,52 @@ pub fn request_page(summary: &Summary, r: &RequestStats, charts: &[String]) -> S
     out
 }
 
-pub fn group_page(summary: &Summary, g: &GroupStats, charts: &[String]) -> String {
+/// What a group's durations measure.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum GroupKind {
+    /// A group or `try_max`: a pass through it, every attempt included.
+    Pass,
+    /// `eventually`: the time to consistency, from the first attempt's start to the end of the
+    /// first attempt that passed (a pass that gave up: until it did).
+    Eventually,
+}
+
+impl GroupKind {
+    pub fn measure(self) -> &'static str {
+        match self {
+            GroupKind::Pass => "Duration of a pass",
+            GroupKind::Eventually => "Time to consistency",
+        }
+    }
+}
+
+/// The group rows that are `eventually` blocks: the summary does not mark them, the plan does.
+/// A row's name is its step's, prefixed by the groups around it (`group / name`), as the
+/// engine names it; retry blocks prefix nothing.
+pub fn eventually_groups(plan: &Plan) -> BTreeSet<String> {
+    fn walk(steps: &[Step], prefix: &str, found: &mut BTreeSet<String>) {
+        for step in steps {
+            let inner = match step {
+                Step::Core(CoreStep::Group { name, .. }) => format!("{prefix}{name} / "),
+                Step::Core(CoreStep::Eventually { name, .. }) => {
+                    found.insert(format!("{prefix}{name}"));
+                    prefix.to_string()
+                }
+                _ => prefix.to_string(),
+            };
+            for child in step.children() {
+                walk(child.steps, &inner, found);
+            }
+        }
+    }
+    let mut found = BTreeSet::new();
+    for scenario in &plan.scenarios {
+        walk(&scenario.steps, "", &mut found);
+    }
+    found
+}
+
+pub fn group_page(summary: &Summary, g: &GroupStats, charts: &[String], kind: GroupKind) -> String {
     let percentiles = &summary.plan.options.percentiles;
     let mut out = format!(r##"<p><a href="#requests">&larr; Requests</a></p><h2>Group <q>{}</q></h2>"##, html(&g.name));
     let mut rows = vec![("passes", format!("{} ({} OK, {} KO, {} % KO)", g.count, g.ok, g.ko, percent(g.ko, g.count)))];
@@ -415,8 +554,12 @@ pub fn group_page(summary: &Summary, g: &GroupStats, charts: &[String]) -> Strin
     for id in charts {
         out.push_str(&chart(id));
     }
-    out.push_str("<h3>Duration of a pass</h3>");
-    out.push_str(&latency_table("duration", &[("all passes", &g.duration)], percentiles));
+    let _ = write!(out, "<h3>{}</h3>", kind.measure());
+    let (column, row) = match kind {
+        GroupKind::Pass => ("duration", "all passes"),
+        GroupKind::Eventually => ("time to consistency", "all passes (one that gave up: until it did)"),
+    };
+    out.push_str(&latency_table(column, &[(row, &g.duration)], percentiles));
     out
 }
 

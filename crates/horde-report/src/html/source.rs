@@ -81,7 +81,32 @@ impl RunResults {
         };
         let mut results = RunResults { summary, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
         results.read_timeseries(&dir.join("timeseries.jsonl"), keep_row);
+        results.end_points_at_the_run_end();
         Ok(results)
+    }
+
+    /// The run ends part-way through its last interval, but the time series gives that
+    /// interval its full length: its rates would plunge as if the server had collapsed. A
+    /// point that runs past the end of a finished run is cut to the time it measured, so its
+    /// rate is over that time (the chart marks it partial). A run still `running` (or killed)
+    /// has no end to trust, and keeps its points whole.
+    fn end_points_at_the_run_end(&mut self) {
+        if self.summary.run.status == "running" {
+            return;
+        }
+        let end_ms = self.summary.run.duration_ms;
+        for point in self.all.iter_mut().chain(self.rows.values_mut().flatten()) {
+            if point.start_ms < end_ms && point.start_ms + point.duration_ms > end_ms {
+                point.duration_ms = end_ms - point.start_ms;
+            }
+        }
+    }
+
+    /// The last point of all requests when the run ended in it, measuring less than 90 % of a
+    /// point's width (a shade less is not worth a mark): its start and its length, in ms.
+    pub fn partial_last_point(&self) -> Option<(u64, u64)> {
+        let last = self.all.last()?;
+        (last.duration_ms * 10 < self.bucket_ms * 9).then_some((last.start_ms, last.duration_ms))
     }
 
     /// A missing or unreadable time series leaves the charts over time empty; a line that

@@ -335,8 +335,10 @@ fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
     let update: serde_json::Value = serde_json::from_str(&live.update).unwrap();
     assert_eq!(update["final"], true);
     let file = render_html(&dir.0).unwrap();
+    // In the body: the styles may name the elements in their comments.
+    let body = file.find("</head>").unwrap();
     let inside = |tag: &str| {
-        let open = file.find(&format!("<{tag}")).unwrap();
+        let open = body + file[body..].find(&format!("<{tag}")).unwrap();
         let start = open + file[open..].find('>').unwrap() + 1;
         let end = start + file[start..].find(&format!("</{tag}>")).unwrap();
         file[start..end].to_string()
@@ -364,4 +366,109 @@ fn rendering_an_hour_of_20_requests_for_the_dashboard() {
         live.page.len(),
         live.update.len()
     );
+}
+
+/// Rewrites the summary of a results directory.
+fn edit_summary(dir: &Path, edit: impl FnOnce(&mut Summary)) {
+    let mut summary = crate::results::read_summary(dir).unwrap();
+    edit(&mut summary);
+    write_summary(dir, &summary).unwrap();
+}
+
+#[test]
+fn the_last_interval_cut_short_by_the_runs_end_is_rated_over_the_time_it_measured_and_marked() {
+    // Three intervals of 3 requests; the run ended 500 ms into the third.
+    let dir = results(&["home"], 3, true);
+    edit_summary(&dir.0, |s| s.run.duration_ms = 2500);
+    let charts = chart_data(&render_html(&dir.0).unwrap());
+    for id in ["time-rps", "overview", "request-0-rps"] {
+        let ok = &charts[id]["series"][0];
+        assert_eq!(ok["label"], "OK/s");
+        assert_eq!(ok["values"][1].as_f64().unwrap(), 3.0, "{id}: a whole interval");
+        assert_eq!(ok["values"][2].as_f64().unwrap(), 6.0, "{id}: 3 requests in 0.5 s, not in 1 s");
+        assert_eq!(charts[id]["partial"], serde_json::json!({"x": 2.0, "seconds": 0.5, "of_seconds": 1.0}), "{id}");
+    }
+    // A run whose end fell on an interval's end has no partial point.
+    edit_summary(&dir.0, |s| s.run.duration_ms = 3000);
+    let charts = chart_data(&render_html(&dir.0).unwrap());
+    assert!(charts["time-rps"].get("partial").is_none());
+    assert_eq!(charts["time-rps"]["series"][0]["values"][2].as_f64().unwrap(), 3.0);
+    // A killed run (still `running`) has no end to trust: its points stay whole.
+    edit_summary(&dir.0, |s| {
+        s.run.duration_ms = 2500;
+        s.run.status = "running".into();
+    });
+    let charts = chart_data(&render_html(&dir.0).unwrap());
+    assert_eq!(charts["time-rps"]["series"][0]["values"][2].as_f64().unwrap(), 3.0);
+}
+
+#[test]
+fn the_overview_shows_the_response_time_ranges_of_the_plans_bounds_in_numbers() {
+    let dir = results(&["home", "search"], 2, false);
+    edit_summary(&dir.0, |s| {
+        let buckets = |counts: [u64; 4]| {
+            let total: u64 = counts.iter().sum();
+            ["t < 300 ms", "300 ms <= t < 900 ms", "t >= 900 ms", "failed"]
+                .iter()
+                .zip(counts)
+                .map(|(label, count)| horde_metrics::DistributionBucket {
+                    label: label.to_string(),
+                    count,
+                    percent: 100.0 * count as f64 / total as f64,
+                })
+                .collect::<Vec<_>>()
+        };
+        s.global.distribution = buckets([6, 2, 1, 1]);
+        s.requests[0].distribution = buckets([3, 1, 1, 1]);
+        s.requests[1].count = 4;
+        s.requests[1].distribution = buckets([3, 1, 0, 0]);
+    });
+    let html = render_html(&dir.0).unwrap();
+    let overview =
+        html.split(r#"<section class="page" id="overview">"#).nth(1).unwrap().split("</section>").next().unwrap();
+    let ranges = overview.split(r#"id="ranges""#).nth(1).unwrap().split("</table>").next().unwrap();
+    assert!(ranges.contains(r#"<td><span class="swatch range-0"></span>t &lt; 300 ms</td><td class="count">6</td><td class="percent">60.0 %</td>"#), "{ranges}");
+    assert!(ranges.contains(
+        r#"<span class="swatch range-failed"></span>failed</td><td class="count">1</td><td class="percent">10.0 %</td>"#
+    ));
+    // The bar: each range a rectangle as wide as its share, side by side; an empty one drawn not.
+    assert!(ranges.contains(r#"<rect class="range-0" x="0.000" y="0" width="60.000" height="10">"#), "{ranges}");
+    assert!(ranges.contains(r#"<rect class="range-2" x="80.000" y="0" width="10.000" height="10">"#));
+    // Each request's ranges, the busiest first, linked to its page.
+    let by_request = overview.split(r#"id="request-ranges""#).nth(1).unwrap();
+    let home = by_request.find(r##"<a href="#request-0">home</a>"##).unwrap();
+    let search = by_request.find(r##"<a href="#request-1">search</a>"##).unwrap();
+    assert!(home < search);
+    assert!(by_request.contains("<th>300 ms &lt;= t &lt; 900 ms</th>"));
+    assert_eq!(by_request.matches(r#"<svg class="ranges-bar""#).count(), 2);
+    // The responses per second and the active users on one chart, on two axes.
+    let charts = chart_data(&html);
+    let units: Vec<&str> =
+        charts["overview"]["series"].as_array().unwrap().iter().map(|s| s["unit"].as_str().unwrap()).collect();
+    assert_eq!(units, ["req/s", "req/s", "users"]);
+    assert!(overview.contains(r#"data-chart="overview-latency""#));
+}
+
+#[test]
+fn an_eventually_groups_page_names_its_durations_the_time_to_consistency() {
+    let plan = horde_plan::Plan::from_json(
+        r#"{"version": 1, "name": "p", "scenarios": [{"name": "s", "injection": [], "steps": [
+            {"type": "group", "name": "journey", "steps": [
+                {"type": "eventually", "name": "visible", "steps": [{"type": "pause", "duration_ms": 1}]},
+                {"type": "try_max", "name": "retry", "times": 2, "steps": [{"type": "pause", "duration_ms": 1}]}
+            ]},
+            {"type": "eventually", "name": "top", "steps": [{"type": "pause", "duration_ms": 1}]}
+        ]}]}"#,
+    )
+    .unwrap();
+    let eventually = pages::eventually_groups(&plan);
+    assert_eq!(eventually.into_iter().collect::<Vec<_>>(), ["journey / visible", "top"]);
+    let dir = results(&["home"], 2, false);
+    let summary = crate::results::read_summary(&dir.0).unwrap();
+    let group = horde_metrics::GroupStats { name: "journey / visible".into(), count: 3, ok: 3, ..Default::default() };
+    let page = pages::group_page(&summary, &group, &[], pages::GroupKind::Eventually);
+    assert!(page.contains("<h3>Time to consistency</h3>") && !page.contains("Duration of a pass"), "{page}");
+    assert!(page.contains("<th>time to consistency</th>"));
+    let page = pages::group_page(&summary, &group, &[], pages::GroupKind::Pass);
+    assert!(page.contains("<h3>Duration of a pass</h3>"));
 }
