@@ -143,10 +143,9 @@
   // uPlot's legend shows "-" for every series until the cursor is over the chart: a
   // screenshot or a printed page would read nothing. Without a cursor it shows a resting point:
   // the last one of a chart over time, p99 on a spectrum, the tallest bin of a histogram.
+  // Computed at each call, not kept: a chart whose data grows (a live page) rests on its new
+  // last point.
   function restingIndex(spec) {
-    if (spec.resting !== undefined) {
-      return spec.resting;
-    }
     var at = -1;
     var hasValue = function (i) {
       return spec.series.some(function (s) {
@@ -173,7 +172,6 @@
         }
       }
     }
-    spec.resting = at;
     return at;
   }
 
@@ -196,7 +194,7 @@
         notes.push("last");
       }
       if (spec.partial && x === spec.partial.x) {
-        notes.push("partial: " + round(spec.partial.seconds) + " s of " + round(spec.partial.of_seconds));
+        notes.push("partial: " + round(spec.partial.seconds) + " s of " + round(spec.partial.of_seconds) + " s");
       }
       return notes.length ? text + " (" + notes.join(", ") + ")" : text;
     };
@@ -215,11 +213,14 @@
   // The run ended part-way through the last point: its rates are over the time it measured
   // (summed counts / that time), and a dashed line with a note says the point is shorter.
   function markPartialPoint(options, spec) {
-    if (!spec.partial) {
+    if (spec.kind !== "time") {
       return;
     }
-    var partial = spec.partial;
     options.hooks.draw = (options.hooks.draw || []).concat(function (plot) {
+      var partial = spec.partial;
+      if (!partial) {
+        return;
+      }
       var x = plot.valToPos(partial.x, "x", true);
       var top = plot.bbox.top;
       var bottom = top + plot.bbox.height;
