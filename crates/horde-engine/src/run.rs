@@ -60,6 +60,7 @@ pub fn worker_count(program: &Program) -> usize {
 /// Runs the program to its end (or its limits, or an interruption), calling `sink` at every
 /// snapshot interval and once at the end.
 pub fn run(program: Arc<Program>, control: &RunControl, sink: &mut (dyn Sink + Send)) -> RunResult {
+    crate::tls_trust::use_ring_by_default();
     run_with_request_log(program, control, sink, None)
 }
 

@@ -12,6 +12,18 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+/// Makes ring the process's TLS provider, for the libraries that take rustls's process default
+/// (the MariaDB driver). rustls picks one by itself only when a single provider is compiled in,
+/// and the Cassandra driver's rustls brings aws-lc-rs beside the ring every other TLS of horde
+/// uses: without this, such a library's first handshake would panic.
+pub(crate) fn use_ring_by_default() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // Err when one is installed already (by whoever embeds horde): that one stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// The system's trusted roots, read once per process.
 pub(crate) fn system_roots() -> &'static RootCertStore {
     static ROOTS: OnceLock<RootCertStore> = OnceLock::new();

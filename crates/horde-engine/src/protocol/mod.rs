@@ -169,6 +169,7 @@ impl WorkerProtocols {
 /// message (exit 3) and not a run of failures: each SQL database answers `SELECT 1`. HTTP
 /// needs none (a refused connection is counted as what it is, per request).
 pub fn preflight(program: &Program) -> Result<(), String> {
+    crate::tls_trust::use_ring_by_default();
     sql::preflight(program)?;
     cql::preflight(program)
 }

@@ -120,6 +120,7 @@ fn values(params: &[Param<'_>]) -> Params {
 
 impl MyConnection {
     pub async fn connect(opts: &mysql_async::Opts) -> Result<MyConnection, SqlError> {
+        crate::tls_trust::use_ring_by_default();
         Ok(MyConnection { conn: Conn::new(opts.clone()).await? })
     }
 
