@@ -109,20 +109,39 @@ def test_one_worker_sends_what_a_local_run_sends(horde, nginx):
     assert counts[True] == counts[False] == (1000, 1000, 1000, 3)
 
 
+def start_a_long_coordinated_run(nginx, dask_cluster, results, path):
+    """`horde http` at 200 arrivals a second for up to 60 s over the shared cluster, returned once
+    the coordinator has merged its first interval into `results`."""
+    process = subprocess.Popen(["horde", "http", nginx.url + path, "-d", "60s", "--rate", "200", "-c", "3", "-q",
+                                "--cluster", dask_cluster, "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def merged_some():
+        try:
+            return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
+        except (OSError, ValueError, KeyError):
+            return False
+
+    try:
+        wait_until(merged_some, timeout=60, what="the coordinator's first merged interval")
+    except BaseException:
+        stop_process(process)
+        raise
+    return process
+
+
+def nginx_settles(nginx, quiet_s):
+    """Whether nginx's count stays the same for `quiet_s`."""
+    first = nginx.requests_served()
+    time.sleep(quiet_s)
+    return nginx.requests_served() == first
+
+
 def test_an_interrupted_coordinator_stops_every_worker_and_keeps_what_they_sent(nginx, dask_cluster, tmp_path):
     results = tmp_path / "interrupted"
     before = nginx.requests_served()
-    process = subprocess.Popen(["horde", "http", nginx.url + "/t9", "-d", "60s", "--rate", "200", "-c", "3", "-q",
-                                "--cluster", dask_cluster, "--results-dir", str(results)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_a_long_coordinated_run(nginx, dask_cluster, results, "/t9")
     try:
-        def merged_some():
-            try:
-                return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
-            except (OSError, ValueError, KeyError):
-                return False
-
-        wait_until(merged_some, timeout=60, what="the coordinator's first merged interval")
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=30)
     finally:
@@ -132,12 +151,7 @@ def test_an_interrupted_coordinator_stops_every_worker_and_keeps_what_they_sent(
     assert summary["run"]["status"] == "interrupted"
 
     # The workers stopped: the server's count stops growing (polled), and it is the merged one.
-    def settled():
-        first = nginx.requests_served()
-        time.sleep(0.5)
-        return nginx.requests_served() == first
-
-    wait_until(settled, timeout=10, what="nginx's count to stop growing")
+    wait_until(lambda: nginx_settles(nginx, 0.5), timeout=10, what="nginx's count to stop growing")
     # Every request was counted, but, as in a local run, one in flight per user the stop cut off.
     served, merged = nginx.requests_served() - before, summary["global"]["count"]
     assert 0 < merged <= served <= merged + summary["users"]["interrupted"]
@@ -151,29 +165,15 @@ def test_a_killed_coordinator_leaves_no_worker_sending(nginx, dask_cluster, tmp_
     from distributed import Client
 
     results = tmp_path / "killed"
-    process = subprocess.Popen(["horde", "http", nginx.url + "/t15", "-d", "60s", "--rate", "200", "-c", "3", "-q",
-                                "--cluster", dask_cluster, "--results-dir", str(results)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_a_long_coordinated_run(nginx, dask_cluster, results, "/t15")
     try:
-        def merged_some():
-            try:
-                return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
-            except (OSError, ValueError, KeyError):
-                return False
-
-        wait_until(merged_some, timeout=60, what="the coordinator's first merged interval")
         process.kill()
         process.communicate(timeout=30)
         killed_at = time.monotonic()
     finally:
         stop_process(process)
 
-    def settled():
-        first = nginx.requests_served()
-        time.sleep(1.0)
-        return nginx.requests_served() == first
-
-    wait_until(settled, timeout=30, what="nginx's count to stop growing")
+    wait_until(lambda: nginx_settles(nginx, 1.0), timeout=30, what="nginx's count to stop growing")
     assert time.monotonic() - killed_at < 12, "the shares stopped within the beat's timeout (5 s) and a margin"
     summary = json.loads((results / "summary.json").read_text())
     assert summary["run"]["status"] == "running", "a killed coordinator's last summary says so"
