@@ -102,6 +102,8 @@ pub(crate) struct WorkerLimits {
     requests: Cell<u64>,
     /// Leased throttle slots not yet used: [next, end).
     slots: Cell<(u64, u64)>,
+    /// Where the run's duration limit ends it, if it has one.
+    run_end: Option<Instant>,
 }
 
 impl RunLedger {
@@ -130,7 +132,19 @@ impl WorkerLimits {
     }
 
     pub fn new(ledger: Arc<RunLedger>, start: Instant) -> WorkerLimits {
-        WorkerLimits { ledger, start, requests: Cell::new(0), slots: Cell::new((0, 0)) }
+        WorkerLimits { ledger, start, requests: Cell::new(0), slots: Cell::new((0, 0)), run_end: None }
+    }
+
+    /// The same limits for a run that its duration limit ends at `run_end`.
+    pub fn ending_at(self, run_end: Option<Instant>) -> WorkerLimits {
+        WorkerLimits { run_end, ..self }
+    }
+
+    /// True when `at` is at or past the run's duration limit. The collector's stop arrives
+    /// on another thread a little after the limit: a throttle slot at the limit itself must
+    /// not win that race, or a run of 100/s for 6 s sends 601 requests now and then.
+    pub fn past_run_end(&self, at: Instant) -> bool {
+        self.run_end.is_some_and(|end| at >= end)
     }
 
     /// Takes one request from the run's budget; false once the budget is spent.
@@ -191,6 +205,16 @@ impl WorkerLimits {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_slot_at_the_duration_limit_is_past_the_run() {
+        let start = Instant::now();
+        let limits = WorkerLimits::new(RunLedger::new(None, &[], 1, Stripe::whole()), start);
+        assert!(!limits.past_run_end(start + Duration::from_secs(3600)));
+        let limits = limits.ending_at(Some(start + Duration::from_secs(6)));
+        assert!(!limits.past_run_end(start + Duration::from_millis(5999)));
+        assert!(limits.past_run_end(start + Duration::from_secs(6)));
+    }
 
     #[test]
     fn the_budget_is_exact_whichever_worker_spends_it() {

@@ -246,6 +246,11 @@ impl VirtualUser {
     /// lag instead, never into the server's figures.
     pub(crate) async fn throttle_slot(&mut self) -> Option<Instant> {
         let slot = self.ctx.limits.next_throttle_slot()?;
+        if self.ctx.limits.past_run_end(slot) {
+            // The run ends before this slot: wait for the collector's stop, which cuts this
+            // user off like every other one still running.
+            std::future::pending::<()>().await;
+        }
         let asked = Instant::now();
         // Throttle slots are sub-millisecond apart at high rates: tokio's 1 ms timer would
         // start most of them late.

@@ -356,7 +356,8 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
         workers,
         start,
         metrics: RefCell::new(WorkerMetrics::new(&program)),
-        limits: WorkerLimits::new(ledger, start),
+        limits: WorkerLimits::new(ledger, start)
+            .ending_at(options.max_duration_ms.and_then(|ms| start.checked_add(Duration::from_millis(ms)))),
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
         measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
         seed,
