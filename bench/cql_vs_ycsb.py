@@ -3,8 +3,12 @@ same Apache Cassandra 5.0 node in the same run: the same core workload, records,
 client threads and consistency (ONE). Each tool loads its own keyspace first (untimed here),
 then the run phases alternate which tool goes first. Reported: operations per second, the
 client's CPU time per 1,000 operations (its process and children, from rusage: the JVM's JIT and
-GC included, as a user pays them), each tool's p50/p99, and the server's own coordinator
-latencies for each tool's keyspace (Cassandra's `system_views.coordinator_{read,write}_latency`).
+GC included, as a user pays them), each tool's mean, p50 and p99 per operation beside the
+server's own for the same phase: Cassandra's ClientRequest metrics over JMX (what `nodetool
+proxyhistograms` shows), read before and after each run phase (bench/cassandra/
+ClientRequestLatency.java); their difference is what the coordinator measured of exactly that
+phase: an exact mean (TotalLatency / count) and percentiles to the histogram's bucket (buckets
+grow by 1.2x, so a server percentile is a range up to 20 % wide).
 
 Why YCSB and not cassandra-stress: cassandra-stress is not published to Maven Central (it ships
 only inside Cassandra's binary tarball, which this machine cannot download), and YCSB is the
@@ -18,6 +22,7 @@ checkout (tag 0.17.0) with --ycsb-source; its core and the driver come from Mave
 
 import argparse
 import json
+import os
 import re
 import resource
 import statistics
@@ -30,6 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PEER = ROOT / "bench" / "ycsb"
 CASSANDRA = ROOT / "scripts" / "cassandra" / "start_cassandra.sh"
+SERVER_LATENCY = ROOT / "bench" / "cassandra" / "ClientRequestLatency.java"
+# Which of the server's ClientRequest kinds serves each YCSB operation.
+SERVER_KIND = {"READ": "Read", "UPDATE": "Write", "INSERT": "Write", "SCAN": "RangeSlice"}
 
 
 def child_cpu():
@@ -59,13 +67,16 @@ def build_peer(source, work):
 class Node:
     """A throwaway Cassandra node, or the one at --contact-point."""
 
-    def __init__(self, work, contact_point):
+    def __init__(self, work, contact_point, jmx_port):
         self.pid = None
+        self.jmx_port = jmx_port
         if contact_point:
             self.host, self.port = contact_point.split(":")
         else:
             self.host, self.port = "127.0.0.1", free_port()
-            started = run(["bash", CASSANDRA, work / "cassandra", self.port, free_port(), "1G"])
+            self.jmx_port = free_port()
+            started = run(["bash", CASSANDRA, work / "cassandra", self.port, free_port(), "1G"],
+                          env={**os.environ, "JMX_PORT": self.jmx_port})
             self.pid = int(started.stdout.split()[-1])
             deadline = time.monotonic() + 120
             while not can_connect(int(self.port)):
@@ -84,19 +95,74 @@ class Node:
         if self.pid:
             subprocess.run(["kill", str(self.pid)])
 
-    def coordinator_latencies(self, keyspace):
-        """The server's recent coordinator p99 of the keyspace's table, in ms, per kind. Cassandra
-        5.0.9's virtual tables name these columns `_ms` but hold seconds with three decimals
-        (their p99 of 0.003 sits beside clients' 3-4 ms): converted here, to 1 ms resolution,
-        too coarse for a within-10 % comparison (JMX's ClientRequest metrics would do; this
-        node runs without JMX)."""
-        found = {}
-        for kind in ("read", "write"):
-            for row in self.session.execute(
-                    f"SELECT * FROM system_views.coordinator_{kind}_latency WHERE keyspace_name = %s ALLOW FILTERING",
-                    (keyspace,)):
-                found[kind] = f"p99 {row.p99th_ms * 1000:.0f} ms"
-        return found
+    def client_requests(self):
+        """The server's ClientRequest latency record now (see ClientRequestLatency.java), or None
+        for a node without JMX."""
+        if not self.jmx_port:
+            return None
+        completed = run(["java", "-cp", CASSANDRA.parent / "lib" / "*", SERVER_LATENCY, self.jmx_port])
+        return json.loads(completed.stdout)
+
+
+def server_view(before, after, kind):
+    """What the coordinator measured of `kind` between two readings: (count, mean us, p50 and p99
+    as their histogram buckets (low, high] in us)."""
+    if before is None or after is None:
+        return None
+    then, now = before[kind], after[kind]
+    count = now["count"] - then["count"]
+    if count <= 0:
+        return None
+    buckets = [b - a for a, b in zip(then["buckets"], now["buckets"])]
+    # One bucket more than offsets: the last holds what overflowed them.
+    offsets = after["offsets"] + [float("inf")]
+    # Whether the buckets hold microseconds or nanoseconds is not in the record (the timer's
+    # DurationUnit converts its summary figures only): the unit whose bucket mean is nearer the
+    # exact mean is the buckets' unit.
+    total = sum(buckets)
+    midpoints_mean = sum(n * ((offsets[i - 1] if i else 0) + offsets[i]) / 2 for i, n in enumerate(buckets)) / total
+    if "total_us" in now:
+        exact_mean = (now["total_us"] - then["total_us"]) / count
+        scale = 1000.0 if abs(midpoints_mean / 1000 - exact_mean) < abs(midpoints_mean - exact_mean) else 1.0
+    else:
+        # No total (the transport's queue): the same unit as the ClientRequest timers, the
+        # mean to the bucket.
+        scale = 1000.0 if now["unit"] == "microseconds" else 1.0
+        exact_mean = midpoints_mean / scale
+
+    def percentile(q):
+        wanted, seen = q * total, 0
+        for index, in_bucket in enumerate(buckets):
+            seen += in_bucket
+            if seen >= wanted:
+                low = offsets[index - 1] if index else 0
+                return low / scale, offsets[index] / scale
+        return offsets[-2] / scale, float("inf")
+
+    return count, exact_mean, percentile(0.50), percentile(0.99)
+
+
+def agreement(operations, before, after):
+    """Per operation: the client's mean, p50, p99 beside the server's for the same phase."""
+    rows = []
+    for name, figures in operations.items():
+        kind = SERVER_KIND.get(name)
+        server = server_view(before, after, kind) if kind else None
+        if server is None or "AverageLatency(us)" not in figures:
+            continue
+        count, mean, p50, p99 = server
+        rows.append((name, kind, figures["Operations"], count, figures["AverageLatency(us)"], mean,
+                     figures["50thPercentileLatency(us)"], p50, figures["99thPercentileLatency(us)"], p99))
+    return rows
+
+
+def describe_agreement(rows):
+    text = []
+    for name, kind, client_ops, server_ops, client_mean, server_mean, c50, s50, c99, s99 in rows:
+        text.append(f"{name} vs server {kind} ({client_ops:.0f} / {server_ops} ops): mean {client_mean:.0f} / "
+                    f"{server_mean:.0f} us = {client_mean / server_mean:.2f}, p50 {c50:.0f} in ({s50[0]:.0f}, "
+                    f"{s50[1]:.0f}], p99 {c99:.0f} in ({s99[0]:.0f}, {s99[1]:.0f}]")
+    return "; ".join(text)
 
 
 def free_port():
@@ -133,6 +199,8 @@ def horde_phase(node, args, keyspace, phase, work):
              "--threads", args.threads, "--consistency", "one", "--results-dir", directory / "r", "-q"]
     if phase == "run":
         flags += ["--operations", args.operations]
+        if args.target:
+            flags += ["--target", args.target]
     run(["horde", "cql", node.contact_point, *flags], timeout=3600)
     cpu = child_cpu() - before
     text = (directory / "r" / "ycsb.txt").read_text()
@@ -149,7 +217,10 @@ def ycsb_phase(node, args, keyspace, phase, classpath, work):
             "site.ycsb.db.CassandraCQLClient", "-P", workload, "-p", f"hosts={node.host}", "-p", f"port={node.port}",
             "-p", f"cassandra.keyspace={keyspace}", "-p", f"recordcount={args.records}",
             "-p", f"operationcount={args.operations}", "-p", "cassandra.readconsistencylevel=ONE",
-            "-p", "cassandra.writeconsistencylevel=ONE", "-threads", args.threads]
+            "-p", "cassandra.writeconsistencylevel=ONE", "-p", "hdrhistogram.percentiles=50,95,99",
+            "-threads", args.threads]
+    if phase == "run" and args.target:
+        argv += ["-target", args.target]
     completed = run(argv, timeout=3600)
     cpu = child_cpu() - before
     throughput, operations = ycsb_figures(completed.stdout)
@@ -176,16 +247,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ycsb-source", required=True, help="a YCSB checkout at tag 0.17.0")
     parser.add_argument("--contact-point", help="an existing node host:port (default: start one)")
+    parser.add_argument("--jmx-port", help="the existing node's JMX port, for the server's latencies")
     parser.add_argument("--workload", default="a")
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--operations", type=int, default=200_000)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--target", type=int, help="operations per second of the run phases (default: as fast as they go)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="horde-cql-bench-"))
     classpath = build_peer(args.ycsb_source, work)
     workload_file(args.ycsb_source, args.workload, work)
-    node = Node(work, args.contact_point)
+    node = Node(work, args.contact_point, args.jmx_port)
     try:
         for keyspace in ("bench_horde", "bench_ycsb"):
             create_keyspace(node, keyspace)
@@ -195,19 +268,21 @@ def main():
         for repetition in range(args.repetitions):
             order = ["horde", "ycsb"] if repetition % 2 == 0 else ["ycsb", "horde"]
             for tool in order:
+                before = node.client_requests()
                 if tool == "horde":
                     figures = horde_phase(node, args, "bench_horde", "run", work)
                 else:
                     figures = ycsb_phase(node, args, "bench_ycsb", "run", classpath, work)
-                server = node.coordinator_latencies(f"bench_{tool}")
-                samples[tool].append((*figures, server))
                 throughput, done, cpu, operations, errors = figures
+                after = node.client_requests()
+                server = agreement(operations, before, after)
+                samples[tool].append((*figures, server))
+                queued = server_view(before, after, "Queued")
                 print(f"{tool}: {throughput:,.0f} ops/s, {done:.0f} operations, {errors:.0f} errors, "
-                      f"CPU {cpu * 1e6 / done:.1f} ms per 1,000; "
-                      + "; ".join(f"{name} p50 {o.get('50thPercentileLatency(us)', float('nan')):.0f} us "
-                                  f"p99 {o.get('99thPercentileLatency(us)', float('nan')):.0f} us"
-                                  for name, o in operations.items())
-                      + f"; server {server}", flush=True)
+                      f"CPU {cpu * 1e6 / done:.1f} ms per 1,000; client / server: {describe_agreement(server)}"
+                      + (f"; queued in the server's transport: mean ~{queued[1]:.0f} us, p50 in ({queued[2][0]:.0f}, "
+                         f"{queued[2][1]:.0f}], p99 in ({queued[3][0]:.0f}, {queued[3][1]:.0f}]" if queued else ""),
+                      flush=True)
         print()
         print(f"workload {args.workload}, {args.records:,} records, {args.operations:,} operations, "
               f"{args.threads} threads, consistency ONE, medians of {args.repetitions}:")
@@ -219,6 +294,20 @@ def main():
             print(f"| {tool} | {medians[tool][0]:,.0f} | {medians[tool][1]:.1f} |")
         h, y = medians["horde"], medians["ycsb"]
         print(f"| horde / ycsb | {h[0] / y[0]:.2f} | {h[1] / y[1]:.2f} |")
+        print()
+        print("client latency / the server's (ClientRequest over JMX, same phase), medians of the repetitions:")
+        print("| tool | operation | mean client / server | p50 client (server bucket) | p99 client (server bucket) |")
+        print("|---|---|---|---|---|")
+        for tool, runs in samples.items():
+            for index, row in enumerate(runs[0][5]):
+                name, kind = row[0], row[1]
+                rows = [r[5][index] for r in runs if len(r[5]) > index]
+                ratio = statistics.median(r[4] / r[5] for r in rows)
+                c50 = statistics.median(r[6] for r in rows)
+                c99 = statistics.median(r[8] for r in rows)
+                s50, s99 = rows[len(rows) // 2][7], rows[len(rows) // 2][9]
+                print(f"| {tool} | {name} ({kind}) | {ratio:.2f} | {c50:.0f} us ({s50[0]:.0f}-{s50[1]:.0f}) | "
+                      f"{c99:.0f} us ({s99[0]:.0f}-{s99[1]:.0f}) |")
     finally:
         node.stop()
 

@@ -5,6 +5,7 @@
 # STORAGE_PORT. Starts it in the background and prints the JVM's PID; readiness is the CQL port
 # accepting connections (about 10 s). Stop: kill PID (SIGTERM; it flushes and exits in seconds).
 # usage: start_cassandra.sh DIR PORT STORAGE_PORT [HEAP]        e.g. HEAP=512M
+# JMX_PORT=N: JMX on 127.0.0.1:N (the benchmarks read the server's ClientRequest metrics there).
 # A node of a cluster on one machine: ADDRESS=127.0.0.2 SEED=127.0.0.1 start_cassandra.sh ... (every
 # node on its own loopback address, the same ports; the seed started first). TLS: below.
 set -euo pipefail
@@ -41,6 +42,7 @@ EXPORTS=(java.base/jdk.internal.misc java.management.rmi/com.sun.jmx.remote.inte
          java.rmi/sun.rmi.registry java.rmi/sun.rmi.server java.sql/java.sql java.base/java.lang.ref
          jdk.unsupported/sun.misc jdk.compiler/com.sun.tools.javac.file jdk.attach/sun.tools.attach)
 flags=()
+[ -z "${JMX_PORT:-}" ] || flags+=("-Dcassandra.jmx.local.port=$JMX_PORT")
 for m in "${OPENS[@]}"; do flags+=(--add-opens "$m=ALL-UNNAMED"); done
 for m in "${EXPORTS[@]}"; do flags+=(--add-exports "$m=ALL-UNNAMED"); done
 nohup java "-Xms$HEAP" "-Xmx$HEAP" -Xss256k -XX:+UseG1GC -XX:+ParallelRefProcEnabled \
