@@ -6,7 +6,7 @@
 //! - a renderer thread renders the report from those files, as report.html is rendered, only
 //!   while somebody looks, and at most a fifth of a core's time (a long run's report takes
 //!   longer to render: updates then come less often, the engine never waits);
-//! - a server thread (hyper, its own small runtime, as `--metrics`) serves the latest page at
+//! - a [`LocalServer`] (hyper on a thread of its own, as `--metrics`) serves the latest page at
 //!   `/`, its updates as server-sent events at `/events` (every open page gets each update once;
 //!   one that falls behind gets the newest), and with `--dashboard-control`, `POST /stop`.
 //!
@@ -15,22 +15,21 @@
 //! DNS rebinding); beyond loopback, every request must carry the token printed with the
 //! address. Stop always needs the token in a header, which another site's page cannot send.
 
+use crate::local_server::LocalServer;
 use crate::output::status;
 use anyhow::Context;
 use bytes::Bytes;
 use horde_report::{LivePage, ResultsWatch};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 /// How long a new page waits for the first rendering before it is told to come back.
 const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
@@ -112,8 +111,7 @@ struct Shared {
 pub(crate) struct Dashboard {
     watch: ResultsWatch,
     shared: Arc<Shared>,
-    stop_server: Option<oneshot::Sender<()>>,
-    server: Option<std::thread::JoinHandle<()>>,
+    server: Option<LocalServer>,
     renderer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -152,17 +150,13 @@ impl Dashboard {
             wanted: AtomicBool::new(false),
             closing: AtomicBool::new(false),
         });
-        let (stop_server, stopped) = oneshot::channel();
         let server = {
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("horde-dashboard".into())
-                .spawn(move || {
-                    let runtime =
-                        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
-                    runtime.block_on(serve(listener, shared, stopped));
-                })
-                .map_err(|err| crate::Failure::Runtime(err.into()))?
+            LocalServer::start(listener, "horde-dashboard", move |request: Request<Incoming>| {
+                let shared = shared.clone();
+                async move { answer(request, &shared).await }
+            })
+            .map_err(|err| crate::Failure::Runtime(err.into()))?
         };
         let renderer = {
             let (shared, watch) = (shared.clone(), watch.clone());
@@ -175,7 +169,7 @@ impl Dashboard {
         if args.open {
             open_in_browser(&url);
         }
-        Ok(Dashboard { watch, shared, stop_server: Some(stop_server), server: Some(server), renderer: Some(renderer) })
+        Ok(Dashboard { watch, shared, server: Some(server), renderer: Some(renderer) })
     }
 
     /// Sends the final report (the results directory as it is now, report.html written) to
@@ -209,12 +203,8 @@ impl Drop for Dashboard {
         if let Some(renderer) = self.renderer.take() {
             let _ = renderer.join();
         }
-        if let Some(stop) = self.stop_server.take() {
-            let _ = stop.send(());
-        }
-        if let Some(server) = self.server.take() {
-            let _ = server.join();
-        }
+        // Stops serving: open event streams end with it.
+        drop(self.server.take());
     }
 }
 
@@ -280,28 +270,6 @@ fn open_in_browser(url: &str) {
 }
 
 type Body = BoxBody<Bytes, Infallible>;
-
-async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>, mut stopped: oneshot::Receiver<()>) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-    loop {
-        let stream = tokio::select! {
-            _ = &mut stopped => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
-            },
-        };
-        let shared = shared.clone();
-        // Each browser's connection is a task: event streams last the whole run.
-        tokio::spawn(async move {
-            let service = service_fn(move |request: Request<Incoming>| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(answer(request, &shared).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-        });
-    }
-}
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     Response::builder()

@@ -19,6 +19,7 @@ mod dashboard;
 pub mod exit;
 mod exports;
 mod loader;
+mod local_server;
 mod metrics_endpoint;
 mod output;
 mod quick;
