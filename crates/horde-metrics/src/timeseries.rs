@@ -88,6 +88,15 @@ pub struct CompletedInterval {
 }
 
 impl CompletedInterval {
+    /// Cuts an interval the run ended in to the time it measured (the run's end `run_end_ms`
+    /// after its start), so that its rates are over that time: a last interval of 0.5 s that
+    /// claimed its full second halved its requests per second, as if the server had slowed.
+    pub fn end_at(&mut self, run_end_ms: u64) {
+        if self.start_ms < run_end_ms {
+            self.duration_ms = self.duration_ms.min(run_end_ms - self.start_ms);
+        }
+    }
+
     /// The time series lines of this interval: `all` first, then each row.
     pub fn samples(&self, options: &SummaryOptions) -> Vec<IntervalSample> {
         let sample = |name: &str, recorder: &Recorder| IntervalSample {
@@ -203,6 +212,20 @@ mod tests {
             requests: vec![("home".into(), recorder)],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_interval_the_run_ended_in_is_rated_over_the_time_it_measured() {
+        let mut pending = PendingIntervals::starting_at(std::time::UNIX_EPOCH);
+        pending.add(&snapshot(0, 1, 400, 4));
+        pending.add(&snapshot(0, 2, 200, 4));
+        let mut completed = pending.take_completed(None, 1000);
+        for interval in &mut completed {
+            interval.end_at(1500);
+        }
+        assert_eq!(completed.iter().map(|i| i.duration_ms).collect::<Vec<_>>(), [1000, 500]);
+        let rates: Vec<f64> = completed.iter().map(|i| i.samples(&SummaryOptions::default())[0].rps).collect();
+        assert_eq!(rates, [400.0, 400.0]);
     }
 
     #[test]

@@ -165,9 +165,15 @@ impl ResultsSink {
         // Only intervals every worker has handed in: a late worker's snapshot still belongs
         // to an interval not yet written.
         let last = if finished { None } else { Some(totals.complete_intervals) };
-        let completed = totals.intervals.take_completed(last, interval_ms);
+        let mut completed = totals.intervals.take_completed(last, interval_ms);
         if completed.is_empty() {
             return;
+        }
+        if finished {
+            let run_end_ms = totals.elapsed.as_millis() as u64;
+            for interval in &mut completed {
+                interval.end_at(run_end_ms);
+            }
         }
         let samples: Vec<_> = completed.iter().flat_map(|interval| interval.samples(&options)).collect();
         if let Some(writer) = &mut self.timeseries {
