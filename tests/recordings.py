@@ -291,17 +291,25 @@ FIXTURE_UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
 
 
 def oauth_journey(client, url):
-    """OAuth's authorization code grant on the built-in target, as a single-page app signs in:
-    the authorization redirects to the callback page (the client follows it), whose script
-    posts the code of its URL for a token, which then opens the orders API."""
+    """OAuth's authorization code grant with PKCE on the built-in target, as a single-page app
+    signs in: a code verifier of its own, its S256 challenge on the authorization, which
+    redirects to the callback page (the client follows it), whose script posts the code of its
+    URL and the verifier for a token, which then opens the orders API."""
+    import base64
+    import hashlib
+    import secrets
     import urllib.request
     from urllib.parse import parse_qs, urlencode, urlsplit
 
-    with client.open(url + "/oauth/authorize?client_id=web&redirect_uri=/oauth/callback&state=st4te") as response:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urlencode({"client_id": "web", "redirect_uri": "/oauth/callback", "state": "st4te",
+                       "code_challenge": challenge, "code_challenge_method": "S256"})
+    with client.open(url + "/oauth/authorize?" + query) as response:
         landed = response.geturl()
         response.read()
     code = parse_qs(urlsplit(landed).query)["code"][0]
-    form = urlencode({"grant_type": "authorization_code", "code": code}).encode()
+    form = urlencode({"grant_type": "authorization_code", "code": code, "code_verifier": verifier}).encode()
     with client.open(urllib.request.Request(url + "/oauth/token", data=form)) as response:
         token = json.loads(response.read())["access_token"]
     request = urllib.request.Request(url + "/api/orders")

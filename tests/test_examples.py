@@ -555,6 +555,9 @@ def test_oauth_login(target, tmp_path):
     assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == users
     assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
     assert after["orders_listed"] - before["orders_listed"] == users
+    # PKCE: each user's own verifier, verified by the server; no challenge sent twice.
+    assert after["oauth_pkce_verified"] - before["oauth_pkce_verified"] == users
+    assert after["oauth_pkce_challenges_reused"] == before["oauth_pkce_challenges_reused"]
 
 
 def test_cassandra_eventually(cassandra, tmp_path):

@@ -354,6 +354,19 @@ def test_client_generated_values_become_template_functions(tmp_path):
     assert requests[2]["url"] == "/api/notes/by-client/${client_id}"
 
 
+def test_a_pkce_pair_becomes_each_users_own_verifier_and_its_challenge(tmp_path):
+    # RFC 7636 appendix B's pair, as a single-page app sends it.
+    verifier, challenge = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    plan, requests, source = imported(tmp_path, [
+        entry("GET", SITE + f"/authorize?client_id=web&code_challenge={challenge}&code_challenge_method=S256", at=0,
+              body="<p>signed in</p>"),
+        post(SITE + "/token", {"grant_type": "authorization_code", "code_verifier": verifier}, 1),
+    ])
+    assert {"type": "set", "values": [{"name": "code_verifier", "value": "${__random_string(43)}"}]} in steps(plan)
+    assert {"name": "code_challenge", "value": "${code_verifier.pkce_challenge()}"} in requests[0]["query"]
+    assert form(requests[1])["code_verifier"] == "${code_verifier}"
+
+
 def test_typed_inputs_become_a_feeder_written_beside_the_simulation(tmp_path):
     plan, requests, source = imported(tmp_path, [
         page("<form><input name=username><input name=password type=password></form>", 0, url=SITE + "/login"),

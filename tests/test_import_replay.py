@@ -178,6 +178,7 @@ def test_oauth_recording_replays_with_20_users_each_with_its_own_code(target, ta
     # The code is read from the authorization's redirect, which the replay does not follow.
     source = (tmp_path / "oauth.py").read_text()
     assert ".disable_follow_redirect()" in source and 'header_regex("Location"' in source
+    assert "code_verifier.pkce_challenge()" in source
     before = target.stats()
     result = run_on_target(target, horde, tmp_path / "oauth.py")
     assert result.code == 0, result.stderr
@@ -187,6 +188,9 @@ def test_oauth_recording_replays_with_20_users_each_with_its_own_code(target, ta
     assert after["oauth_codes_given"] - before["oauth_codes_given"] == USERS
     assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == USERS
     assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
+    # PKCE: every user made a verifier of its own, and the server verified each one.
+    assert after["oauth_pkce_verified"] - before["oauth_pkce_verified"] == USERS
+    assert after["oauth_pkce_challenges_reused"] == before["oauth_pkce_challenges_reused"]
     assert after["orders_listed"] - before["orders_listed"] == USERS and after["unauthorized"] == before["unauthorized"]
 
 
@@ -196,8 +200,12 @@ def test_oauth_recording_without_correlation_fails(target, target_recordings, tm
     result = run_on_target(target, horde, tmp_path / "oauth.py")
     assert result.code == 0, result.stderr
     assert result.summary["global"]["ko"] > 0
-    # The recorded code was used when recording: every replay of it is refused.
-    assert target.stats()["oauth_invalid_grants"] - before["oauth_invalid_grants"] == USERS
+    # The recorded code was used when recording: every replay of it is refused. And the one
+    # recorded PKCE challenge is sent by every user: the server has seen it before from all
+    # of them but the first (the recording may have been made on another server).
+    after = target.stats()
+    assert after["oauth_invalid_grants"] - before["oauth_invalid_grants"] == USERS
+    assert after["oauth_pkce_challenges_reused"] - before["oauth_pkce_challenges_reused"] in (USERS - 1, USERS)
 
 
 @pytest.fixture(scope="module")

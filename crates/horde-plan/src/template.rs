@@ -7,7 +7,7 @@
 //!   `${items[-1]}` (from the end);
 //! - methods on any value: `.size()`, `.random()`, `.base64()`, `.base64_decode()`,
 //!   `.url_encode()`, `.json_escape()`, `.json()`, `.md5()`, `.sha1()`, `.sha256()`,
-//!   `.hmac_sha1(key)`, `.hmac_sha256(key)`, `.jsonpath('$..id')`;
+//!   `.hmac_sha1(key)`, `.hmac_sha256(key)`, `.pkce_challenge()`, `.jsonpath('$..id')`;
 //! - functions: `__uuid()`, `__random_int(1, 100)`, `__random_string(12)`, `__now_ms()`, `__now_s()`,
 //!   `__counter(name)`, `__user_id`, `__scenario`;
 //! - literals as arguments: `'text'`, `"text"`, numbers.
@@ -99,6 +99,8 @@ pub enum Method {
     Sha256,
     HmacSha1,
     HmacSha256,
+    /// OAuth PKCE's S256 code challenge of a code verifier (RFC 7636 4.2).
+    PkceChallenge,
     JsonPath,
 }
 
@@ -116,6 +118,7 @@ impl Method {
         ("sha256", Method::Sha256, 0),
         ("hmac_sha1", Method::HmacSha1, 1),
         ("hmac_sha256", Method::HmacSha256, 1),
+        ("pkce_challenge", Method::PkceChallenge, 0),
         ("jsonpath", Method::JsonPath, 1),
     ];
 

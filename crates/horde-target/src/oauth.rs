@@ -5,11 +5,15 @@
 //!
 //! - `GET /oauth/authorize?client_id=C&redirect_uri=/path&state=S`: 302 to
 //!   `{redirect_uri}?code={code}&state={S}`, a new 24-hex-digit code remembered for one use.
+//!   With PKCE (RFC 7636), `&code_challenge=X&code_challenge_method=S256`: the code is bound to
+//!   the challenge, and a challenge seen before is counted (`oauth_pkce_challenges_reused`:
+//!   a replayed recording's pair; a real client makes a new one per sign-in).
 //! - `GET /oauth/callback?code=..&state=..`: the page the browser lands on (its script posts
 //!   the code; a simulation does it itself).
 //! - `POST /oauth/token` with the form `grant_type=authorization_code&code=..`: a bearer token
 //!   for `/api/orders` (a login of the user `oauth`) for a code given and not yet used, else
-//!   400 `{"error": "invalid_grant"}`.
+//!   400 `{"error": "invalid_grant"}`; a code bound to a challenge also needs `code_verifier`,
+//!   whose S256 must be that challenge.
 //!
 //! At most [`MAX_CODES`] unused codes are remembered; beyond, the oldest is forgotten.
 
@@ -20,22 +24,39 @@ use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 use rand::Rng;
 use serde_json::json;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Unused codes remembered at once.
 pub(crate) const MAX_CODES: usize = 100_000;
 /// The largest token request read: a form with a code, not a document.
 const MAX_FORM_BYTES: usize = 16 << 10;
 
-/// The codes given and not yet exchanged.
+/// The codes given and not yet exchanged, each with the PKCE challenge it is bound to.
 #[derive(Debug, Default)]
 pub(crate) struct Codes {
-    unused: HashSet<String>,
+    unused: HashMap<String, Option<String>>,
     given: VecDeque<String>,
+    /// PKCE challenges seen (as many as codes are remembered).
+    challenges: HashSet<String>,
+    challenge_order: VecDeque<String>,
+}
+
+/// What a token request's code turned out to be.
+#[derive(Debug, PartialEq)]
+enum Redeemed {
+    /// Not given, or used already.
+    Unknown,
+    /// Given with a PKCE challenge that the verifier does not answer (or no verifier).
+    VerifierRefused,
+    Good {
+        with_pkce: bool,
+    },
 }
 
 impl Codes {
-    fn give(&mut self) -> String {
+    /// A new code, bound to `challenge` when there is one; the flag says whether that
+    /// challenge was seen before.
+    fn give(&mut self, challenge: Option<&str>) -> (String, bool) {
         while self.given.len() >= MAX_CODES {
             if let Some(oldest) = self.given.pop_front() {
                 self.unused.remove(&oldest);
@@ -43,14 +64,44 @@ impl Codes {
         }
         let code = format!("{:024x}", rand::rng().random::<u128>() >> 32);
         self.given.push_back(code.clone());
-        self.unused.insert(code.clone());
-        code
+        self.unused.insert(code.clone(), challenge.map(str::to_string));
+        let reused = challenge.is_some_and(|challenge| !self.remember_challenge(challenge));
+        (code, reused)
     }
 
-    /// Whether `code` was given and not used; it is used from now on.
-    fn redeem(&mut self, code: &str) -> bool {
-        self.unused.remove(code)
+    /// False when `challenge` was seen before.
+    fn remember_challenge(&mut self, challenge: &str) -> bool {
+        if !self.challenges.insert(challenge.to_string()) {
+            return false;
+        }
+        self.challenge_order.push_back(challenge.to_string());
+        while self.challenge_order.len() > MAX_CODES {
+            if let Some(oldest) = self.challenge_order.pop_front() {
+                self.challenges.remove(&oldest);
+            }
+        }
+        true
     }
+
+    /// Whether `code` was given and not used, and `verifier` answers its challenge; the code
+    /// is used from now on either way (RFC 7636 4.6: a failed verification ends the grant).
+    fn redeem(&mut self, code: &str, verifier: Option<&str>) -> Redeemed {
+        match self.unused.remove(code) {
+            None => Redeemed::Unknown,
+            Some(None) => Redeemed::Good { with_pkce: false },
+            Some(Some(challenge)) if verifier.is_some_and(|v| s256(v) == challenge) => {
+                Redeemed::Good { with_pkce: true }
+            }
+            Some(Some(_)) => Redeemed::VerifierRefused,
+        }
+    }
+}
+
+/// PKCE's S256 transformation: BASE64URL(SHA-256(verifier)), no padding.
+fn s256(verifier: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()))
 }
 
 /// Whether the path is one of this module's.
@@ -76,8 +127,15 @@ pub(crate) async fn respond(request: Request<Incoming>, path: &str, state: &Shar
             if client.is_empty() || !redirect_uri.starts_with('/') || redirect_uri.starts_with("//") {
                 return invalid_request("redirect_uri is a path on this server, such as /oauth/callback");
             }
-            let code = state.oauth.lock().expect("oauth lock").give();
-            state.count(|stats| stats.oauth_codes_given += 1);
+            let challenge = param("code_challenge");
+            if challenge.is_some() && param("code_challenge_method") != Some("S256") {
+                return invalid_request("code_challenge_method must be S256 (plain is not accepted)");
+            }
+            let (code, reused) = state.oauth.lock().expect("oauth lock").give(challenge);
+            state.count(|stats| {
+                stats.oauth_codes_given += 1;
+                stats.oauth_pkce_challenges_reused += u64::from(reused);
+            });
             let mut location = form_urlencoded::Serializer::new(format!("{redirect_uri}?"));
             location.append_pair("code", &code);
             if let Some(client_state) = param("state") {
@@ -114,13 +172,21 @@ async fn token(request: Request<Incoming>, state: &Shared) -> Response<Body> {
     if field("grant_type") != Some("authorization_code") {
         return invalid_request("grant_type must be authorization_code");
     }
-    let redeemed = field("code").is_some_and(|code| state.oauth.lock().expect("oauth lock").redeem(code));
-    if !redeemed {
+    let redeemed = match field("code") {
+        Some(code) => state.oauth.lock().expect("oauth lock").redeem(code, field("code_verifier")),
+        None => Redeemed::Unknown,
+    };
+    let refusal = match redeemed {
+        Redeemed::Good { with_pkce } => {
+            state.count(|stats| stats.oauth_pkce_verified += u64::from(with_pkce));
+            None
+        }
+        Redeemed::Unknown => Some("the code was not given by /oauth/authorize, or was used"),
+        Redeemed::VerifierRefused => Some("code_verifier does not answer the code's PKCE challenge"),
+    };
+    if let Some(message) = refusal {
         state.count(|stats| stats.oauth_invalid_grants += 1);
-        return json(
-            StatusCode::BAD_REQUEST,
-            json!({"error": "invalid_grant", "message": "the code was not given by /oauth/authorize, or was used"}),
-        );
+        return json(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant", "message": message}));
     }
     let access_token = format!("{:032x}", rand::rng().random::<u128>());
     state.orders.lock().expect("orders lock").login("oauth", access_token.clone());
@@ -139,10 +205,27 @@ mod tests {
     #[test]
     fn a_code_is_redeemed_once() {
         let mut codes = Codes::default();
-        let code = codes.give();
+        let (code, _) = codes.give(None);
         assert_eq!(code.len(), 24);
-        assert!(codes.redeem(&code));
-        assert!(!codes.redeem(&code), "a code is good once");
-        assert!(!codes.redeem("0123456789abcdef01234567"));
+        assert_eq!(codes.redeem(&code, None), Redeemed::Good { with_pkce: false });
+        assert_eq!(codes.redeem(&code, None), Redeemed::Unknown, "a code is good once");
+        assert_eq!(codes.redeem("0123456789abcdef01234567", None), Redeemed::Unknown);
+    }
+
+    #[test]
+    fn a_pkce_code_needs_the_verifier_of_its_challenge() {
+        // RFC 7636 appendix B.
+        let (verifier, challenge) =
+            ("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+        assert_eq!(s256(verifier), challenge);
+        let mut codes = Codes::default();
+        let (code, reused) = codes.give(Some(challenge));
+        assert!(!reused);
+        assert_eq!(codes.redeem(&code, Some(verifier)), Redeemed::Good { with_pkce: true });
+        let (code, reused) = codes.give(Some(challenge));
+        assert!(reused, "the same challenge twice");
+        assert_eq!(codes.redeem(&code, Some("another verifier")), Redeemed::VerifierRefused);
+        let (code, _) = codes.give(Some(challenge));
+        assert_eq!(codes.redeem(&code, None), Redeemed::VerifierRefused);
     }
 }

@@ -38,6 +38,10 @@ pub struct Stats {
     pub oauth_codes_given: u64,
     pub oauth_tokens_given: u64,
     pub oauth_invalid_grants: u64,
+    /// Token requests whose PKCE verifier answered their code's challenge, and authorizations
+    /// that sent a challenge seen before.
+    pub oauth_pkce_verified: u64,
+    pub oauth_pkce_challenges_reused: u64,
     /// Writes accepted by `/eventual/{key}` (PUT or POST, 202).
     pub eventual_writes: u64,
     /// Reads of `/eventual/{key}` that found a visible body (200) ...
@@ -85,6 +89,8 @@ impl Stats {
             "oauth_codes_given": self.oauth_codes_given,
             "oauth_tokens_given": self.oauth_tokens_given,
             "oauth_invalid_grants": self.oauth_invalid_grants,
+            "oauth_pkce_verified": self.oauth_pkce_verified,
+            "oauth_pkce_challenges_reused": self.oauth_pkce_challenges_reused,
         })
     }
 }

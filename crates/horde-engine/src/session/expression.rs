@@ -374,6 +374,10 @@ fn apply(method: Method, value: Value, args: &[Value], session: &mut Session) ->
             mac.update(text().as_bytes());
             Value::from(hex(&mac.finalize().into_bytes()))
         }
+        // BASE64URL(SHA-256(verifier)) without padding: each user's own PKCE pair.
+        Method::PkceChallenge => Value::from(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(text().as_bytes())),
+        ),
         Method::JsonPath => unreachable!("compiled to Compiled::JsonPath"),
     })
 }
@@ -627,6 +631,11 @@ mod tests {
         assert_eq!(
             render("${v.hmac_sha256('Jefe')}", &v("what do ya want for nothing?")).unwrap(),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        // RFC 7636 appendix B.
+        assert_eq!(
+            render("${v.pkce_challenge()}", &v("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")).unwrap(),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         assert_eq!(render("${l.random()}", &[("l", json(r#"["only"]"#))]).unwrap(), "only");
         assert_eq!(render("${d.jsonpath('$.a[1]')}", &[("d", Value::from(r#"{"a": [1, 2]}"#))]).unwrap(), "2");

@@ -11,7 +11,9 @@ slot of a request:
 4. generic matching: a value worth correlating (``values.py``) found in the latest earlier
    response, with the most robust extractor that gives exactly the recorded value there
    (``extractors.py``), or in the cookie jar;
-5. values the client made up (uuids, the clock, random state): template functions.
+5. values the client made up (uuids, the clock, random state): template functions; an OAuth
+   PKCE pair (a ``code_challenge`` that is the S256 of a ``code_verifier`` sent later) becomes
+   a verifier of each user's own and its ``pkce_challenge()``.
 
 A variable's first check is required; the same check on later responses refreshes it and is
 optional, so that a page without the token passes. The correlator never rewrites text outside
@@ -20,6 +22,8 @@ the slot (k6-studio#848's ``replaceAll``).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
@@ -75,6 +79,8 @@ class _Correlator:
         # Recorded value -> the correlation that gave it last, reused while nothing overwrote it.
         self.correlated: Dict[str, Use] = {}
         self.script_cookies_seen: Set[Tuple[str, str]] = set()
+        # A PKCE challenge the journey sends -> the verifier it answers, sent later.
+        self.pkce_verifiers: Dict[str, str] = pkce_pairs(journey)
 
     def run(self) -> Decisions:
         for index, step in enumerate(self.journey.steps):
@@ -133,7 +139,7 @@ class _Correlator:
         if known is not None and slot.id.kind != "header":
             return Use(slot, known.expression, known.origin, variable=known.expression, note=known.note)
         if self.options.enabled:
-            use = self.still_held(slot, index) or self.by_rule(index, step, slot)
+            use = self.pkce_challenge(index, slot) or self.still_held(slot, index) or self.by_rule(index, step, slot)
             if use is not None:
                 return use
         if is_typed(slot) and (SECRET_NAMES.search(slot.name) or not any(view.contains(value) for view in self.views)):
@@ -144,6 +150,25 @@ class _Correlator:
         if use is None and worth_correlating(slot) and slot.value not in self.client_sent and _looks_made(slot):
             self.decisions.unresolved.append(slot)
         return use
+
+    def pkce_challenge(self, index: int, slot: Slot) -> Optional[Use]:
+        """A PKCE challenge: each user makes a verifier of its own here (as long as the
+        recorded one) and sends its challenge; the later ``code_verifier`` sends the verifier.
+        Replaying the recorded pair works only while the server lets a challenge be used again."""
+        verifier = self.pkce_verifiers.get(slot.value)
+        if verifier is None:
+            return None
+        made = self.client_values.get(verifier)
+        if made is None:
+            variable = self.variable_for("code_verifier", f"generated {verifier}", index, index)
+            expression = f"__random_string({len(verifier)})"
+            self.decisions.pre_steps.append(PreStep(index, f".set({{{py(variable)}: {py('${' + expression + '}')}}})",
+                                                    chain_call=True))
+            made = _ClientValue(variable, "generated",
+                                f"generated: the user's own PKCE code verifier ({expression} once, then reused)")
+            self.client_values[verifier] = made
+        return Use(slot, f"{made.expression}.pkce_challenge()", "generated", variable=made.expression,
+                   note=f"generated: the S256 challenge of the user's PKCE verifier `{made.expression}`")
 
     def still_held(self, slot: Slot, index: int) -> Optional[Use]:
         """The variable that already holds this recorded value, when no check has changed it
@@ -315,6 +340,18 @@ class _Correlator:
         note = f"generated: made by the client ({expression} once, then reused)"
         self.client_values[slot.value] = _ClientValue(variable, "generated", note)
         return Use(slot, variable, "generated", variable=variable, note=note)
+
+
+def pkce_pairs(journey: Journey) -> Dict[str, str]:
+    """The S256 challenge of each ``code_verifier`` the journey sends (RFC 7636: 43 to 128
+    characters), mapped to that verifier."""
+    pairs = {}
+    for index, step in enumerate(journey.steps):
+        for slot in request_slots(index, step):
+            if slot.name == "code_verifier" and 43 <= len(slot.value) <= 128:
+                digest = hashlib.sha256(slot.value.encode()).digest()
+                pairs[base64.urlsafe_b64encode(digest).rstrip(b"=").decode()] = slot.value
+    return pairs
 
 
 def _looks_made(slot: Slot) -> bool:
