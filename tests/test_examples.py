@@ -243,7 +243,8 @@ def test_every_example_is_covered():
                "read_your_writes.py", "lists_and_cookies.py", "ci_gate.py", "html_report.py", "compare.sh", "exports.py",
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
-               "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py", "live_dashboard.sh"}
+               "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py", "live_dashboard.sh",
+               "upload_own_files.py", "uploads"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -333,6 +334,40 @@ def test_csv_login(django_login, tmp_path):
     everyone_once = {row["username"]: 1 for row in rows}
     assert (stats["logins"], stats["logouts"]) == (everyone_once, everyone_once)
     assert (stats["failed_logins"], stats["csrf_failures"]) == (0, 0)
+
+
+def test_upload_own_files(django_login, tmp_path):
+    import hashlib
+
+    users = 3
+    run_example(["horde", "run", EXAMPLES / "upload_own_files.py", "-D", f"base_url={django_login.url}",
+                 "-D", f"users={users}"], tmp_path)
+    [summary] = summaries(tmp_path)
+    assert summary["global"]["ko"] == 0, summary["errors"]
+    # Django's own record: each user posted its own file of the feeder, byte for byte.
+    files = {name: (EXAMPLES / "uploads" / name).read_bytes() for name in
+             ("invoice-1.txt", "invoice-2.txt", "invoice-3.txt")}
+    received = {(u["name"], u["size"], u["sha256"]) for u in django_login.stats()["uploads"]}
+    assert received == {(name, len(data), hashlib.sha256(data).hexdigest()) for name, data in files.items()}
+    assert len({u["user"] for u in django_login.stats()["uploads"]}) == users
+
+
+def test_a_missing_file_of_a_users_own_is_a_ko_naming_it(django_login, tmp_path):
+    documents = tmp_path / "documents.csv"
+    documents.write_text("document\ninvoice-1.txt\nno-such-invoice.txt\n")
+    simulation = tmp_path / "upload.py"
+    simulation.write_text((EXAMPLES / "upload_own_files.py").read_text()
+                          .replace('csv("uploads/documents.csv")', f'csv({str(documents)!r})')
+                          .replace('"uploads/${document}"', f'"{EXAMPLES}/uploads/${{document}}"'))
+    (tmp_path / "users.csv").write_text((EXAMPLES / "users.csv").read_text())
+    before = len(django_login.stats()["uploads"])
+    run_example(["horde", "run", simulation, "-D", f"base_url={django_login.url}", "-D", "users=2"], tmp_path)
+    [summary] = summaries(tmp_path)
+    [error] = summary["errors"]
+    assert error["kind"] == "unreadable_file" and error["count"] == 1, error
+    assert "no-such-invoice.txt" in error["message"] and '"document"' in error["message"], error
+    # Never sent: the site received the one good file only.
+    assert len(django_login.stats()["uploads"]) - before == 1
 
 
 def test_signup_checked_in_db(django_login, tmp_path):

@@ -32,7 +32,10 @@ class StringBodyPart:
 @dataclass(frozen=True)
 class RawFileBodyPart:
     """A multipart part holding a file, sent as it is. A relative path is resolved next to the
-    simulation file; a missing file is an error before the run starts."""
+    simulation file; a missing file is an error before the run starts. A path with ``${...}``
+    (``"uploads/${document}"``, from a feeder) names each user's own file, read when a request
+    first sends it and kept by the worker; one that cannot be read is a KO ``unreadable_file``,
+    never sent. ``file_name`` is a template too."""
 
     name: str
     path: str

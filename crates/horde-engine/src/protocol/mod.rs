@@ -157,11 +157,17 @@ pub(crate) struct WorkerProtocols {
     pub(crate) sql: sql::WorkerPools,
     /// This worker's session to the CQL cluster and its prepared statements.
     pub(crate) cql: cql::WorkerCql,
+    /// Files multipart parts name by a template, as this worker has read them.
+    pub(crate) http_part_files: http::part_files::PartFiles,
 }
 
 impl WorkerProtocols {
     pub(crate) fn new(programs: &ProtocolPrograms) -> WorkerProtocols {
-        WorkerProtocols { sql: sql::WorkerPools::default(), cql: cql::WorkerCql::new(&programs.cql) }
+        WorkerProtocols {
+            sql: sql::WorkerPools::default(),
+            cql: cql::WorkerCql::new(&programs.cql),
+            http_part_files: http::part_files::PartFiles::default(),
+        }
     }
 }
 

@@ -284,7 +284,9 @@ pub enum BodyPart {
         name: String,
         value: String,
     },
-    /// A file sent as it is, resolved against the plan's `base_dir` when relative.
+    /// A file sent as it is, resolved against the plan's `base_dir` when relative. `path` and
+    /// `file_name` are templates: a path with `${...}` names each user's own file, read when
+    /// a request first sends it (a fixed path is read before the run).
     RawFile {
         name: String,
         path: String,
@@ -575,10 +577,15 @@ fn validate_body(v: &mut Validator, path: &str, body: &Body) {
                         part_name(v, &path, name);
                         v.template(&format!("{path}.value"), value);
                     }
-                    BodyPart::RawFile { name, path: file, .. } => {
+                    BodyPart::RawFile { name, path: file, file_name, .. } => {
                         part_name(v, &path, name);
                         if file.is_empty() {
                             v.error(format!("{path}.path"), "a file part needs a path");
+                        }
+                        // Either may name each user's own (`${file}` from a feeder).
+                        v.template(&format!("{path}.path"), file);
+                        if let Some(file_name) = file_name {
+                            v.template(&format!("{path}.file_name"), file_name);
                         }
                     }
                 }

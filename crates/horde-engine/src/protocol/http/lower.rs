@@ -288,14 +288,27 @@ fn part(cx: &mut LoweringContext, path: &str, part: &BodyPart) -> Option<PartPro
     match part {
         BodyPart::String { name, value } => Some(PartProgram::Text { name: name.clone(), value: cx.template(value) }),
         BodyPart::RawFile { name, path: file, file_name, content_type } => {
+            let content_type = content_type.clone().unwrap_or_else(|| "application/octet-stream".into());
+            let file_name = file_name.as_deref().map(|text| cx.template(text));
+            let named_by = cx.template(file);
+            if named_by.as_static().is_none() {
+                // Each user's own file: read at run time, once per worker.
+                return Some(PartProgram::FileNamedBySession {
+                    name: name.clone(),
+                    path: named_by,
+                    base_dir: cx.base_dir.clone(),
+                    file_name,
+                    content_type,
+                });
+            }
             let resolved = cx.resolve_file(file);
             match horde_plan::input::read_bounded(&resolved, horde_plan::input::MAX_INPUT_FILE_BYTES) {
                 Ok(data) => Some(PartProgram::File {
                     name: name.clone(),
-                    file_name: file_name.clone().unwrap_or_else(|| {
-                        resolved.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+                    file_name: file_name.unwrap_or_else(|| {
+                        Template::literal(&resolved.file_name().map(|f| f.to_string_lossy()).unwrap_or_default())
                     }),
-                    content_type: content_type.clone().unwrap_or_else(|| "application/octet-stream".into()),
+                    content_type,
                     data: Bytes::from(data),
                 }),
                 Err(err) => {

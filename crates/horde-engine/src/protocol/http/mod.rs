@@ -13,6 +13,7 @@ pub(crate) mod encoding;
 pub(crate) mod http2;
 pub(crate) mod lower;
 pub(crate) mod page_resources;
+pub(crate) mod part_files;
 pub(crate) mod program;
 pub(crate) mod request;
 pub(crate) mod resolve;

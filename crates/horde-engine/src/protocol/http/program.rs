@@ -144,8 +144,27 @@ pub enum BodyProgram {
 }
 
 pub enum PartProgram {
-    Text { name: String, value: Template },
-    File { name: String, file_name: String, content_type: String, data: Bytes },
+    Text {
+        name: String,
+        value: Template,
+    },
+    /// A file named in the plan: read when the plan was lowered.
+    File {
+        name: String,
+        file_name: Template,
+        content_type: String,
+        data: Bytes,
+    },
+    /// A file named by a template: read when a request first sends it (see `part_files`).
+    FileNamedBySession {
+        name: String,
+        path: Template,
+        /// What a relative path is resolved against: the plan's `base_dir`.
+        base_dir: Option<std::path::PathBuf>,
+        /// By default the rendered path's last component.
+        file_name: Option<Template>,
+        content_type: String,
+    },
 }
 
 /// The request a lowered step is, in tests that look inside one.

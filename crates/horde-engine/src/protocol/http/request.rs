@@ -334,6 +334,7 @@ impl VirtualUser {
     }
 
     fn render_body(&mut self, body: &BodyProgram) -> Result<(Bytes, Option<HeaderValue>), (Failure, u32)> {
+        let ctx = self.ctx.clone();
         let mut render =
             |t: &crate::lower::Template| t.render(&mut self.session).map_err(|e| self.expression_failure(e));
         Ok(match body {
@@ -361,15 +362,28 @@ impl VirtualUser {
                             );
                         }
                         PartProgram::File { name, file_name, content_type, data } => {
-                            out.extend_from_slice(
-                                format!(
-                                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
-                                     Content-Type: {content_type}\r\n\r\n"
-                                )
-                                .as_bytes(),
-                            );
-                            out.extend_from_slice(data);
-                            out.extend_from_slice(b"\r\n");
+                            let file_name = part_file_name(name, render(file_name)?)?;
+                            file_part(&mut out, name, &file_name, content_type, data);
+                        }
+                        PartProgram::FileNamedBySession { name, path, base_dir, file_name, content_type } => {
+                            let rendered = std::path::PathBuf::from(render(path)?);
+                            let resolved = match base_dir {
+                                Some(dir) if rendered.is_relative() => dir.join(&rendered),
+                                _ => rendered,
+                            };
+                            let data = ctx.protocols.http_part_files.read(&resolved).map_err(|err| {
+                                let message =
+                                    format!("multipart part {name:?}: cannot read {}: {err}", resolved.display());
+                                (Failure::unsent("unreadable_file", message), 0)
+                            })?;
+                            let file_name = match file_name {
+                                Some(template) => render(template)?,
+                                None => {
+                                    resolved.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+                                }
+                            };
+                            let file_name = part_file_name(name, file_name)?;
+                            file_part(&mut out, name, &file_name, content_type, &data);
                         }
                     }
                 }
@@ -579,6 +593,29 @@ pub(crate) async fn open_on(
     }
     slot.connection = Some(connection);
     Ok(opening)
+}
+
+/// A file name a part's header can carry: a quote or a line break from a session would end
+/// the header early.
+fn part_file_name(part: &str, file_name: String) -> Result<String, (Failure, u32)> {
+    if file_name.contains(['"', '\r', '\n']) {
+        let message = format!("multipart part {part:?}: the file name {file_name:?} has a quote or a line break");
+        return Err((Failure::unsent("invalid_header", message), 0));
+    }
+    Ok(file_name)
+}
+
+/// One file part of a multipart body, its delimiter written before.
+fn file_part(out: &mut Vec<u8>, name: &str, file_name: &str, content_type: &str, data: &[u8]) {
+    out.extend_from_slice(
+        format!(
+            "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+             Content-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
