@@ -8,7 +8,7 @@
 use crate::args::CqlArgs;
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
-use crate::{exit, invalid_flags, prepare, results_directory, run_into, Failure};
+use crate::{exit, invalid_flags, ready_to_run, results_directory, run_into, Failure};
 use horde_metrics::{LatencyStats, RequestStats, RunStatus};
 use horde_plan::{
     cql_table_name_problem, Consistency, CoreStep, CqlCluster, CqlStep, CqlTls, Injection, OnCheckFailure, Plan,
@@ -218,11 +218,16 @@ pub(crate) fn cql(args: &CqlArgs) -> Result<i32, Failure> {
         print_text(&(workload.plan(phase, args).to_json_pretty() + "\n"));
         return Ok(exit::OK);
     }
-    // Bad input is named before the table is touched: every phase's plan is lowered first.
-    for &phase in &workload.phases {
-        horde_engine::lower(&workload.plan(phase, args))
-            .map_err(|errors| Failure::Invalid(crate::invalid_plan_message(Path::new("of horde cql"), &errors)))?;
-    }
+    // Bad input is named before the table is touched: every phase's plan is lowered first
+    // (once: the programs run below).
+    let programs = workload
+        .phases
+        .iter()
+        .map(|&phase| {
+            horde_engine::lower(&workload.plan(phase, args))
+                .map_err(|errors| Failure::Invalid(crate::invalid_plan_message(Path::new("of horde cql"), &errors)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     // The table must be there before anything is measured: the load phase makes it when
     // missing; the run phase alone needs it loaded.
     let table = workload.table();
@@ -234,8 +239,9 @@ pub(crate) fn cql(args: &CqlArgs) -> Result<i32, Failure> {
     let dir = results_directory(&args.output, "cql")?;
     let nodes = workload.cluster.contact_points.join(", ");
     let mut status_code = exit::OK;
-    for &phase in &workload.phases {
-        let program = prepare(&workload.plan(phase, args), Path::new("of horde cql"))?;
+    for (&phase, program) in workload.phases.iter().zip(programs) {
+        // Checked now, each phase after the one before: the run phase needs the loaded table.
+        ready_to_run(&program)?;
         let phase_dir = match workload.phases.len() {
             1 => dir.clone(),
             _ => {

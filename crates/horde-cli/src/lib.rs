@@ -443,9 +443,14 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
 /// `source` names the plan in messages (the command that made it).
 pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
     let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
-    check_capacity(&program)?;
-    preflight(&program)?;
+    ready_to_run(&program)?;
     Ok(program)
+}
+
+/// What a lowered program needs of this machine and of its servers before it runs.
+pub(crate) fn ready_to_run(program: &Program) -> Result<(), Failure> {
+    check_capacity(program)?;
+    preflight(program)
 }
 
 /// What the plan's protocols check before a run (a database that does not answer): the
