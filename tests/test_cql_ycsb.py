@@ -5,6 +5,7 @@ target rate held, bad input refused before any load."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,37 @@ def test_bad_input_is_refused_before_any_load(horde, tmp_path, cassandra, loaded
     plan = json.loads(result.stdout)
     step = plan["scenarios"][0]["steps"][0]["steps"][0]
     assert step["type"] == "cql_ycsb" and step["proportions"] == {"insert": 0.05, "scan": 0.95}
+
+
+def test_a_scenario_of_ones_own_runs_a_workloads_operations(horde, tmp_path, cassandra, loaded):
+    """examples/ycsb_in_a_scenario.py: `cql.ycsb("b", ...)` in a simulation, workload B's mix on
+    the records `horde cql` loaded."""
+    users, each = 4, 250
+    example = Path(__file__).resolve().parent.parent / "examples" / "ycsb_in_a_scenario.py"
+    result = horde("run", example, "-D", f"cluster={cassandra.contact_point}", "-D", "keyspace=ycsb_core",
+                   "-D", f"records={RECORDS}", "-D", f"users={users}", "-D", f"operations_per_user={each}")
+    assert result.code == 0, result.stderr
+    rows = {row["name"]: row for row in result.summary["requests"]}
+    operations = users * each
+    assert set(rows) == {"READ", "UPDATE"} and sum(row["count"] for row in rows.values()) == operations
+    for name, share in MIXES["b"].items():
+        assert rows[name]["ko"] == 0, (name, result.summary["errors"])
+        sigma = math.sqrt(operations * share * (1 - share))
+        assert abs(rows[name]["count"] - operations * share) <= 4 * sigma, (name, rows[name]["count"])
+    plan = result.summary["plan"]
+    [step] = plan["scenarios"][0]["steps"][0]["steps"]
+    assert {key: step.get(key) for key in ("type", "workload", "record_count", "consistency", "proportions")} == \
+        {"type": "cql_ycsb", "workload": "b", "record_count": RECORDS, "consistency": "quorum", "proportions": None}
+
+
+def test_a_workload_with_proportions_too_is_refused_with_its_path(horde, tmp_path, cassandra):
+    sim = tmp_path / "both.py"
+    sim.write_text('''
+from horde import at_once_users, cql, param, scenario, setup
+cluster = cql.cluster(param("cluster"), keyspace="ycsb_core")
+scn = scenario("s").exec(cql.ycsb("a", record_count=10, proportions={"read": 1}))
+setup(scn.inject(at_once_users(1)), protocol=[cluster])
+''')
+    result = horde("run", sim, "-D", f"cluster={cassandra.contact_point}", results=False)
+    assert result.code == 2, result.stderr
+    assert "scenarios[0].steps[0].proportions" in result.stderr and "not both" in result.stderr

@@ -244,7 +244,7 @@ def test_every_example_is_covered():
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
                "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py", "live_dashboard.sh",
-               "upload_own_files.py", "uploads"}
+               "upload_own_files.py", "uploads", "ycsb_in_a_scenario.py"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 

@@ -46,6 +46,17 @@ A lightweight transaction answers whether it was applied; TTLs and timestamps ar
     ...          .serial_consistency("local_serial").check(applied().is_("true")))
     >>> claim.to_step()["checks"][0]["source"]
     {'type': 'column', 'name': '[applied]'}
+
+One operation of a YCSB core workload (what ``horde cql`` runs), in a scenario of your own: beside
+the HTTP journey that causes the writes, under a sweep, or with your own loop and injection.
+Each operation is a row of its own (``READ``, ``UPDATE``, ``INSERT``, ``SCAN``,
+``READ-MODIFY-WRITE``); the table is YCSB's ``usertable`` (``horde cql --phase load`` makes and
+fills it)::
+
+    >>> cql.ycsb("b", record_count=100_000).to_step()
+    {'type': 'cql_ycsb', 'phase': 'run', 'record_count': 100000, 'workload': 'b'}
+    >>> cql.ycsb(record_count=1000, proportions={"read": 9, "scan": 1}, distribution="uniform").to_step()["proportions"]
+    {'read': 9, 'scan': 1}
 """
 
 from dataclasses import dataclass, replace
@@ -248,6 +259,52 @@ class CqlBatchStep(_Levels, Step):
         return step
 
 
+YCSB_WORKLOADS = ("a", "b", "c", "d", "e", "f")
+YCSB_OPERATIONS = ("read", "update", "insert", "scan", "read_modify_write")
+YCSB_DISTRIBUTIONS = ("zipfian", "uniform", "latest")
+
+
+@dataclass(frozen=True)
+class CqlYcsbStep(Step):
+    """One operation of a YCSB workload: ``cql.ycsb(...)``."""
+
+    hint = "a YCSB operation (cql.ycsb(...))"
+
+    fields: tuple  # (key, value) pairs of the plan step, in order
+
+    def to_step(self):
+        return {"type": "cql_ycsb", **dict(self.fields)}
+
+
+def _ycsb(workload=None, *, record_count, phase="run", table=None, operation_count=None, proportions=None,
+          distribution=None, insert_start=None, field_count=None, field_length=None, read_all_fields=None,
+          write_all_fields=None, max_scan_length=None, consistency=None):
+    if phase not in ("load", "run"):
+        raise DslError(f"cql.ycsb(): phase is load or run, not {phase!r}")
+    if workload is not None and str(workload).lower().removeprefix("workload") not in YCSB_WORKLOADS:
+        raise DslError(f"cql.ycsb(): {workload!r} is not a core workload: one of {', '.join(YCSB_WORKLOADS)}")
+    if phase == "run" and workload is None and not proportions:
+        raise DslError('cql.ycsb(): the run phase needs a workload ("a" to "f") or proportions={"read": 1, ...}')
+    if proportions is not None:
+        unknown = set(proportions) - set(YCSB_OPERATIONS)
+        if unknown:
+            raise DslError(f"cql.ycsb(): proportions of {', '.join(sorted(unknown))}: the operations are "
+                           f"{', '.join(YCSB_OPERATIONS)}")
+    if distribution is not None and distribution not in YCSB_DISTRIBUTIONS:
+        raise DslError(f"cql.ycsb(): distribution is one of {', '.join(YCSB_DISTRIBUTIONS)}, not {distribution!r}")
+    fields = [("phase", phase), ("record_count", record_count)]
+    optional = [("workload", None if workload is None else str(workload).lower().removeprefix("workload")),
+                ("table", table), ("operation_count", operation_count),
+                ("proportions", None if proportions is None else dict(proportions)),
+                ("request_distribution", distribution), ("insert_start", insert_start),
+                ("field_count", field_count), ("field_length", field_length), ("read_all_fields", read_all_fields),
+                ("write_all_fields", write_all_fields), ("max_scan_length", max_scan_length),
+                ("consistency", None if consistency is None else _level(consistency, CONSISTENCIES, "cql.ycsb()"))]
+    fields += [(key, value) for key, value in optional if value is not None]
+    # Numbers and the rest are checked with the plan, each under its path.
+    return CqlYcsbStep(tuple(fields))
+
+
 class _StatementName:
     def __init__(self, name):
         self.name = _text(name, "cql()")
@@ -295,6 +352,16 @@ class _Cql:
     def write(self, statement, params=None):
         """One write of a batch (``cql(name).batch(...)``)."""
         return CqlWrite(_text(statement, "cql.write()"), _params(params, "cql.write()"))
+
+    def ycsb(self, workload=None, *, record_count, **options):
+        """One YCSB operation on the cluster's ``usertable``: the core ``workload`` (``"a"`` to
+        ``"f"``: its mix and key chooser) or ``proportions={"read": .., "update": .., "insert":
+        .., "scan": .., "read_modify_write": ..}`` with ``distribution`` (``zipfian``,
+        ``uniform``, ``latest``); ``record_count`` records loaded (the keys read); also
+        ``phase="load"`` (an insert of the next record), ``table``, ``operation_count``,
+        ``insert_start``, ``field_count``, ``field_length``, ``read_all_fields``,
+        ``write_all_fields``, ``max_scan_length``, ``consistency``, as ``horde cql``'s flags."""
+        return _ycsb(workload, record_count=record_count, **options)
 
 
 cql = _Cql()

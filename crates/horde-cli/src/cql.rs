@@ -137,8 +137,9 @@ impl Workload {
                 record_count: args.records,
                 insert_start: args.insert_start,
                 operation_count: operations,
+                workload: None,
                 proportions: workload.proportions(),
-                request_distribution: distribution,
+                request_distribution: Some(distribution),
                 field_count: args.field_count,
                 field_length: args.field_length,
                 read_all_fields: !args.read_one_field,
@@ -287,11 +288,8 @@ fn describe(workload: &Workload, phase: YcsbPhase, args: &CqlArgs, nodes: &str, 
     let what = match phase {
         YcsbPhase::Load => format!("loading {} records", args.records),
         YcsbPhase::Run => {
-            let mut what = format!(
-                "workload {} ({} keys)",
-                workload.workload.letter(),
-                workload.step.request_distribution.as_str()
-            );
+            let mut what =
+                format!("workload {} ({} keys)", workload.workload.letter(), workload.step.key_distribution().as_str());
             if let Some(operations) = workload.operations {
                 what.push_str(&format!(", {operations} operations"));
             }

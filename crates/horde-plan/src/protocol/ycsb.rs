@@ -30,12 +30,17 @@ pub struct YcsbStep {
     /// for the keys its inserts add.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_count: Option<u64>,
-    /// The run phase's mix of operations.
-    #[serde(default)]
+    /// One of YCSB's core workloads (`a` to `f`): its mix of operations and its key chooser,
+    /// for `proportions` and `request_distribution` left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<YcsbWorkload>,
+    /// The run phase's mix of operations (see [`YcsbStep::mix`]).
+    #[serde(default, skip_serializing_if = "YcsbProportions::is_empty")]
     pub proportions: YcsbProportions,
-    /// How the run phase chooses the key of a read, update, scan or read-modify-write.
-    #[serde(default)]
-    pub request_distribution: YcsbDistribution,
+    /// How the run phase chooses the key of a read, update, scan or read-modify-write: by
+    /// default the workload's, else zipfian (see [`YcsbStep::key_distribution`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_distribution: Option<YcsbDistribution>,
     #[serde(default = "default_field_count")]
     pub field_count: u32,
     /// Characters of each field's random value.
@@ -105,20 +110,42 @@ impl YcsbDistribution {
 }
 
 /// YCSB's core workloads, A to F, as their property files define them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum YcsbWorkload {
     /// Update heavy: 50 % reads, 50 % updates (a session store).
+    #[serde(rename = "a")]
     A,
     /// Read mostly: 95 % reads, 5 % updates (photo tagging).
+    #[serde(rename = "b")]
     B,
     /// Read only (a user profile cache).
+    #[serde(rename = "c")]
     C,
     /// Read latest: 95 % reads, 5 % inserts, the newest records the hottest (status updates).
+    #[serde(rename = "d")]
     D,
     /// Short ranges: 95 % scans of up to 100 records, 5 % inserts (threaded conversations).
+    #[serde(rename = "e")]
     E,
     /// Read-modify-write: 50 % reads, 50 % read-modify-writes (a user database).
+    #[serde(rename = "f")]
     F,
+}
+
+impl YcsbStep {
+    /// The run phase's mix: `proportions` when given, else the workload's.
+    pub fn mix(&self) -> YcsbProportions {
+        match self.workload {
+            Some(workload) if self.proportions.is_empty() => workload.proportions(),
+            _ => self.proportions,
+        }
+    }
+
+    /// The run phase's key chooser: `request_distribution` when given, else the workload's,
+    /// else zipfian (YCSB's default).
+    pub fn key_distribution(&self) -> YcsbDistribution {
+        self.request_distribution.or(self.workload.map(YcsbWorkload::distribution)).unwrap_or_default()
+    }
 }
 
 impl YcsbWorkload {
@@ -169,6 +196,11 @@ impl YcsbWorkload {
 }
 
 impl YcsbProportions {
+    /// No operation given a share.
+    pub fn is_empty(&self) -> bool {
+        self.named().iter().all(|(_, share)| *share == 0.0)
+    }
+
     /// Each operation's share, named as YCSB's report names its operations.
     pub fn named(&self) -> [(&'static str, f64); 5] {
         [
@@ -245,8 +277,14 @@ pub(crate) fn validate_step(v: &mut Validator, path: &str, step: &YcsbStep) {
     if step.max_scan_length == 0 {
         v.error(format!("{path}.max_scan_length"), "must be at least 1");
     }
+    if step.workload.is_some() && !step.proportions.is_empty() {
+        v.error(
+            format!("{path}.proportions"),
+            "give a workload or proportions, not both (a workload is its proportions and key chooser)",
+        );
+    }
     if step.phase == YcsbPhase::Run {
-        let named = step.proportions.named();
+        let named = step.mix().named();
         for (name, share) in named {
             if !share.is_finite() || share < 0.0 {
                 v.error(

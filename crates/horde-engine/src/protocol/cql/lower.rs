@@ -45,7 +45,7 @@ impl CqlLowering {
         let mix = match step.phase {
             YcsbPhase::Load => vec![(1.0, Operation::Insert, cx.row(at.row_name("INSERT")))],
             YcsbPhase::Run => {
-                let named = step.proportions.named();
+                let named = step.mix().named();
                 let total: f64 = named.iter().map(|(_, share)| share).sum();
                 let mut upto = 0.0;
                 named
@@ -65,8 +65,9 @@ impl CqlLowering {
             YcsbStatements::new(&step.table, fields, step.read_all_fields, step.write_all_fields, &mut prepare);
         let loaded_up_to = step.insert_start.saturating_add(step.record_count);
         let expected_inserts = step.operation_count.map_or(0, |operations| {
-            let total: f64 = step.proportions.named().iter().map(|(_, share)| share).sum();
-            (operations as f64 * step.proportions.insert / total.max(f64::MIN_POSITIVE)).ceil() as u64
+            let mix = step.mix();
+            let total: f64 = mix.named().iter().map(|(_, share)| share).sum();
+            (operations as f64 * mix.insert / total.max(f64::MIN_POSITIVE)).ceil() as u64
         });
         YcsbProgram {
             phase: step.phase,
@@ -76,7 +77,7 @@ impl CqlLowering {
                 // The load phase only inserts: no chooser to build (a zipfian's sum is O(n)).
                 YcsbPhase::Load => KeyChooser::new(YcsbDistribution::Uniform, step.insert_start, step.record_count, 0),
                 YcsbPhase::Run => {
-                    KeyChooser::new(step.request_distribution, step.insert_start, step.record_count, expected_inserts)
+                    KeyChooser::new(step.key_distribution(), step.insert_start, step.record_count, expected_inserts)
                 }
             },
             field_count: fields,
