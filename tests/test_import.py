@@ -207,8 +207,8 @@ def test_normalisation_keeps_the_journey_and_drops_the_noise(tmp_path):
                                                                         "X-Client": "web"}
     # Bodies: form fields decoded (what was typed goes to the feeder), JSON as JSON (recorded
     # text that looks like a template stays text), multipart split into a text part and the
-    # file, written beside the simulation.
-    assert (tmp_path / "shop_inputs.csv").read_text().splitlines() == ["user", "ann"]
+    # file, written beside the simulation and named by the feeder (add rows, upload other files).
+    assert (tmp_path / "shop_inputs.csv").read_text().splitlines() == ["user,document_path", "ann,shop_files/report.bin"]
     assert requests[1]["body"] == {"type": "form", "params": [{"name": "user", "value": "${user}"},
                                                               {"name": "note", "value": "a b&c"},
                                                               {"name": "empty", "value": ""}]}
@@ -216,9 +216,9 @@ def test_normalisation_keeps_the_journey_and_drops_the_noise(tmp_path):
                                                              "note": "$${not a template}"}}
     [title, document] = requests[3]["body"]["parts"]
     assert title == {"type": "string", "name": "title", "value": "Q3 report"}
-    assert document["name"] == "document" and document["file_name"] == "report.bin"
+    assert document["name"] == "document" and document["path"] == "${document_path}" and "file_name" not in document
     assert document["content_type"] == "application/octet-stream"
-    assert (tmp_path / document["path"]).read_bytes() == bytes(range(256))
+    assert (tmp_path / "shop_files" / "report.bin").read_bytes() == bytes(range(256))
     # The most used origin is the base URL; the other one is named.
     assert plan["protocol"]["base_url"] == "https://shop.test"
     source = (tmp_path / "shop.py").read_text()

@@ -69,9 +69,16 @@ def test_django_browser_recording_replays_with_20_users(django_site, django_brow
     completed = import_har(recording, "-o", tmp_path / "django.py", "--files", upload.parent)
     assert completed.returncode == 0, completed.stderr
     assert "rebuilt from the form" in completed.stdout and "taken from" in completed.stdout
-    # N users log in as N accounts: rows added to the feeder the import wrote.
-    rows = [(a["username"], a["password"]) for a in accounts(USERS)]
-    write_feeder(tmp_path / "django_inputs.csv", ["username", "password"], rows)
+    # N users log in as N accounts and upload N files of their own: rows added to the feeder
+    # the import wrote (its file column names the recorded upload).
+    assert (tmp_path / "django_inputs.csv").read_text().splitlines()[0] == "username,password,document_path"
+    (tmp_path / "uploads").mkdir()
+    files = {}
+    for i, account in enumerate(accounts(USERS)):
+        files[account["username"]] = upload.read_bytes() + f"user {i}".encode()
+        (tmp_path / "uploads" / f"{account['username']}.bin").write_bytes(files[account["username"]])
+    rows = [(a["username"], a["password"], f"uploads/{a['username']}.bin") for a in accounts(USERS)]
+    write_feeder(tmp_path / "django_inputs.csv", ["username", "password", "document_path"], rows)
     before = django_site.stats()
     result = horde("run", tmp_path / "django.py", "-D", f"base_url={django_site.url}", "-D", f"users={USERS}",
                    "-D", "think_time=0")
@@ -79,11 +86,12 @@ def test_django_browser_recording_replays_with_20_users(django_site, django_brow
     assert result.summary["global"]["ko"] == 0, result.summary["errors"]
     after = django_site.stats()
     logins = {name: count - before["logins"].get(name, 0) for name, count in after["logins"].items()}
-    assert {name: count for name, count in logins.items() if count} == {name: 1 for name, _ in rows}
+    assert {name: count for name, count in logins.items() if count} == {name: 1 for name, _, _ in rows}
     uploads = after["uploads"][len(before["uploads"]):]
     assert len(uploads) == USERS
-    assert {u["sha256"] for u in uploads} == {hashlib.sha256(upload.read_bytes()).hexdigest()}
-    assert sorted(u["user"] for u in uploads) == sorted(name for name, _ in rows)
+    # Each user's own file, byte for byte, under its own name.
+    assert {(u["user"], u["name"], u["sha256"]) for u in uploads} == {
+        (name, f"{name}.bin", hashlib.sha256(data).hexdigest()) for name, data in files.items()}
     assert after["csrf_failures"] == before["csrf_failures"]
     assert sum(after["notes_read"].values()) - sum(before["notes_read"].values()) == USERS
 

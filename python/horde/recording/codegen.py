@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
-from .decisions import Decisions, SlotId, Use
+from .decisions import Decisions, FeederColumn, SlotId, Use
 from .exchanges import Exchange, html_title, media_type
 from .normalize import Journey, is_page
 from .validate import observed_variables
@@ -350,12 +350,34 @@ class SimulationWriter:
         path = self.outputs.add_file(file_name, data)
         if data is None:
             self.missing_files.append((exchange.index, part.name, file_name))
-        options = [f"file_name={py(part.file_name)}"] if part.file_name is not None else []
+        where = py(path)
+        if data is not None:
+            # The file is a typed input, as a user name is: a column of the feeder, so that
+            # more rows upload other files (a file the recording lacks keeps its fixed path,
+            # which horde checks before the run).
+            where = py("${" + self.file_column(part.name, path) + "}")
+        options = []
+        if part.file_name is not None and (data is None or part.file_name != path.rpartition("/")[2]):
+            options.append(f"file_name={py(part.file_name)}")
         if part.content_type:
             options.append(f"content_type={py(part.content_type)}")
-        arguments = ", ".join([py(part.name), py(path)] + options)
+        arguments = ", ".join([py(part.name), where] + options)
         suffix = "  # the recording lacks this file's bytes: put it there (or import with --files DIR)" if data is None else ""
         return f".body_part(raw_file_body_part({arguments}))" + suffix
+
+    def file_column(self, part_name: str, path: str) -> str:
+        """The feeder's column holding the path of the file uploaded as ``part_name`` (the same
+        one when the simulation is written again)."""
+        base = identifier(f"{part_name}_path", "upload_path")
+        column, counter = base, 2
+        while True:
+            known = next((c for c in self.decisions.feeder if c.column == column), None)
+            if known is None:
+                self.decisions.feeder.append(FeederColumn(column, path, f"the file uploaded as part {part_name}"))
+                return column
+            if known.value == path:
+                return column
+            column, counter = f"{base}_{counter}", counter + 1
 
     def describe(self, use: Use) -> str:
         if use.note:
@@ -458,7 +480,7 @@ class SimulationWriter:
         if self.decisions.feeder:
             self.imports.add("csv")
             feeder_lines = [
-                "# What was typed during the recording (one row: add rows for more accounts; read in a circle).",
+                "# Typed and uploaded while recording (one row: add rows for more accounts and files; read in a circle).",
                 f"inputs = csv(param(\"inputs\", {py(self.outputs.feeder_path)})).circular()",
                 "",
             ]

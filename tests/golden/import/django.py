@@ -36,7 +36,7 @@ ramp = param("ramp", 0.0)
 duration = param("duration", 0.0)
 think_time = param("think_time", 1.0)
 
-# What was typed during the recording (one row: add rows for more accounts; read in a circle).
+# Typed and uploaded while recording (one row: add rows for more accounts and files; read in a circle).
 inputs = csv(param("inputs", "django_inputs.csv")).circular()
 
 headers_1 = {
@@ -122,7 +122,7 @@ journey = (
             .headers(headers_5)
             .body_part(string_body_part("csrfmiddlewaretoken", "${csrf_token}"))  # Django rule: from "Upload" (request 3), HTML input[name="csrfmiddlewaretoken"] value
             .body_part(string_body_part("title", "Q3"))
-            .body_part(raw_file_body_part("document", "django_files/planer.bin", file_name="planer.bin", content_type="application/octet-stream"))
+            .body_part(raw_file_body_part("document", "${document_path}", content_type="application/octet-stream"))
             .check(
                 status().is_(200),
                 css('input[name="csrfmiddlewaretoken"]', "value").optional().save_as("csrf_token"),

@@ -33,7 +33,7 @@ ramp = param("ramp", 0.0)
 duration = param("duration", 0.0)
 think_time = param("think_time", 1.0)
 
-# What was typed during the recording (one row: add rows for more accounts; read in a circle).
+# Typed and uploaded while recording (one row: add rows for more accounts and files; read in a circle).
 inputs = csv(param("inputs", "jsf_inputs.csv")).circular()
 
 journey = (
@@ -83,7 +83,7 @@ journey = (
             .post("/upload")
             .body_part(string_body_part("form_field_1", "payload"))
             .body_part(string_body_part("javax.faces.ViewState", "${view_state}"))  # JSF rule: from "Account" (request 4), HTML input[name="javax.faces.ViewState"] value
-            .body_part(raw_file_body_part("file_upload_file", "jsf_files/planer.bin", file_name="planer.bin", content_type="application/octet-stream"))
+            .body_part(raw_file_body_part("file_upload_file", "${file_upload_file_path}", content_type="application/octet-stream"))
             .check(status().is_(200))
     )
     # 6. GET /api/items -> 200 application/json (entry 6)

@@ -32,7 +32,7 @@ ramp = param("ramp", 0.0)
 duration = param("duration", 0.0)
 think_time = param("think_time", 1.0)
 
-# What was typed during the recording (one row: add rows for more accounts; read in a circle).
+# Typed and uploaded while recording (one row: add rows for more accounts and files; read in a circle).
 inputs = csv(param("inputs", "orders_inputs.csv")).circular()
 
 journey = (

@@ -35,7 +35,7 @@ ramp = param("ramp", 0.0)
 duration = param("duration", 0.0)
 think_time = param("think_time", 1.0)
 
-# What was typed during the recording (one row: add rows for more accounts; read in a circle).
+# Typed and uploaded while recording (one row: add rows for more accounts and files; read in a circle).
 inputs = csv(param("inputs", "shop_inputs.csv")).circular()
 
 headers_1 = {
@@ -93,7 +93,7 @@ journey = (
         http("POST /upload")
             .post("/upload")
             .body_part(string_body_part("title", "Q3 report"))
-            .body_part(raw_file_body_part("document", "shop_files/report.bin", file_name="report.bin", content_type="application/octet-stream"))
+            .body_part(raw_file_body_part("document", "${document_path}", content_type="application/octet-stream"))
             .check(status().is_(200))
     )
     .pause(1.7 * think_time)
