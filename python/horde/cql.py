@@ -281,7 +281,8 @@ def _ycsb(workload=None, *, record_count, phase="run", table=None, operation_cou
           write_all_fields=None, max_scan_length=None, consistency=None):
     if phase not in ("load", "run"):
         raise DslError(f"cql.ycsb(): phase is load or run, not {phase!r}")
-    if workload is not None and str(workload).lower().removeprefix("workload") not in YCSB_WORKLOADS:
+    letter = None if workload is None else str(workload).lower().removeprefix("workload")
+    if letter is not None and letter not in YCSB_WORKLOADS:
         raise DslError(f"cql.ycsb(): {workload!r} is not a core workload: one of {', '.join(YCSB_WORKLOADS)}")
     if phase == "run" and workload is None and not proportions:
         raise DslError('cql.ycsb(): the run phase needs a workload ("a" to "f") or proportions={"read": 1, ...}')
@@ -293,7 +294,7 @@ def _ycsb(workload=None, *, record_count, phase="run", table=None, operation_cou
     if distribution is not None and distribution not in YCSB_DISTRIBUTIONS:
         raise DslError(f"cql.ycsb(): distribution is one of {', '.join(YCSB_DISTRIBUTIONS)}, not {distribution!r}")
     fields = [("phase", phase), ("record_count", record_count)]
-    optional = [("workload", None if workload is None else str(workload).lower().removeprefix("workload")),
+    optional = [("workload", letter),
                 ("table", table), ("operation_count", operation_count),
                 ("proportions", None if proportions is None else dict(proportions)),
                 ("request_distribution", distribution), ("insert_start", insert_start),

@@ -773,11 +773,7 @@ impl LoweringContext {
     }
 
     pub(crate) fn resolve_file(&self, file: &str) -> PathBuf {
-        let path = Path::new(file);
-        match &self.base_dir {
-            Some(dir) if path.is_relative() => dir.join(path),
-            _ => path.to_path_buf(),
-        }
+        resolve_against(self.base_dir.as_deref(), Path::new(file))
     }
 
     /// A regex source's pattern and capture group (the one given, else 1, or the whole match
@@ -934,6 +930,15 @@ fn css_error(error: &scraper::error::SelectorErrorKind) -> String {
             }
         }
         other => other.to_string().to_lowercase(),
+    }
+}
+
+/// A plan's file: a relative path is resolved against the plan's `base_dir` (the
+/// simulation's folder), at lowering or, for a path a session names, when it is used.
+pub(crate) fn resolve_against(base_dir: Option<&Path>, file: &Path) -> PathBuf {
+    match base_dir {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file.to_path_buf(),
     }
 }
 
