@@ -84,6 +84,13 @@ def test_an_open_rate_on_local_2_sends_the_schedule_exactly(horde, nginx, tmp_pa
     assert [m["requests"] for m in summary["machines"]] == [750, 750]
     # Two processes on this machine's cores: each engine gets its half of them.
     assert [m["threads"] for m in summary["machines"]] == [max(1, len(os.sched_getaffinity(0)) // 2)] * 2
+    for machine in summary["machines"]:
+        # The clock measured for the start, the share's own start skew, and how soon each full
+        # interval (4 of the 5 s; the last ends with the run) reached the coordinator.
+        assert isinstance(machine["clock_offset_us"], int) and machine["clock_error_us"] >= 0
+        assert machine["start_late_us"] >= 0 and machine["peak_memory_bytes"] > 0
+        delay = machine["snapshot_delay_ms"]
+        assert delay["intervals"] >= 4 and 0 <= delay["mean"] <= delay["max"]
 
 
 def test_more_workers_than_users_is_refused_before_any_load(horde, nginx):

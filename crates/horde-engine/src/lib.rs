@@ -29,6 +29,7 @@ mod injection;
 pub mod lower;
 mod pause;
 mod precise_timer;
+mod process_usage;
 mod protocol;
 mod request_log;
 mod run;

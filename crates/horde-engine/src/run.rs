@@ -2,6 +2,7 @@
 //! merging their snapshots and feeding the sink, while the caller's thread waits.
 
 use crate::lower::Program;
+use crate::process_usage::process_cpu_time;
 use crate::request_log::ActiveUsers;
 use crate::run_limits::RunLedger;
 use crate::session::functions::FunctionCost;
@@ -154,14 +155,16 @@ pub(crate) fn run_program(
     drop(request_log);
     // The run's clock starts once every worker is ready (see `StartLine`); a share's, at the
     // instant its coordinator gives once every share is.
-    let RunStart { instant: start, wall: started_at } = match role {
-        Role::Local => start_line.wait().expect("a local run is never cancelled"),
+    // A share also measures how late after its given start it let its users go: its part of
+    // the skew between the shares' starts.
+    let (RunStart { instant: start, wall: started_at }, started_late) = match role {
+        Role::Local => (start_line.wait().expect("a local run is never cancelled"), Duration::ZERO),
         Role::Share(share) => {
             start_line.wait_for_every_worker();
             match share.wait_for_start(workers) {
                 Ok(start) => {
                     start_line.set_start(start);
-                    start
+                    (start, start.instant.elapsed())
                 }
                 Err(err) => {
                     start_line.cancel();
@@ -194,7 +197,7 @@ pub(crate) fn run_program(
                 let protocols = &program.protocols;
                 let mut tap: Box<dyn CollectorTap> = match role {
                     Role::Local => Box::new(LocalRun),
-                    Role::Share(share) => Box::new(share.relay(ledger.clone())),
+                    Role::Share(share) => Box::new(share.relay(ledger.clone(), started_late)),
                 };
                 let run = CollectorRun {
                     workers,
@@ -402,12 +405,6 @@ pub(crate) fn collect(
     tap.before_sink(&mut totals);
     sink.finish(&mut totals, status);
     (totals, status)
-}
-
-/// CPU time this process has used, all threads: how busy the load generator itself was.
-pub(crate) fn process_cpu_time() -> Option<Duration> {
-    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    Some(Duration::new(u64::try_from(now.tv_sec).ok()?, u32::try_from(now.tv_nsec).ok()?))
 }
 
 /// Which snapshot intervals every worker has handed in.

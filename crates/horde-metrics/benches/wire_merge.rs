@@ -43,7 +43,15 @@ fn share_interval(share: usize, rows: usize, interval: u64) -> ShareInterval {
         })
         .collect();
     let snapshot = Snapshot { worker: share, requests, interval, ..Default::default() };
-    ShareInterval { share, attempt: 0, snapshot, cpu_ns: Some(1), stop_reason: None }
+    ShareInterval {
+        share,
+        attempt: 0,
+        snapshot,
+        cpu_ns: Some(1),
+        stop_reason: None,
+        started_late_ns: None,
+        peak_memory_bytes: None,
+    }
 }
 
 fn main() {

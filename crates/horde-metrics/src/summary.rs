@@ -261,12 +261,42 @@ pub struct MachineStats {
     pub late_starts: u64,
     /// Snapshot intervals received from it.
     pub intervals: u64,
+    /// Its process's peak resident memory while it ran (on a Dask worker, the worker
+    /// process's: Python and Dask included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_bytes: Option<u64>,
+    /// Its machine's clock minus the coordinator's, as measured before the start (a cluster's
+    /// machines; absent when the shares share the coordinator's clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_us: Option<i64>,
+    /// How wrong that offset can be: half the shortest round trip it was measured with. The
+    /// start reached this machine within this much of the others'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_error_us: Option<f64>,
+    /// Its start skew: how long after the run's start instant (converted to its clock) it let
+    /// its users go, on its own clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_late_us: Option<f64>,
+    /// How long after an interval's end its snapshot reached the coordinator: the mean and the
+    /// longest, over its intervals but the last (which ends with the run, not on the interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_delay_ms: Option<SnapshotDelay>,
     /// It handed in its last interval: everything it measured is in these results.
     pub delivered: bool,
     /// Why the coordinator stopped waiting for it, when it did (nothing heard from it for too
     /// long, the link to it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+}
+
+/// How long a share's interval snapshots took to reach the coordinator after their interval
+/// ended, on the coordinator's clock.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Default)]
+pub struct SnapshotDelay {
+    pub mean: f64,
+    pub max: f64,
+    /// The intervals measured.
+    pub intervals: u64,
 }
 
 /// How faithfully the intended schedule (arrivals, throttle slots) was kept.

@@ -61,6 +61,11 @@ pub struct ShareInterval {
     /// Why a scenario of the share stopped the run (`stop_load_generator`, a feeder that ran
     /// out with `stop_run`): the coordinator stops every share.
     pub stop_reason: Option<String>,
+    /// How long after the start instant its coordinator gave the share let its users go, on
+    /// its own clock (the share's part of the start skew), when known.
+    pub started_late_ns: Option<u64>,
+    /// The share's process's peak resident memory since the share began, when known.
+    pub peak_memory_bytes: Option<u64>,
 }
 
 /// Why a message could not be decoded.
@@ -391,6 +396,10 @@ struct WireInterval {
     cpu_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    started_late_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    peak_memory_bytes: Option<u64>,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     groups: Vec<WireGroup>,
@@ -421,6 +430,8 @@ impl WireInterval {
             finished: s.finished,
             cpu_ns: interval.cpu_ns,
             stop_reason: interval.stop_reason.clone(),
+            started_late_ns: interval.started_late_ns,
+            peak_memory_bytes: interval.peak_memory_bytes,
             rows: s.requests.iter().map(|(name, recorder)| WireRow::from(name, recorder, h)).collect(),
             groups: s
                 .groups
@@ -516,6 +527,8 @@ impl WireInterval {
             snapshot,
             cpu_ns: self.cpu_ns,
             stop_reason: self.stop_reason,
+            started_late_ns: self.started_late_ns,
+            peak_memory_bytes: self.peak_memory_bytes,
         })
     }
 }
@@ -621,6 +634,8 @@ mod tests {
             snapshot: Snapshot { worker: share, ..snapshot },
             cpu_ns: Some(123),
             stop_reason: None,
+            started_late_ns: Some(42_000),
+            peak_memory_bytes: Some(64 << 20),
         }
     }
 

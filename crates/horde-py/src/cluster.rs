@@ -3,7 +3,7 @@
 //! (`ShareRunner`, its link over horde.cluster's share link). Conversions only: what a run
 //! means is in horde-engine's cluster/ and horde-cli.
 
-use horde_engine::cluster::{CoordinatorLink, ShareHosts, ShareLink};
+use horde_engine::cluster::{CoordinatorLink, ShareClock, ShareHosts, ShareLink};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -91,6 +91,21 @@ impl CoordinatorLink for PyShareHosts {
                     err.print(py);
                     Vec::new()
                 })
+            })
+        })
+    }
+
+    fn clock(&self, share: usize) -> Option<ShareClock> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let clock = self.coordinator.call_method1(py, "clock", (share,));
+                match clock.and_then(|c| c.extract::<Option<(i64, u64)>>(py)) {
+                    Ok(clock) => clock.map(|(offset_ns, round_trip_ns)| ShareClock { offset_ns, round_trip_ns }),
+                    Err(err) => {
+                        err.print(py);
+                        None
+                    }
+                }
             })
         })
     }

@@ -218,6 +218,7 @@ pub fn render(summary: &Summary) -> String {
             table.row(&mut out, &group.name, (group.count, group.ok, group.ko), &group.duration);
         }
     }
+    machine_lines(&mut out, summary);
     if !summary.errors.is_empty() {
         rule(&mut out, "Errors");
         for e in &summary.errors {
@@ -235,6 +236,46 @@ pub fn render(summary: &Summary) -> String {
     threshold_lines(&mut out, summary);
     let _ = writeln!(out, "{}", "=".repeat(WIDTH));
     out
+}
+
+/// A run split across processes: what each share measured, when it started against the
+/// others, and how soon its intervals reached the coordinator.
+fn machine_lines(out: &mut String, summary: &Summary) {
+    if summary.machines.is_empty() {
+        return;
+    }
+    rule(out, "Machines");
+    for m in &summary.machines {
+        let verdict = match &m.lost {
+            Some(_) => "LOST",
+            None if m.delivered => "delivered",
+            None => "not delivered",
+        };
+        let _ = write!(
+            out,
+            "> share {} {} pid {}: {} requests, {:.2} s CPU",
+            m.share,
+            printable(&m.host),
+            m.pid,
+            m.requests,
+            m.cpu_ms as f64 / 1_000.0
+        );
+        if let Some(bytes) = m.peak_memory_bytes {
+            let _ = write!(out, ", {:.0} MiB peak", bytes as f64 / (1u64 << 20) as f64);
+        }
+        let _ = writeln!(out, ", {verdict}");
+        let mut timing = Vec::new();
+        if let Some(late) = m.start_late_us {
+            let clock = m.clock_error_us.map(|error| format!(" (clock ±{} ms)", ms_f(error))).unwrap_or_default();
+            timing.push(format!("started +{} ms{clock}", ms_f(late)));
+        }
+        if let Some(delay) = &m.snapshot_delay_ms {
+            timing.push(format!("snapshots reached the coordinator in {:.1} ms (max {:.1})", delay.mean, delay.max));
+        }
+        if !timing.is_empty() {
+            let _ = writeln!(out, "  {}", timing.join(", "));
+        }
+    }
 }
 
 /// The thresholds' verdicts, last, where a CI log is read from: each with what was observed
@@ -460,6 +501,46 @@ home                                5       4       1   182.17     3.00   900.10
 ";
         let rendered = super::render(&summary());
         assert!(rendered == expected, "the console summary changed:\n{rendered}");
+    }
+
+    /// A split run's machines, one line each, lost ones said so.
+    #[test]
+    fn a_split_run_lists_its_machines() {
+        let mut summary = summary();
+        let delivered = horde_metrics::MachineStats {
+            share: 0,
+            host: "load-1".into(),
+            pid: 41,
+            requests: 3,
+            cpu_ms: 1_250,
+            peak_memory_bytes: Some(150 << 20),
+            clock_offset_us: Some(-120),
+            clock_error_us: Some(35.5),
+            start_late_us: Some(82.0),
+            snapshot_delay_ms: Some(horde_metrics::SnapshotDelay { mean: 4.25, max: 7.5, intervals: 2 }),
+            delivered: true,
+            ..Default::default()
+        };
+        let lost = horde_metrics::MachineStats {
+            share: 1,
+            host: "load-2".into(),
+            pid: 42,
+            requests: 2,
+            lost: Some("it sent nothing for 10.0 s".into()),
+            ..Default::default()
+        };
+        summary.machines = vec![delivered, lost];
+        let rendered = super::render(&summary);
+        let lines: Vec<&str> = rendered.lines().skip_while(|l| !l.starts_with("---- Machines")).take(4).collect();
+        assert_eq!(
+            lines,
+            [
+                "---- Machines ------------------------------------------------------------------",
+                "> share 0 load-1 pid 41: 3 requests, 1.25 s CPU, 150 MiB peak, delivered",
+                "  started +0.08 ms (clock ±0.04 ms), snapshots reached the coordinator in 4.2 ms (max 7.5)",
+                "> share 1 load-2 pid 42: 2 requests, 0.00 s CPU, LOST",
+            ]
+        );
     }
 
     /// Names of any length and width keep the table's columns where the header puts them.

@@ -95,6 +95,12 @@ class Coordinator:
         starts = {address: at_ns + offset.offset_ns for address, offset in self._offsets.items()}
         self._client.run(share.start, self._run_id, starts, workers=self._machines)
 
+    def clock(self, index: int) -> tuple[int, int] | None:
+        """Share ``index``'s machine clock against this one's: (offset, round trip) in ns, as
+        measured for the start (summary.json's machines[].clock_offset_us, clock_error_us)."""
+        offset = self._offsets.get(self._machines[index]) if index < len(self._machines) else None
+        return None if offset is None else (offset.offset_ns, offset.rtt_ns)
+
     def lost_shares(self) -> list[tuple[int, str]]:
         """The shares lost since the last call: (index, why); the engine's policy decides."""
         with self._lost_lock:

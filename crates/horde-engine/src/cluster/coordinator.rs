@@ -1,13 +1,13 @@
 //! The coordinator: waits for every share to be ready, gives them one start, and merges their
 //! intervals with the collector of a local run, the shares standing for its workers.
 
-use super::{ClusterError, CoordinatorLink};
+use super::{ClusterError, CoordinatorLink, ShareClock};
 use crate::lower::Program;
 use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
 use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
-use horde_metrics::{MachineStats, RunStatus, Sink, Snapshot, ThresholdMonitor, Totals};
+use horde_metrics::{MachineStats, RunStatus, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -77,7 +77,8 @@ pub fn run_coordinated(
     link.start(started_at).map_err(ClusterError::Link)?;
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
 
-    let machines: Arc<Mutex<Vec<Machine>>> = Arc::new(Mutex::new(ready.into_iter().map(Machine::new).collect()));
+    let machines = ready.into_iter().map(|ready| Machine::new(link.clock(ready.share), ready)).collect();
+    let machines: Arc<Mutex<Vec<Machine>>> = Arc::new(Mutex::new(machines));
     let ledger = RunLedger::new(None, &[], shares, Stripe::whole());
     let (snapshots, received) = mpsc::channel();
     let done = Arc::new(AtomicBool::new(false));
@@ -89,6 +90,8 @@ pub fn run_coordinated(
         done: done.clone(),
         silence_limit: options.silence_limit,
         on_loss: options.on_loss,
+        start,
+        interval: Duration::from_millis(program.plan.options.snapshot_interval_ms),
     };
     let inlet = std::thread::Builder::new()
         .name("horde-inlet".into())
@@ -160,6 +163,10 @@ fn wait_until_ready(
 /// A share as the coordinator sees it.
 struct Machine {
     ready: ShareReady,
+    clock: Option<ShareClock>,
+    started_late_ns: Option<u64>,
+    peak_memory_bytes: Option<u64>,
+    snapshot_delays: DelaySum,
     requests: u64,
     cpu_ns: Option<u64>,
     late_starts: u64,
@@ -171,9 +178,13 @@ struct Machine {
 }
 
 impl Machine {
-    fn new(ready: ShareReady) -> Machine {
+    fn new(clock: Option<ShareClock>, ready: ShareReady) -> Machine {
         Machine {
             ready,
+            clock,
+            started_late_ns: None,
+            peak_memory_bytes: None,
+            snapshot_delays: DelaySum::default(),
             requests: 0,
             cpu_ns: None,
             late_starts: 0,
@@ -189,6 +200,8 @@ impl Machine {
         let snapshot = &interval.snapshot;
         self.requests += snapshot.requests.iter().map(|(_, recorder)| recorder.count()).sum::<u64>();
         self.cpu_ns = interval.cpu_ns.or(self.cpu_ns);
+        self.started_late_ns = interval.started_late_ns.or(self.started_late_ns);
+        self.peak_memory_bytes = self.peak_memory_bytes.max(interval.peak_memory_bytes);
         self.late_starts += snapshot.late_starts;
         self.intervals += 1;
         self.last_interval = self.last_interval.max(snapshot.interval);
@@ -207,9 +220,38 @@ impl Machine {
             cpu_ms: self.cpu_ns.unwrap_or(0) / 1_000_000,
             late_starts: self.late_starts,
             intervals: self.intervals,
+            peak_memory_bytes: self.peak_memory_bytes,
+            clock_offset_us: self.clock.map(|clock| clock.offset_ns / 1_000),
+            clock_error_us: self.clock.map(|clock| clock.round_trip_ns as f64 / 2_000.0),
+            start_late_us: self.started_late_ns.map(|late| late as f64 / 1_000.0),
+            snapshot_delay_ms: self.snapshot_delays.stats(),
             delivered: self.finished && self.lost.is_none(),
             lost: self.lost.clone(),
         }
+    }
+}
+
+/// The sum and the longest of a share's snapshot delays.
+#[derive(Default)]
+struct DelaySum {
+    total: Duration,
+    max: Duration,
+    count: u64,
+}
+
+impl DelaySum {
+    fn add(&mut self, delay: Duration) {
+        self.total += delay;
+        self.max = self.max.max(delay);
+        self.count += 1;
+    }
+
+    fn stats(&self) -> Option<SnapshotDelay> {
+        (self.count > 0).then(|| SnapshotDelay {
+            mean: self.total.as_secs_f64() * 1_000.0 / self.count as f64,
+            max: self.max.as_secs_f64() * 1_000.0,
+            intervals: self.count,
+        })
     }
 }
 
@@ -223,6 +265,9 @@ struct Inlet {
     done: Arc<AtomicBool>,
     silence_limit: Duration,
     on_loss: WorkerLossPolicy,
+    /// The run's start and snapshot interval: interval i ends at `start + i * interval`.
+    start: Instant,
+    interval: Duration,
 }
 
 impl Inlet {
@@ -257,6 +302,10 @@ impl Inlet {
         let Some(machine) = machines.get_mut(interval.share) else { return };
         if interval.attempt != machine.ready.attempt || machine.lost.is_some() {
             return;
+        }
+        if !interval.snapshot.finished {
+            let ended = self.start + self.interval * interval.snapshot.interval as u32;
+            machine.snapshot_delays.add(Instant::now().saturating_duration_since(ended));
         }
         machine.took(&interval);
         if let Some(reason) = &interval.stop_reason {

@@ -54,6 +54,21 @@ pub trait CoordinatorLink: Send + Sync {
     /// Asks one share to stop, whether or not it still runs: one given up while the others go
     /// on must not go on sending.
     fn stop_share(&self, _share: usize, _reason: &str) {}
+    /// Share `share`'s machine clock against the coordinator's, as the link measured it to
+    /// convert the start; None when it did not (one machine's clock, or unknown).
+    fn clock(&self, _share: usize) -> Option<ShareClock> {
+        None
+    }
+}
+
+/// A machine's wall clock against the coordinator's, measured by round trips: the one with the
+/// shortest round trip is kept, and the offset is wrong by at most half of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareClock {
+    /// Added to an instant on the coordinator's clock, the same instant on the machine's.
+    pub offset_ns: i64,
+    /// The round trip the offset was measured with.
+    pub round_trip_ns: u64,
 }
 
 /// Machines that a distributed engine (Dask, through horde.cluster) gives a coordinator, one

@@ -3,7 +3,8 @@
 
 use super::{ClusterError, ShareLink};
 use crate::lower::Program;
-use crate::run::{process_cpu_time, run_program, CollectorTap, Role, RunControl, RunResult};
+use crate::process_usage::{peak_memory, process_cpu_time, reset_peak_memory};
+use crate::run::{run_program, CollectorTap, Role, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::start_line::RunStart;
 use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
@@ -26,6 +27,9 @@ pub fn run_share(
     let segment = program.plan.options.execution_segment.clone().ok_or(ClusterError::NoSegment)?;
     let share = segment.resolve().map_err(|_| ClusterError::NoSegment)?.index;
     let role = ShareRole { link, share, attempt: 0, segment: segment.segment };
+    // The process (a distributed engine's worker) may have run other shares: its peak memory
+    // is measured from here, for this one's.
+    reset_peak_memory();
     run_program(program, control, sink, request_log, Role::Share(&role))
 }
 
@@ -62,12 +66,14 @@ impl ShareRole {
         Ok(RunStart { instant, wall: at })
     }
 
-    /// The collector's tap that relays the share's intervals.
-    pub fn relay(&self, ledger: Arc<RunLedger>) -> ShareRelay {
+    /// The collector's tap that relays the share's intervals; `started_late` is how long after
+    /// the given start the share let its users go.
+    pub fn relay(&self, ledger: Arc<RunLedger>, started_late: Duration) -> ShareRelay {
         ShareRelay {
             link: self.link.clone(),
             share: self.share,
             attempt: self.attempt,
+            started_late,
             ledger,
             pending: BTreeMap::new(),
             last_sent: 0,
@@ -83,6 +89,8 @@ pub(crate) struct ShareRelay {
     link: Arc<dyn ShareLink>,
     share: usize,
     attempt: u32,
+    /// Sent with every interval: the coordinator reports it as the share's start skew.
+    started_late: Duration,
     /// Where a scenario of this share stops the run: the coordinator stops every share.
     ledger: Arc<RunLedger>,
     /// Intervals some workers have handed in, not sent yet.
@@ -105,6 +113,8 @@ impl ShareRelay {
             snapshot,
             cpu_ns: cpu.map(|cpu| cpu.as_nanos() as u64),
             stop_reason: self.ledger.stop_reason().map(str::to_string),
+            started_late_ns: Some(self.started_late.as_nanos() as u64),
+            peak_memory_bytes: peak_memory(),
         }));
         if let Err(problem) = self.link.send(&message.encode()) {
             self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
@@ -186,7 +196,7 @@ mod tests {
     fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
         let role = ShareRole { link, share: 1, attempt: 0, segment: "1/2:1".into() };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
-        (role.relay(ledger.clone()), ledger)
+        (role.relay(ledger.clone(), Duration::from_micros(42)), ledger)
     }
 
     #[test]
@@ -210,7 +220,9 @@ mod tests {
             .collect();
         assert_eq!(seen, [(1, 1, 1, 7, false), (1, 1, 2, 11, true)]);
         assert_eq!(sent[1].stop_reason.as_deref(), Some("stop_load_generator"));
-        assert!(sent.iter().all(|m| m.cpu_ns.is_some()));
+        assert!(sent
+            .iter()
+            .all(|m| m.cpu_ns.is_some() && m.started_late_ns == Some(42_000) && m.peak_memory_bytes > Some(0)));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! elsewhere, or where it cannot be read, the figures are absent rather than wrong.
 
 use super::database::LocalServer;
+pub(crate) use crate::process_usage::{peak_memory, reset_peak_memory};
 use std::time::Duration;
 
 /// Readings at one moment, to subtract.
@@ -14,22 +15,11 @@ pub struct Readings {
 
 impl Readings {
     pub fn now(server_pid: Option<u32>) -> Readings {
-        Readings { client_cpu: crate::run::process_cpu_time(), server_cpu: server_pid.and_then(server_cpu_time) }
+        Readings {
+            client_cpu: crate::process_usage::process_cpu_time(),
+            server_cpu: server_pid.and_then(server_cpu_time),
+        }
     }
-}
-
-/// Starts a new measure of the process's peak resident memory (Linux: `clear_refs` 5 resets
-/// VmHWM to the current size).
-pub fn reset_peak_memory() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// The process's peak resident memory since the last reset, in bytes.
-pub fn peak_memory() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// The process listening at `server` on this machine (a TCP port or a Unix socket): the
@@ -142,11 +132,5 @@ mod tests {
         drop(listener);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(listening_process(&LocalServer::Socket(path)), None);
-    }
-
-    #[test]
-    fn peak_memory_is_read() {
-        reset_peak_memory();
-        assert!(peak_memory().unwrap() > 0);
     }
 }
