@@ -62,7 +62,7 @@ impl ShareRole {
             // Late (a slow link): the schedule stays absolute, its first arrivals are late.
             Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
         };
-        std::thread::sleep(instant.saturating_duration_since(Instant::now()));
+        sleep_until(instant);
         Ok(RunStart { instant, wall: at })
     }
 
@@ -80,6 +80,19 @@ impl ShareRole {
             cpu_at_start: process_cpu_time(),
             send_failed: None,
         }
+    }
+}
+
+/// Sleeps until `instant`, then spins its last moments: a sleep alone wakes up to a few
+/// hundred microseconds late on a busy machine, and every share's lateness is start skew.
+/// Once a run, so the spin costs nothing that matters.
+fn sleep_until(instant: Instant) {
+    const SPIN: Duration = Duration::from_millis(2);
+    if let Some(wait) = instant.checked_duration_since(Instant::now() + SPIN) {
+        std::thread::sleep(wait);
+    }
+    while Instant::now() < instant {
+        std::hint::spin_loop();
     }
 }
 
