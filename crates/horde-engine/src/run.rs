@@ -163,8 +163,11 @@ pub(crate) fn run_program(
             start_line.wait_for_every_worker();
             match share.wait_for_start(workers) {
                 Ok(start) => {
+                    // Read before the workers are let go: a worker woken on this core would
+                    // otherwise delay the reading, not the start.
+                    let late = start.instant.elapsed();
                     start_line.set_start(start);
-                    (start, start.instant.elapsed())
+                    (start, late)
                 }
                 Err(err) => {
                     start_line.cancel();
