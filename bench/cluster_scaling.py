@@ -134,7 +134,9 @@ def many_ports_nginx(work):
     conf = TEMPLATE.read_text().replace("{dir}", str(work))
     conf = conf.replace("worker_processes 1;", f"worker_processes {NGINX_WORKERS};")
     conf = conf.replace("worker_rlimit_nofile 30000;", "worker_rlimit_nofile 20000;")
-    conf = conf.replace("worker_connections 30000;", "worker_connections 19000;")
+    # Each worker takes every pending connection when woken: arrivals of thousands a second
+    # otherwise overflow the accept queues (SYN-ACKs resent after 1, 3, 7 s).
+    conf = conf.replace("worker_connections 30000;", "worker_connections 19000; multi_accept on;")
     conf = conf.replace("listen 127.0.0.1:{port};", "\n".join(f"listen 127.0.0.1:{p} reuseport backlog=4096;"
                                                               for p in ports))
     (work / "nginx.conf").write_text(conf)
@@ -203,7 +205,8 @@ def print_users(args, results):
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     print(f"### {date}: {args.users:,} keep-alive users on `--cluster local:{args.shares}`, one request per 10 s, "
           f"{args.ramp} s ramp, {args.hold} s each\n")
-    print(f"Command: `python3 bench/cluster_scaling.py users --users {args.users}`\n")
+    print(f"Command: `python3 bench/cluster_scaling.py users --users {args.users} --local-users {args.local_users} "
+          f"--shares {args.shares} --ramp {args.ramp} --hold {args.hold}`\n")
     print("| run | users | requests (horde = nginx) | p99 (ms) | peak memory (MiB) | machines |")
     print("|---|---|---|---|---|---|")
     for (which, count), r in results.items():
@@ -229,7 +232,7 @@ def main():
     p.add_argument("--users", type=int, default=100_000)
     p.add_argument("--local-users", type=int, default=15_000)
     p.add_argument("--shares", type=int, default=6)
-    p.add_argument("--ramp", type=int, default=20, help="seconds")
+    p.add_argument("--ramp", type=int, default=60, help="seconds")
     p.add_argument("--hold", type=int, default=40, help="seconds")
     args = parser.parse_args()
     {"cpu": cpu, "users": users}[args.part](args)
