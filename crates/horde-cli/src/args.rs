@@ -576,9 +576,9 @@ fn cluster_weights(text: &str) -> Result<ClusterWeights, String> {
         .split(',')
         .map(|weight| match weight.trim().parse::<u64>() {
             Ok(weight) if weight >= 1 => Ok(weight),
-            _ => Err(format!(
-                "{weight:?} is not a weight: one whole number of at least 1 per worker (3,1,1), or cores"
-            )),
+            _ => {
+                Err(format!("{weight:?} is not a weight: one whole number of at least 1 per worker (3,1,1), or cores"))
+            }
         })
         .collect::<Result<Vec<u64>, String>>()?;
     Ok(ClusterWeights::Given(weights))

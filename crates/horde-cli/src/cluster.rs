@@ -77,11 +77,8 @@ pub(crate) fn open(
     };
     // Checked now, before a results directory is made: the weights, a share without users.
     share_plans(&program.plan, &machines, &cluster.weights, cluster.hosts.threads_per_share()).map_err(|err| {
-        match (&segment.cluster_weights, &err) {
-            (
-                Some(weights),
-                ClusterError::WeightCount { .. } | ClusterError::ZeroWeight { .. } | ClusterError::WeightsTooFine { .. },
-            ) => Failure::Invalid(format!("--cluster-weights {weights}: {err}")),
+        match &segment.cluster_weights {
+            Some(weights) if err.concerns_weights() => Failure::Invalid(format!("--cluster-weights {weights}: {err}")),
             _ => failure(err),
         }
     })?;

@@ -37,10 +37,10 @@ class ClockOffset:
 
 def machine_order(address: str, name) -> tuple:
     """Where a worker comes among the machines (summary.json's machines[], the order of
-    --cluster-weights): the workers horde starts are named 0..N-1 (LocalCluster's, and the
-    hosts' order of ``ssh:``), in that order; other names, then addresses, after them."""
-    numbered = isinstance(name, int)
-    return (not numbered, name if numbered else 0, str(name), address)
+    --cluster-weights): by number, for the workers named 0..N-1 (LocalCluster's, the hosts'
+    order of ``ssh:``, ``dask worker --name 3``); other names, then addresses, after them."""
+    number = int(name) if isinstance(name, int) or (isinstance(name, str) and name.isdecimal()) else None
+    return (number is None, number or 0, str(name), address)
 
 
 class Coordinator:

@@ -10,6 +10,8 @@ is named before any Dask process is started."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 import os
 import shlex
 import sys
@@ -23,7 +25,7 @@ REMOTE_PYTHON_ENV = "HORDE_CLUSTER_PYTHON"
 # How long a host's check may take: an SSH connection and an import of horde and Dask.
 CHECK_TIMEOUT_S = 30
 # What the check runs on a host: the version of the horde that its Python imports.
-CHECK_SCRIPT = "import distributed, horde._engine as engine; print(engine.__version__)"
+CHECK_SCRIPT = "import horde._engine as engine, distributed; print(engine.__version__)"
 # A worker holds a share: one thread (the engine runs its own), and no memory limit, so that
 # Dask never pauses or restarts a process holding many connections (as local:N).
 WORKER_OPTIONS = {"nthreads": 1, "memory_limit": 0}
@@ -89,10 +91,39 @@ def start_cluster(hosts: list[SshHost]):
                                            "kwargs": {**WORKER_OPTIONS, "name": index}}}
         for index, host in enumerate(hosts[1:])
     }
-    try:
-        return SpecCluster(workers, scheduler, name="horde-ssh")
-    except Exception as err:  # noqa: BLE001 - Dask says "Cluster failed to start" and why
-        raise SshStartFailed(f"starting Dask over SSH with {python}: {err}") from None
+    with RemoteOutput() as remote:
+        try:
+            return SpecCluster(workers, scheduler, name="horde-ssh")
+        except Exception as err:  # noqa: BLE001 - Dask says "Cluster failed to start" and why
+            said = f" (last said on the hosts: {' | '.join(remote.lines)})" if remote.lines else ""
+            raise SshStartFailed(f"starting Dask over SSH with {python}: {err}{said}") from None
+
+
+class RemoteOutput(logging.Handler):
+    """What the scheduler and workers print as they start over SSH, which Dask logs line by
+    line: kept (the last few lines) rather than shown, for the error if they fail to start."""
+
+    KEPT = 5
+    LOGGER = "distributed.deploy.ssh"
+
+    def __init__(self):
+        super().__init__()
+        self.lines: collections.deque[str] = collections.deque(maxlen=self.KEPT)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def __enter__(self) -> RemoteOutput:
+        logger = logging.getLogger(self.LOGGER)
+        self._propagated = logger.propagate
+        logger.addHandler(self)
+        logger.propagate = False
+        return self
+
+    def __exit__(self, *_) -> None:
+        logger = logging.getLogger(self.LOGGER)
+        logger.removeHandler(self)
+        logger.propagate = self._propagated
 
 
 async def check_hosts(hosts: list[SshHost], python: str) -> list[str]:

@@ -236,6 +236,16 @@ impl std::fmt::Display for ClusterError {
 
 impl std::error::Error for ClusterError {}
 
+impl ClusterError {
+    /// Whether the weights given for the machines are what is wrong.
+    pub fn concerns_weights(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::WeightCount { .. } | ClusterError::ZeroWeight { .. } | ClusterError::WeightsTooFine { .. }
+        )
+    }
+}
+
 /// Weights as they are written on the command line: `3,1,1`.
 fn list(weights: &[u64]) -> String {
     weights.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
