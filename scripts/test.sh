@@ -59,8 +59,9 @@ fi
 
 step "installing the Python test tools"
 python3 -m pip install -q --disable-pip-version-check "pytest>=7" "jsonschema>=4" "maturin>=1.5,<2" "cryptography>=41" "django>=4.2,<6" "xmlschema>=3" "prometheus-client>=0.20" "playwright>=1.40" "hdrhistogram>=0.10" "bcrypt>=4" "cassandra-driver>=3.29"
-# Dask distributed, for --cluster (tests/test_cluster_dask.py): the `cluster` extra of pyproject.toml.
-python3 -m pip install -q --disable-pip-version-check "distributed>=2024.1"
+# Dask distributed and asyncssh, for --cluster (tests/test_cluster_dask.py, test_cluster_ssh.py):
+# the `cluster` extra of pyproject.toml.
+python3 -m pip install -q --disable-pip-version-check "distributed>=2024.1" "asyncssh>=2.14"
 
 step "building and installing horde (release)"
 python3 -m pip install -q --disable-pip-version-check .

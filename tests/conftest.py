@@ -71,6 +71,50 @@ def stop_process(process):
             process.wait()
 
 
+class Sshd:
+    """An sshd of the test's own on 127.0.0.1 (the ``sshd`` fixture): its ``port``, its host
+    key (``host_key``, a public key line) and the client key it accepts (``client_key``)."""
+
+    def __init__(self, keys, port):
+        self.port = port
+        self.client_key = keys / "client"
+        self.host_key = (keys / "host.pub").read_text().strip()
+
+    @property
+    def command(self):
+        """An ssh command line that logs in to it, not asking about its key."""
+        return (f"ssh -i {self.client_key} -p {self.port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                "-o BatchMode=yes -o LogLevel=ERROR")
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    """An sshd of our own on 127.0.0.1, with a host key and a client key made for the test."""
+    daemon = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(daemon):
+        pytest.skip("sshd is not installed (scripts/test.sh installs openssh-server)")
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    (keys / "authorized_keys").chmod(0o600)
+    port = free_port()
+    config = keys / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
+        f"PidFile {keys / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n"
+    )
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", exist_ok=True)
+    process = subprocess.Popen([daemon, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: can_connect(port), what="sshd")
+        yield Sshd(keys, port)
+    finally:
+        stop_process(process)
+
+
 def get_json(url, context=None):
     with urllib.request.urlopen(url, timeout=5, context=context) as response:
         return json.loads(response.read())

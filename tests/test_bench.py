@@ -20,7 +20,7 @@ import time
 import jsonschema
 import pytest
 
-from conftest import DOCS, can_connect, free_port, stop_process, wait_until
+from conftest import DOCS
 
 BUSY = """
 import os
@@ -351,41 +351,12 @@ def test_ctrl_c_writes_the_trials_so_far_and_exits_130(tmp_path):
     assert "Status: interrupted" in stdout
 
 
-@pytest.fixture
-def sshd(tmp_path):
-    """An sshd of our own on 127.0.0.1, with a host key and a client key made for the test."""
-    daemon = shutil.which("sshd") or "/usr/sbin/sshd"
-    if not os.path.exists(daemon):
-        pytest.skip("sshd is not installed (scripts/test.sh installs openssh-server)")
-    keys = tmp_path / "keys"
-    keys.mkdir()
-    for name in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
-    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    (keys / "authorized_keys").chmod(0o600)
-    port = free_port()
-    config = keys / "sshd_config"
-    config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\nAuthorizedKeysFile {keys / 'authorized_keys'}\n"
-        f"PidFile {keys / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n"
-    )
-    if os.geteuid() == 0:
-        os.makedirs("/run/sshd", exist_ok=True)
-    process = subprocess.Popen([daemon, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
-    try:
-        wait_until(lambda: can_connect(port), what="sshd")
-        yield (f"ssh -i {keys / 'client'} -p {port} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-               "-o BatchMode=yes -o LogLevel=ERROR")
-    finally:
-        stop_process(process)
-
-
 def test_hosts_over_ssh_run_at_once_and_are_gathered(sshd, tmp_path):
     (tmp_path / "busy.py").write_text(BUSY)
     out = tmp_path / "results"
     out.mkdir()
     user = getpass.getuser()
-    result = bench("busy.py", "--host", f"{user}@127.0.0.1", "--host", f"{user}@localhost", "--ssh", sshd,
+    result = bench("busy.py", "--host", f"{user}@127.0.0.1", "--host", f"{user}@localhost", "--ssh", sshd.command,
                    "--remote-horde", shutil.which("horde"), "--trials", "2", "--warmup", "0", "--measure", "2",
                    "--iteration-time", "20ms", "-p", "n=20000", "--out", out, cwd=tmp_path)
     assert result.returncode == 0, result.stderr

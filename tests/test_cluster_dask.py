@@ -103,6 +103,40 @@ def test_more_workers_than_users_is_refused_before_any_load(horde, nginx):
     assert not result.results_dir.exists() or not any(result.results_dir.iterdir())
 
 
+def test_weights_split_the_run_in_their_proportion(horde, nginx):
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/weights", "-n", "400", "-c", "4", "-q", "--cluster", "local:2",
+                   "--cluster-weights", "3,1", timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert nginx.requests_served() - before == summary["global"]["count"] == 400
+    assert [(m["segment"], m["requests"]) for m in summary["machines"]] == [("0:3/4", 300), ("3/4:1", 100)]
+    assert summary["users"]["started"] == 4
+
+
+def test_weights_by_cores_and_weights_that_do_not_fit_the_cluster(horde, nginx, dask_cluster):
+    before = nginx.requests_served()
+    # Three workers on this machine: as many cores each, so equal shares.
+    result = horde("http", nginx.url + "/cores", "-n", "300", "-c", "3", "-q", "--cluster", dask_cluster,
+                   "--cluster-weights", "cores", timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    assert [m["requests"] for m in result.summary["machines"]] == [100, 100, 100]
+    assert nginx.requests_served() - before == 300
+    # One weight per worker, each at least 1: refused before any load, naming the problem.
+    count = horde("http", nginx.url + "/cores", "-n", "300", "--cluster", dask_cluster, "--cluster-weights", "3,1",
+                  timeout=RUN_TIMEOUT_S)
+    assert count.code == 2, count.stderr
+    assert "--cluster-weights 3,1: 2 weights for 3 machines (tcp://" in count.stderr, count.stderr
+    zero = horde("http", nginx.url + "/cores", "--cluster", "local:2", "--cluster-weights", "1,0",
+                 timeout=RUN_TIMEOUT_S)
+    assert zero.code == 2 and '"0" is not a weight' in zero.stderr, zero.stderr
+    few = horde("http", nginx.url + "/cores", "-n", "30", "-c", "3", "--cluster", dask_cluster,
+                "--cluster-weights", "8,1,1", timeout=RUN_TIMEOUT_S)
+    assert few.code == 2, few.stderr
+    assert "would have no virtual user: the plan has 3 users for 3 machines of weights 8,1,1" in few.stderr
+    assert nginx.requests_served() - before == 300
+
+
 def test_one_worker_sends_what_a_local_run_sends(horde, nginx):
     counts = {}
     for flags in ([], ["--cluster", "local:1"]):

@@ -409,16 +409,23 @@ pub struct SegmentArgs {
     #[arg(long, value_name = "MS", hide = true, default_value_t = 30_000)]
     pub spool_ready_timeout_ms: u64,
     /// Run across processes or machines on Dask (pip install 'horde[cluster]',
-    /// docs/cluster.md): local:N starts N worker processes on this machine, tcp://HOST:PORT
-    /// uses the workers of an existing Dask scheduler. Each worker runs an equal share of the
-    /// plan; this process starts them together and merges their results.
+    /// docs/cluster.md): local:N starts N worker processes on this machine, ssh:HOST,HOST,...
+    /// starts a Dask scheduler on the first host and a worker on each other one over SSH,
+    /// tcp://HOST:PORT uses the workers of an existing Dask scheduler. Each worker runs an
+    /// equal share of the plan (or as --cluster-weights says); this process starts them
+    /// together and merges their results.
     #[arg(
         long,
-        value_name = "local:N|tcp://HOST:PORT",
+        value_name = "local:N|ssh:HOST,HOST,...|tcp://HOST:PORT",
         value_parser = cluster_address,
         conflicts_with_all = ["execution_segment", "share_spool", "coordinate_spool"]
     )]
     pub cluster: Option<String>,
+    /// With --cluster: each worker's part of the run in proportion to its weight, one weight
+    /// per worker in the order of summary.json's machines[] (3,1,1: the first worker sends
+    /// 3/5 of it), or `cores`: each worker's number of cores.
+    #[arg(long, value_name = "W1,W2,...|cores", value_parser = cluster_weights, requires = "cluster")]
+    pub cluster_weights: Option<ClusterWeights>,
     /// With --cluster: what a lost worker (dead, gone from the cluster, silent for 10 s) does
     /// to the run: the others go on (continue), or every worker stops (abort).
     #[arg(long, value_enum, default_value = "continue", requires = "cluster")]
@@ -427,6 +434,26 @@ pub struct SegmentArgs {
     /// thresholds decide, and summary.json still names the worker lost.
     #[arg(long, requires = "cluster")]
     pub allow_worker_loss: bool,
+}
+
+/// `--cluster-weights`: how the run is split over the workers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterWeights {
+    /// One weight per worker, in the order of the machines.
+    Given(Vec<u64>),
+    /// Each worker's cores, as the worker counts them.
+    Cores,
+}
+
+impl std::fmt::Display for ClusterWeights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClusterWeights::Given(weights) => {
+                write!(f, "{}", weights.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+            }
+            ClusterWeights::Cores => write!(f, "cores"),
+        }
+    }
 }
 
 /// `--on-worker-loss`.
@@ -465,8 +492,9 @@ pub(crate) enum ClusterRole {
     Coordinator { shares: usize, spool: PathBuf, ready_timeout: Duration },
     /// A share started by a distributed engine, which links it to its coordinator.
     LinkedShare(Arc<dyn ShareLink>),
-    /// The coordinator of shares on the machines of a distributed engine (`--cluster`).
-    Hosts { hosts: Arc<dyn ShareHosts>, loss: LossHandling },
+    /// The coordinator of shares on the machines of a distributed engine (`--cluster`), one
+    /// weight per machine.
+    Hosts { hosts: Arc<dyn ShareHosts>, loss: LossHandling, weights: Vec<u64> },
 }
 
 impl ClusterRole {
@@ -507,22 +535,53 @@ impl SegmentArgs {
     }
 }
 
-/// `--cluster`: `local:N` with N at least 1, or a Dask scheduler's address
-/// (`tcp://HOST:PORT`, `tls://HOST:PORT`).
+/// `--cluster`: `local:N` with N at least 1, `ssh:` and the scheduler's host then at least one
+/// worker's, or a Dask scheduler's address (`tcp://HOST:PORT`, `tls://HOST:PORT`).
 fn cluster_address(text: &str) -> Result<String, String> {
-    const EXPECTED: &str =
-        "local:N (N worker processes on this machine) or a Dask scheduler's address, tcp://HOST:PORT";
+    const EXPECTED: &str = "local:N (N worker processes on this machine), ssh:HOST,HOST,... (the scheduler's \
+                            host, then each worker's) or a Dask scheduler's address, tcp://HOST:PORT";
     if let Some(count) = text.strip_prefix("local:") {
         return match count.parse::<usize>() {
             Ok(count) if count >= 1 => Ok(text.to_string()),
             _ => Err(format!("{count:?} is not a number of worker processes (at least 1): {EXPECTED}")),
         };
     }
+    if let Some(hosts) = text.strip_prefix("ssh:") {
+        let hosts: Vec<&str> = hosts.split(',').collect();
+        if let Some(bad) = hosts.iter().find(|host| host.is_empty() || host.contains(char::is_whitespace)) {
+            return Err(format!("{bad:?} is not a host name: {EXPECTED}"));
+        }
+        if hosts.len() < 2 {
+            return Err(format!(
+                "ssh:{} names only the scheduler's host: list the workers' hosts after it (name a host twice to \
+                 run the scheduler and a worker there)",
+                hosts[0]
+            ));
+        }
+        return Ok(text.to_string());
+    }
     let address = text.strip_prefix("tcp://").or_else(|| text.strip_prefix("tls://")).ok_or(EXPECTED)?;
     match address.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => Ok(text.to_string()),
         _ => Err(format!("{text:?} has no HOST:PORT: {EXPECTED}")),
     }
+}
+
+/// `--cluster-weights`: positive integers, comma-separated, or `cores`.
+fn cluster_weights(text: &str) -> Result<ClusterWeights, String> {
+    if text == "cores" {
+        return Ok(ClusterWeights::Cores);
+    }
+    let weights = text
+        .split(',')
+        .map(|weight| match weight.trim().parse::<u64>() {
+            Ok(weight) if weight >= 1 => Ok(weight),
+            _ => {
+                Err(format!("{weight:?} is not a weight: one whole number of at least 1 per worker (3,1,1), or cores"))
+            }
+        })
+        .collect::<Result<Vec<u64>, String>>()?;
+    Ok(ClusterWeights::Given(weights))
 }
 
 fn coordinate_spool(text: &str) -> Result<(usize, PathBuf), String> {

@@ -14,18 +14,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The machines of `--cluster`, given back to their engine (a cluster horde started is
-/// stopped) when the command is done with them.
-pub(crate) struct OpenCluster(Arc<dyn ShareHosts>, args::LossHandling);
+/// stopped) when the command is done with them, and the weight of each.
+pub(crate) struct OpenCluster {
+    hosts: Arc<dyn ShareHosts>,
+    loss: args::LossHandling,
+    weights: Vec<u64>,
+}
 
 impl OpenCluster {
     pub fn role(&self) -> args::ClusterRole {
-        args::ClusterRole::Hosts { hosts: self.0.clone(), loss: self.1 }
+        args::ClusterRole::Hosts { hosts: self.hosts.clone(), loss: self.loss, weights: self.weights.clone() }
     }
 }
 
 impl Drop for OpenCluster {
     fn drop(&mut self) {
-        self.0.close();
+        self.hosts.close();
     }
 }
 
@@ -60,23 +64,39 @@ pub(crate) fn open(
         ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
         ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
     })?;
-    let cluster = OpenCluster(hosts, segment.loss_handling());
-    // Checked now, before a results directory is made: a share without users.
-    share_plans(&program.plan, &cluster.0.machines(), cluster.0.threads_per_share()).map_err(failure)?;
+    // Closed when dropped, from here on: on an error below too.
+    let mut cluster = OpenCluster { hosts, loss: segment.loss_handling(), weights: Vec::new() };
+    let machines = cluster.hosts.machines();
+    cluster.weights = match &segment.cluster_weights {
+        None => vec![1; machines.len()],
+        Some(args::ClusterWeights::Given(weights)) => weights.clone(),
+        Some(args::ClusterWeights::Cores) => cluster
+            .hosts
+            .cores()
+            .map_err(|problem| Failure::Runtime(anyhow::anyhow!("--cluster-weights cores: {problem}")))?,
+    };
+    // Checked now, before a results directory is made: the weights, a share without users.
+    share_plans(&program.plan, &machines, &cluster.weights, cluster.hosts.threads_per_share()).map_err(|err| {
+        match &segment.cluster_weights {
+            Some(weights) if err.concerns_weights() => Failure::Invalid(format!("--cluster-weights {weights}: {err}")),
+            _ => failure(err),
+        }
+    })?;
     Ok(Some(cluster))
 }
 
-/// Coordinates `program` over the machines of `hosts`: one equal share each, started together,
-/// their intervals merged into `sink`.
+/// Coordinates `program` over the machines of `hosts`: a share each, as `weights` cut them,
+/// started together, their intervals merged into `sink`.
 pub(crate) fn coordinate_hosts(
     program: Arc<Program>,
     control: &RunControl,
     sink: &mut (dyn Sink + Send),
     hosts: Arc<dyn ShareHosts>,
+    weights: &[u64],
     on_loss: horde_engine::cluster::WorkerLossPolicy,
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
-    let plans = share_plans(&program.plan, &machines, hosts.threads_per_share()).map_err(failure)?;
+    let plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
     let plans: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
     let options = CoordinatorOptions { on_loss, ..CoordinatorOptions::new(machines.len()) };
@@ -153,7 +173,11 @@ pub(crate) fn coordinate(
 /// A share's or coordinator's failure before the start: nothing was sent.
 pub(crate) fn failure(err: ClusterError) -> Failure {
     match err {
-        ClusterError::NoSegment | ClusterError::NoUsers { .. } => Failure::Invalid(err.to_string()),
+        ClusterError::NoSegment
+        | ClusterError::NoUsers { .. }
+        | ClusterError::WeightCount { .. }
+        | ClusterError::ZeroWeight { .. }
+        | ClusterError::WeightsTooFine { .. } => Failure::Invalid(err.to_string()),
         ClusterError::Interrupted => Failure::Interrupted("waiting for the shares to be ready"),
         ClusterError::NotReady { .. } | ClusterError::Wire(_) | ClusterError::Link(_) => {
             Failure::Runtime(anyhow::anyhow!("{err}"))

@@ -733,8 +733,8 @@ pub(crate) fn run_into_with(
             horde_engine::cluster::run_share(program, &control, &mut sink, log_output, link.clone())
                 .map_err(cluster::failure)
         }
-        args::ClusterRole::Hosts { hosts, loss } => {
-            cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone(), loss.policy)
+        args::ClusterRole::Hosts { hosts, loss, weights } => {
+            cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone(), weights, loss.policy)
         }
     };
     signals::stop_routing();

@@ -156,6 +156,15 @@ impl ShareHosts for PyShareHosts {
         })
     }
 
+    fn cores(&self) -> Result<Vec<u64>, String> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let cores = self.coordinator.call_method0(py, "cores").map_err(|e| text(py, e))?;
+                cores.extract::<Vec<u64>>(py).map_err(|e| text(py, e))
+            })
+        })
+    }
+
     fn close(&self) {
         off_main_thread(|| {
             Python::attach(|py| {

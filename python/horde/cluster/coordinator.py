@@ -6,7 +6,6 @@ to each in its own clock; the stop; and, at the end, everything given back."""
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
 import threading
 import time
@@ -36,13 +35,20 @@ class ClockOffset:
         self.offset_ns, self.rtt_ns = offset_ns, rtt_ns
 
 
+def machine_order(address: str, name) -> tuple:
+    """Where a worker comes among the machines (summary.json's machines[], the order of
+    --cluster-weights): by number, for the workers named 0..N-1 (LocalCluster's, the hosts'
+    order of ``ssh:``, ``dask worker --name 3``); other names, then addresses, after them."""
+    number = int(name) if isinstance(name, int) or (isinstance(name, str) and name.isdecimal()) else None
+    return (number is None, number or 0, str(name), address)
+
+
 class Coordinator:
     def __init__(self, deployment: Deployment):
         self._deployment = deployment
         self._client = deployment.client
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
-        # In the order of their names (LocalCluster names them 0..N-1), then addresses.
-        self._machines = sorted(workers, key=lambda address: (str(workers[address].get("name")), address))
+        self._machines = sorted(workers, key=lambda address: machine_order(address, workers[address].get("name")))
         self._run_id = uuid.uuid4().hex[:16]
         self._topic = RunTopic(self._run_id)
         self._inbox: queue.Queue = queue.Queue()
@@ -65,10 +71,14 @@ class Coordinator:
         """The worker processes of ``local:N`` share this machine's cores: each share's engine
         gets its part of them (at least one) rather than one thread per core each. On other
         clusters each share uses its machine's cores."""
-        if self._deployment.cluster is None:
+        if not self._deployment.on_this_machine:
             return None
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return max(1, cores // len(self._machines))
+        return max(1, share.cores() // len(self._machines))
+
+    def cores(self) -> list[int]:
+        """Each machine's cores, as its worker process counts them (``--cluster-weights cores``)."""
+        cores = self._client.run(share.cores, workers=self._machines)
+        return [cores[address] for address in self._machines]
 
     def launch(self, plans: list[str]) -> None:
         self._offsets = {address: self._measure_clock(address) for address in self._machines}

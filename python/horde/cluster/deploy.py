@@ -1,5 +1,6 @@
 """Where the shares run: ``local:N`` starts a Dask LocalCluster of N single-threaded worker
-processes on 127.0.0.1, ``tcp://HOST:PORT`` connects to an existing scheduler."""
+processes on 127.0.0.1, ``ssh:HOST,HOST,...`` starts a scheduler and workers over SSH
+(horde.cluster.ssh), ``tcp://HOST:PORT`` connects to an existing scheduler."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from horde.cluster import ClusterInputError
 # deque of this length (dask#5509): the shares' interval messages are read as they come, so a
 # short one is enough, and keeps the scheduler's memory flat over a long run. Named
 # distributed.scheduler.events-log-length before 2025, an alias of it since.
-LOCAL_CONFIG = {
+STARTED_CLUSTER_CONFIG = {
     "distributed.admin.low-level-log-length": 64,
     # Dask's own deadline for a worker that stopped answering (5 minutes by default).
     "distributed.scheduler.worker-ttl": "10s",
@@ -28,6 +29,8 @@ class Deployment:
     spec: str
     client: Any
     cluster: Any = None
+    # Whether every worker runs on this machine (local:N), sharing its cores.
+    on_this_machine: bool = False
 
     def close(self) -> None:
         self.client.close(timeout=CONNECT_TIMEOUT_S)
@@ -41,19 +44,21 @@ def connect(spec: str) -> Deployment:
 
     if spec.startswith("local:"):
         workers = int(spec.removeprefix("local:"))
-        with dask.config.set(LOCAL_CONFIG):
+        with dask.config.set(STARTED_CLUSTER_CONFIG):
             # One thread per process: a share occupies it, the engine's threads are its own.
             # No memory limit: the nanny must not pause or kill a process holding many users.
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                    dashboard_address=None, memory_limit=0)
-            try:
-                client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
-                client.wait_for_workers(workers, timeout=CONNECT_TIMEOUT_S * 3)
-                client.run(ignore_interrupts)
-            except BaseException:
-                cluster.close()
-                raise
-        return Deployment(spec, client, cluster)
+        deployment = started(spec, cluster, workers, on_this_machine=True)
+        deployment.client.run(ignore_interrupts)
+        return deployment
+    if spec.startswith("ssh:"):
+        from horde.cluster import ssh
+
+        hosts = ssh.parse_hosts(spec)
+        with dask.config.set(STARTED_CLUSTER_CONFIG):
+            cluster = ssh.start_cluster(hosts)
+        return started(spec, cluster, len(hosts) - 1)
     try:
         client = Client(spec, timeout=CONNECT_TIMEOUT_S)
     except OSError as err:
@@ -65,6 +70,20 @@ def connect(spec: str) -> Deployment:
         raise ClusterInputError(
             f"--cluster {spec}: the scheduler has no worker (start some: dask worker {spec})") from None
     return Deployment(spec, client)
+
+
+def started(spec: str, cluster, workers: int, on_this_machine: bool = False) -> Deployment:
+    """A cluster horde started, once a client has it and its ``workers`` are there; closed if
+    that fails."""
+    from distributed import Client
+
+    try:
+        client = Client(cluster, timeout=CONNECT_TIMEOUT_S)
+        client.wait_for_workers(workers, timeout=CONNECT_TIMEOUT_S * 3)
+    except BaseException:
+        cluster.close()
+        raise
+    return Deployment(spec, client, cluster, on_this_machine)
 
 
 def ignore_interrupts() -> None:

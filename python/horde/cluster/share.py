@@ -7,6 +7,7 @@ scheduler."""
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from pathlib import Path
@@ -107,6 +108,11 @@ def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float) -
     if code != 0:
         raise ShareFailed(f"share {share} on {worker.address} (exit {code}): {text}")
     return {"status": text, "results": str(results)}
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity where the system has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def clock_ns() -> int:

@@ -19,7 +19,7 @@ pub use share::run_share;
 pub(crate) use share::ShareRole;
 
 use crate::segment::Share;
-use horde_plan::{ExecutionSegmentOptions, Plan};
+use horde_plan::{ExecutionSegmentOptions, Plan, MAX_SEGMENT_DENOMINATOR};
 use std::time::{Duration, SystemTime};
 
 /// A share's side of the link to its coordinator. Called from the share's main thread
@@ -84,29 +84,41 @@ pub trait ShareHosts: CoordinatorLink {
     /// The worker threads each share runs when the plan does not say: None for as many as its
     /// machine has cores; a cluster of processes on one machine shares its cores out.
     fn threads_per_share(&self) -> Option<u32>;
+    /// How many cores each machine has for its share (those its worker process may run on),
+    /// in the order of [`ShareHosts::machines`]: the weights of `--cluster-weights cores`.
+    fn cores(&self) -> Result<Vec<u64>, String>;
     /// Gives the machines back once the run is over: its shares are stopped if still running,
     /// and a cluster started for the run is shut down.
     fn close(&self);
 }
 
-/// The plans of a run split into equal shares over `machines`: the plan with each segment of
-/// the sequence `0,1/N,...,1` as its execution segment, and `threads` worker threads if the
-/// plan sets none; nothing else changes, and every share changes alike (so every share draws
-/// the same seed, segment.rs's `shared_seed`). A share that would have no virtual user is
-/// refused, naming its machine: it could not send its part of the budget.
-pub fn share_plans(plan: &Plan, machines: &[String], threads: Option<u32>) -> Result<Vec<Plan>, ClusterError> {
-    let count = machines.len() as u64;
-    let point = |i: u64| match (i, gcd(i, count)) {
+/// The plans of a run split over `machines` in proportion to `weights`, one per machine in
+/// the same order (all alike for equal shares): machine i runs the segment from the sum of the
+/// weights before it to the sum up to it, over their total, of the one sequence that every
+/// share is given (weights 3,1: `0:3/4` and `3/4:1` of `0,3/4,1`). It gets `threads` worker
+/// threads if the plan sets none; nothing else changes, and every share changes alike (so
+/// every share draws the same seed, segment.rs's `shared_seed`). Weights that are not one per
+/// machine, a weight of 0, and a share that would have no virtual user (it could not send its
+/// part of the budget) are refused, naming the machine.
+pub fn share_plans(
+    plan: &Plan,
+    machines: &[String],
+    weights: &[u64],
+    threads: Option<u32>,
+) -> Result<Vec<Plan>, ClusterError> {
+    let bounds = segment_bounds(machines, weights)?;
+    let total = *bounds.last().expect("one bound more than machines");
+    let point = |bound: u64| match (bound, gcd(bound, total)) {
         (0, _) => "0".to_string(),
-        (i, _) if i == count => "1".to_string(),
-        (i, divisor) => format!("{}/{}", i / divisor, count / divisor),
+        (bound, _) if bound == total => "1".to_string(),
+        (bound, divisor) => format!("{}/{}", bound / divisor, total / divisor),
     };
-    let sequence = (0..=count).map(point).collect::<Vec<_>>().join(",");
+    let sequence = bounds.iter().map(|&bound| point(bound)).collect::<Vec<_>>().join(",");
     let total_users: u64 = plan.scenarios.iter().map(|s| crate::injection::user_indices(&s.injection)).sum();
     let mut plans = Vec::with_capacity(machines.len());
     for (index, machine) in machines.iter().enumerate() {
         let mut share = plan.clone();
-        let segment = format!("{}:{}", point(index as u64), point(index as u64 + 1));
+        let segment = format!("{}:{}", point(bounds[index]), point(bounds[index + 1]));
         share.options.execution_segment = Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()) });
         share.options.workers = share.options.workers.or(threads);
         let schedule = Share::of(&share).schedule;
@@ -117,12 +129,35 @@ pub fn share_plans(plan: &Plan, machines: &[String], threads: Option<u32>) -> Re
                 share: index,
                 machine: machine.clone(),
                 users: total_users,
-                machines: machines.len(),
+                weights: weights.to_vec(),
             });
         }
         plans.push(share);
     }
     Ok(plans)
+}
+
+/// The sums of the weights before each machine and of them all: `0, w0, w0 + w1, ..., total`,
+/// once the weights are checked (one per machine, none 0, a sequence horde can stripe).
+fn segment_bounds(machines: &[String], weights: &[u64]) -> Result<Vec<u64>, ClusterError> {
+    if weights.len() != machines.len() {
+        return Err(ClusterError::WeightCount { weights: weights.len(), machines: machines.to_vec() });
+    }
+    if let Some(share) = weights.iter().position(|&weight| weight == 0) {
+        return Err(ClusterError::ZeroWeight { share, machine: machines[share].clone() });
+    }
+    let mut bounds = Vec::with_capacity(weights.len() + 1);
+    bounds.push(0u64);
+    for &weight in weights {
+        let sum = bounds.last().and_then(|sum: &u64| sum.checked_add(weight));
+        bounds.push(sum.ok_or_else(|| ClusterError::WeightsTooFine { weights: weights.to_vec() })?);
+    }
+    // The segments' common denominator is the total over the weights' common divisor.
+    let divisor = weights.iter().fold(0, |g, &w| gcd(g, w));
+    if bounds[weights.len()] / divisor > MAX_SEGMENT_DENOMINATOR {
+        return Err(ClusterError::WeightsTooFine { weights: weights.to_vec() });
+    }
+    Ok(bounds)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -147,8 +182,15 @@ pub enum ClusterError {
     Link(String),
     /// Interrupted (Ctrl-C, SIGTERM) before the start.
     Interrupted,
-    /// A share would have no virtual user: more machines than users.
-    NoUsers { share: usize, machine: String, users: u64, machines: usize },
+    /// A share would have no virtual user: more machines than users, or a weight too small
+    /// for the users there are.
+    NoUsers { share: usize, machine: String, users: u64, weights: Vec<u64> },
+    /// Not one weight per machine.
+    WeightCount { weights: usize, machines: Vec<String> },
+    /// A machine weighed 0: it would have no part of the run.
+    ZeroWeight { share: usize, machine: String },
+    /// Weights whose total (over their common divisor) is more than a sequence can have.
+    WeightsTooFine { weights: Vec<u64> },
 }
 
 impl std::fmt::Display for ClusterError {
@@ -171,11 +213,37 @@ impl std::fmt::Display for ClusterError {
                 write!(f, "the link between the shares and the coordinator failed: {problem}")
             }
             ClusterError::Interrupted => write!(f, "interrupted before the start: no load was sent"),
-            ClusterError::NoUsers { share, machine, users, machines } => write!(
+            ClusterError::NoUsers { share, machine, users, weights } => {
+                write!(
+                    f,
+                    "share {share} ({machine}) would have no virtual user: the plan has {users} user{} for {} machines",
+                    if *users == 1 { "" } else { "s" },
+                    weights.len()
+                )?;
+                if weights.windows(2).all(|pair| pair[0] == pair[1]) {
+                    write!(f, "; run more users or fewer machines")
+                } else {
+                    write!(f, " of weights {}; run more users, fewer machines or closer weights", list(weights))
+                }
+            }
+            ClusterError::WeightCount { weights, machines } => write!(
                 f,
-                "share {share} ({machine}) would have no virtual user: the plan has {users} user{} for {machines} \
-                 machines; run more users or fewer machines",
-                if *users == 1 { "" } else { "s" }
+                "{weights} weight{} for {} machine{} ({}): give one per machine, in this order",
+                if *weights == 1 { "" } else { "s" },
+                machines.len(),
+                if machines.len() == 1 { "" } else { "s" },
+                machines.join(", ")
+            ),
+            ClusterError::ZeroWeight { share, machine } => write!(
+                f,
+                "share {share} ({machine}) has a weight of 0, which is no part of the run: every weight is at least 1 \
+                 (leave a machine out of the cluster to give it nothing)"
+            ),
+            ClusterError::WeightsTooFine { weights } => write!(
+                f,
+                "the weights {} add up to more than {MAX_SEGMENT_DENOMINATOR} parts, the most horde stripes a run in: \
+                 use smaller weights (only their ratios count)",
+                list(weights)
             ),
         }
     }
@@ -183,9 +251,25 @@ impl std::fmt::Display for ClusterError {
 
 impl std::error::Error for ClusterError {}
 
+impl ClusterError {
+    /// Whether the weights given for the machines are what is wrong.
+    pub fn concerns_weights(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::WeightCount { .. } | ClusterError::ZeroWeight { .. } | ClusterError::WeightsTooFine { .. }
+        )
+    }
+}
+
+/// Weights as they are written on the command line: `3,1,1`.
+fn list(weights: &[u64]) -> String {
+    weights.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn machines(count: usize) -> Vec<String> {
         (0..count).map(|i| format!("tcp://127.0.0.1:{}", 9000 + i)).collect()
@@ -202,7 +286,7 @@ mod tests {
 
     #[test]
     fn shares_cut_the_plan_by_one_sequence_of_equal_segments() {
-        let plans = share_plans(&http_plan(6), &machines(3), None).unwrap();
+        let plans = share_plans(&http_plan(6), &machines(3), &[1; 3], None).unwrap();
         let segments: Vec<_> = plans.iter().map(|p| p.options.execution_segment.clone().unwrap()).collect();
         assert_eq!(
             segments.iter().map(|s| (s.segment.as_str(), s.sequence.as_deref().unwrap())).collect::<Vec<_>>(),
@@ -215,16 +299,16 @@ mod tests {
             whole.options.execution_segment = None;
             assert_eq!(whole, http_plan(6));
         }
-        let four = share_plans(&http_plan(8), &machines(4), None).unwrap();
+        let four = share_plans(&http_plan(8), &machines(4), &[1; 4], None).unwrap();
         assert_eq!(four[1].options.execution_segment.as_ref().unwrap().segment, "1/4:1/2");
-        let one = share_plans(&http_plan(1), &machines(1), None).unwrap();
+        let one = share_plans(&http_plan(1), &machines(1), &[1], None).unwrap();
         assert_eq!(one[0].options.execution_segment.as_ref().unwrap().segment, "0:1");
     }
 
     #[test]
     fn shares_on_shared_cores_get_their_threads_unless_the_plan_says() {
         let threads = |plan: &Plan| -> Vec<Option<u32>> {
-            share_plans(plan, &machines(2), Some(1)).unwrap().iter().map(|p| p.options.workers).collect()
+            share_plans(plan, &machines(2), &[1, 1], Some(1)).unwrap().iter().map(|p| p.options.workers).collect()
         };
         assert_eq!(threads(&http_plan(4)), [Some(1), Some(1)]);
         let mut three_workers = http_plan(4);
@@ -234,11 +318,96 @@ mod tests {
 
     #[test]
     fn a_share_without_a_user_is_refused_naming_its_machine() {
-        let err = share_plans(&http_plan(1), &machines(2), None).unwrap_err();
+        let err = share_plans(&http_plan(1), &machines(2), &[1, 1], None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "share 1 (tcp://127.0.0.1:9001) would have no virtual user: the plan has 1 user for 2 machines; run more \
              users or fewer machines"
         );
+    }
+
+    fn segments(plans: &[Plan]) -> Vec<(String, String)> {
+        plans
+            .iter()
+            .map(|plan| {
+                let segment = plan.options.execution_segment.clone().unwrap();
+                (segment.segment, segment.sequence.unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn weights_cut_the_plan_at_their_running_sums_over_their_total() {
+        let plans = share_plans(&http_plan(4), &machines(2), &[3, 1], None).unwrap();
+        assert_eq!(segments(&plans), [("0:3/4".into(), "0,3/4,1".into()), ("3/4:1".into(), "0,3/4,1".into())]);
+        // Fractions reduced: 2,2,4 is 1,1,2.
+        let plans = share_plans(&http_plan(8), &machines(3), &[2, 2, 4], None).unwrap();
+        assert_eq!(
+            segments(&plans).into_iter().map(|(segment, _)| segment).collect::<Vec<_>>(),
+            ["0:1/4", "1/4:1/2", "1/2:1"]
+        );
+        assert_eq!(segments(&plans)[0].1, "0,1/4,1/2,1");
+        // Equal weights, whatever they are, are equal shares.
+        let equal = share_plans(&http_plan(6), &machines(3), &[8, 8, 8], None).unwrap();
+        assert_eq!(segments(&equal), segments(&share_plans(&http_plan(6), &machines(3), &[1; 3], None).unwrap()));
+        for share in &plans {
+            assert!(share.validate().is_empty(), "{:?}", share.validate());
+        }
+    }
+
+    #[test]
+    fn weights_that_are_not_one_positive_weight_per_machine_are_refused_naming_the_problem() {
+        let refused = |users: u64, weights: &[u64]| share_plans(&http_plan(users), &machines(2), weights, None);
+        assert_eq!(
+            refused(4, &[3, 1, 1]).unwrap_err().to_string(),
+            "3 weights for 2 machines (tcp://127.0.0.1:9000, tcp://127.0.0.1:9001): give one per machine, in this order"
+        );
+        assert!(matches!(refused(4, &[3]), Err(ClusterError::WeightCount { weights: 1, .. })));
+        assert_eq!(
+            refused(4, &[2, 0]).unwrap_err().to_string(),
+            "share 1 (tcp://127.0.0.1:9001) has a weight of 0, which is no part of the run: every weight is at least 1 \
+             (leave a machine out of the cluster to give it nothing)"
+        );
+        assert_eq!(
+            refused(4, &[100_000, 1]).unwrap_err().to_string(),
+            "the weights 100000,1 add up to more than 100000 parts, the most horde stripes a run in: use smaller \
+             weights (only their ratios count)"
+        );
+        assert!(matches!(refused(4, &[u64::MAX, 1]), Err(ClusterError::WeightsTooFine { .. })));
+        // Big weights with a common divisor are small ratios.
+        assert!(refused(4, &[300_000, 100_000]).is_ok());
+        // A share whose weight gets no user, as without weights.
+        assert_eq!(
+            refused(3, &[9, 1]).unwrap_err().to_string(),
+            "share 1 (tcp://127.0.0.1:9001) would have no virtual user: the plan has 3 users for 2 machines of weights \
+             9,1; run more users, fewer machines or closer weights"
+        );
+        assert!(refused(3, &[2, 1]).is_ok());
+    }
+
+    proptest! {
+        /// The shares cut by weights run the whole schedule between them, each index once, in
+        /// proportion to the weights; their budgets add up to the run's.
+        #[test]
+        fn weighted_shares_add_up_to_the_whole_run(
+            weights in proptest::collection::vec(1u64..=12, 1..=6),
+            extra_users in 0u64..50,
+            budget in 0u64..5000,
+        ) {
+            let total: u64 = weights.iter().sum();
+            let users = total + extra_users;
+            let mut plan = http_plan(users);
+            plan.options.max_requests = Some(budget);
+            let plans = share_plans(&plan, &machines(weights.len()), &weights, None).unwrap();
+            let shares: Vec<Share> = plans.iter().map(Share::of).collect();
+            for i in 0..(3 * total) {
+                prop_assert_eq!(shares.iter().filter(|s| s.schedule.owns(i)).count(), 1, "index {}", i);
+            }
+            for (share, &weight) in shares.iter().zip(&weights) {
+                prop_assert_eq!(share.schedule.scale(5 * total), 5 * weight);
+            }
+            prop_assert_eq!(shares.iter().map(|s| s.schedule.scale(users)).sum::<u64>(), users);
+            prop_assert_eq!(shares.iter().map(|s| s.budget(Some(budget)).unwrap()).sum::<u64>(), budget);
+        }
     }
 }
