@@ -4,6 +4,7 @@ tests share one LocalCluster of three single-threaded worker processes started b
 cluster of its own for the run, is exercised by the rest. Every run has a timeout, and the
 shared cluster is closed with the module."""
 
+import contextlib
 import json
 import os
 import signal
@@ -332,3 +333,49 @@ def test_abort_stops_every_worker_and_allow_worker_loss_leaves_the_exit_code_alo
     assert summary["run"]["status"] == "stopped"
     assert "--on-worker-loss abort" in summary["run"]["stop_reason"]
     assert any("left the Dask cluster" in (m.get("lost") or "") for m in summary["machines"])
+
+
+def test_a_stopped_worker_is_suspect_at_3_s_and_lost_at_10_s_while_the_others_go_on(nginx, tmp_path):
+    # SIGSTOP: the process lives but says nothing (a hung machine, a long GC pause). The
+    # coordinator's own deadlines, not Dask's: suspect at 3 s, shown live; lost at 10 s.
+    results = tmp_path / "stopped"
+    process = subprocess.Popen(["horde", "http", nginx.url + "/stopped", "--rate", "100", "-c", "2", "-d", "25s",
+                                "--cluster", "local:2", "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped_pid = None
+
+    def live():
+        try:
+            return json.loads((results / "summary.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    try:
+        wait_until(lambda: (live() or {}).get("machines"), timeout=60, what="the coordinator's first merged interval")
+        stopped_pid = live()["machines"][1]["pid"]
+        os.kill(stopped_pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        wait_until(lambda: "silent_s" in live()["machines"][1], timeout=20, what="share 1 suspect")
+        suspect_after = time.monotonic() - stopped_at
+        count_when_suspect = live()["global"]["count"]
+        wait_until(lambda: "lost" in live()["machines"][1], timeout=30, what="share 1 lost")
+        lost_after = time.monotonic() - stopped_at
+        # The live results kept moving with the other share's requests meanwhile.
+        assert live()["global"]["count"] > count_when_suspect
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if stopped_pid is not None:
+            # Dask's nanny has usually killed it with the cluster already.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped_pid, signal.SIGKILL)
+        stop_process(process)
+    # Silence counts from the share's last interval, up to 1 s before the stop.
+    assert 2 <= suspect_after < lost_after, (suspect_after, lost_after)
+    assert lost_after >= 9, lost_after
+    assert process.returncode == 6, stderr
+    assert "| share 1 silent" in stderr and "| share 1 LOST" in stderr, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    kept, lost = summary["machines"]
+    assert kept["delivered"] and kept["requests"] == 1250 and "silent_s" not in kept
+    assert not lost["delivered"] and "silent_s" not in lost
+    assert "sent nothing for 10.0 s" in lost["lost"] or "left the Dask cluster" in lost["lost"], lost["lost"]

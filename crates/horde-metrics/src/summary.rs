@@ -281,6 +281,10 @@ pub struct MachineStats {
     /// longest, over its intervals but the last (which ends with the run, not on the interval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_delay_ms: Option<SnapshotDelay>,
+    /// While the run goes: how long since the coordinator last heard from it, once that is
+    /// 3 s or more (suspect; lost at 10 s). Absent once it is lost or finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silent_s: Option<f64>,
     /// It handed in its last interval: everything it measured is in these results.
     pub delivered: bool,
     /// Why the coordinator stopped waiting for it, when it did (nothing heard from it for too

@@ -248,10 +248,19 @@ impl ResultsSink {
             Some(p) => format!(" | {}: {} of {} rows", crate::terminal::printable(&p.phase), p.rows, p.expected),
             None => String::new(),
         };
+        // A split run's shares that have gone quiet, or been given up, as it happens.
+        let mut machines = String::new();
+        for machine in &totals.machines {
+            if machine.lost.is_some() {
+                machines.push_str(&format!(" | share {} LOST", machine.share));
+            } else if let Some(silent) = machine.silent_s {
+                machines.push_str(&format!(" | share {} silent {silent:.0} s", machine.share));
+            }
+        }
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(
             stderr,
-            "[{:>6.1}s] users {:>6} active | {:>10.1} req/s | OK {:>10} | KO {:>8}{sql}",
+            "[{:>6.1}s] users {:>6} active | {:>10.1} req/s | OK {:>10} | KO {:>8}{sql}{machines}",
             totals.elapsed.as_secs_f64(),
             totals.users_active,
             rate,

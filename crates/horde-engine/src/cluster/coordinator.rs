@@ -23,6 +23,9 @@ pub struct CoordinatorOptions {
     /// How far ahead of "every share is ready" the start is set, for it to reach every share
     /// in time.
     pub start_margin: Duration,
+    /// A share not heard from for this long is suspect: shown live (`machines[].silent_s`, the
+    /// progress line), nothing else changes.
+    pub suspect_after: Duration,
     /// A share not heard from for this long is lost, and its results say so.
     pub silence_limit: Duration,
     /// What a lost share does to the run.
@@ -42,13 +45,14 @@ pub enum WorkerLossPolicy {
 }
 
 impl CoordinatorOptions {
-    /// The defaults of issue 26's plan: 30 s to be ready, a start 0.5 s ahead, lost after 10 s
-    /// of silence.
+    /// The defaults of issue 26's plan: 30 s to be ready, a start 0.5 s ahead, suspect after
+    /// 3 s of silence, lost after 10 s.
     pub fn new(shares: usize) -> CoordinatorOptions {
         CoordinatorOptions {
             shares,
             ready_timeout: Duration::from_secs(30),
             start_margin: Duration::from_millis(500),
+            suspect_after: Duration::from_secs(3),
             silence_limit: Duration::from_secs(10),
             on_loss: WorkerLossPolicy::Continue,
         }
@@ -101,7 +105,7 @@ pub fn run_coordinated(
     let give_back: Vec<_> = (0..shares).map(|_| mpsc::channel().0).collect();
     let options_run = &program.plan.options;
     let thresholds = ThresholdMonitor::new(program.thresholds.clone(), options_run.snapshot_interval_ms);
-    let mut tap = CoordinatorTap { link, machines };
+    let mut tap = CoordinatorTap { link, machines, suspect_after: options.suspect_after };
     let run = CollectorRun {
         workers: shares,
         started_at,
@@ -209,7 +213,10 @@ impl Machine {
         self.finished |= snapshot.finished;
     }
 
-    fn stats(&self) -> MachineStats {
+    /// What the results say of it; `suspect_after`: silence shown while the run goes.
+    fn stats(&self, suspect_after: Duration) -> MachineStats {
+        let silent = self.last_heard.elapsed();
+        let suspect = !self.finished && silent >= suspect_after;
         MachineStats {
             share: self.ready.share,
             segment: self.ready.segment.clone(),
@@ -225,6 +232,7 @@ impl Machine {
             clock_error_us: self.clock.map(|clock| clock.round_trip_ns as f64 / 2_000.0),
             start_late_us: self.started_late_ns.map(|late| late as f64 / 1_000.0),
             snapshot_delay_ms: self.snapshot_delays.stats(),
+            silent_s: suspect.then(|| silent.as_secs_f64()),
             delivered: self.finished && self.lost.is_none(),
             lost: self.lost.clone(),
         }
@@ -378,6 +386,7 @@ impl Inlet {
 struct CoordinatorTap {
     link: Arc<dyn CoordinatorLink>,
     machines: Arc<Mutex<Vec<Machine>>>,
+    suspect_after: Duration,
 }
 
 impl CollectorTap for CoordinatorTap {
@@ -393,6 +402,6 @@ impl CollectorTap for CoordinatorTap {
 
     fn before_sink(&mut self, totals: &mut Totals) {
         let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
-        totals.machines = machines.iter().map(Machine::stats).collect();
+        totals.machines = machines.iter().map(|machine| machine.stats(self.suspect_after)).collect();
     }
 }
