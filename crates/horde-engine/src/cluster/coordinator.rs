@@ -232,7 +232,7 @@ impl Machine {
             clock_error_us: self.clock.map(|clock| clock.round_trip_ns as f64 / 2_000.0),
             start_late_us: self.started_late_ns.map(|late| late as f64 / 1_000.0),
             snapshot_delay_ms: self.snapshot_delays.stats(),
-            silent_s: suspect.then(|| silent.as_secs_f64()),
+            silent_s: suspect.then_some(silent.as_secs_f64()),
             delivered: self.finished && self.lost.is_none(),
             lost: self.lost.clone(),
         }
