@@ -379,3 +379,47 @@ def test_a_stopped_worker_is_suspect_at_3_s_and_lost_at_10_s_while_the_others_go
     assert kept["delivered"] and kept["requests"] == 1250 and "silent_s" not in kept
     assert not lost["delivered"] and "silent_s" not in lost
     assert "sent nothing for 10.0 s" in lost["lost"] or "left the Dask cluster" in lost["lost"], lost["lost"]
+
+
+def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):
+    # An existing cluster of CLI-started processes: one worker with this horde, one whose
+    # Python imports another horde version, one whose Python has none.
+    import sys
+
+    from distributed import Client
+
+    def fake_horde(directory, engine_source):
+        package = directory / "horde"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "_engine.py").write_text(engine_source)
+        return str(directory)
+
+    other_version = fake_horde(tmp_path / "other", "__version__ = '0.0.0-other'\n")
+    no_horde = fake_horde(tmp_path / "none", "raise ImportError('no horde on this worker')\n")
+    scheduler_file = tmp_path / "scheduler.json"
+    cli = [sys.executable, "-m"]
+    processes = [subprocess.Popen([*cli, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                   "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        wait_until(scheduler_file.exists, timeout=30, what="the scheduler's file")
+        for path in (None, other_version, no_horde):
+            env = dict(os.environ, **({"PYTHONPATH": path} if path else {}))
+            processes.append(subprocess.Popen([*cli, "distributed.cli.dask_worker", "--scheduler-file",
+                                               str(scheduler_file), "--nthreads", "1", "--no-dashboard"],
+                                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(scheduler_file.read_text())["address"]
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(3, timeout=60)
+        before = nginx.requests_served()
+        result = horde("http", nginx.url + "/probe", "-n", "30", "-c", "3", "--cluster", address,
+                       timeout=RUN_TIMEOUT_S)
+    finally:
+        for process in reversed(processes):
+            stop_process(process)
+    assert result.code == 3, result.stderr
+    assert "2 of 3 workers cannot run a share, nothing was sent" in result.stderr, result.stderr
+    assert "has horde 0.0.0-other, this machine horde" in result.stderr
+    assert "its Python has no horde (no horde on this worker)" in result.stderr
+    assert nginx.requests_served() - before == 0

@@ -69,7 +69,48 @@ def connect(spec: str) -> Deployment:
         client.close()
         raise ClusterInputError(
             f"--cluster {spec}: the scheduler has no worker (start some: dask worker {spec})") from None
+    try:
+        check_workers(spec, client)
+    except BaseException:
+        client.close()
+        raise
     return Deployment(spec, client)
+
+
+def check_workers(spec: str, client) -> None:
+    """Every worker of an existing cluster has this horde: a worker without it, or with another
+    version, would fail its share only once the others are ready (or decode nothing the
+    coordinator could read). Raises, naming each such worker, before anything is launched."""
+    from horde._engine import __version__ as version
+
+    answers = client.run(horde_version_probe(), on_error="return")
+    problems = []
+    for address, theirs in sorted(answers.items()):
+        if isinstance(theirs, BaseException):
+            problems.append(f"{address}: the check failed ({theirs})")
+        elif theirs.startswith("!"):
+            problems.append(f"{address}: its Python has no horde ({theirs[1:]}): pip install 'horde[cluster]=={version}'")
+        elif theirs != version:
+            problems.append(f"{address}: has horde {theirs}, this machine horde {version}: install the same version "
+                            "everywhere")
+    if problems:
+        raise RuntimeError(f"--cluster {spec}: {len(problems)} of {len(answers)} workers cannot run a share, nothing "
+                           "was sent:\n  " + "\n  ".join(problems))
+
+
+def horde_version_probe():
+    """A function that returns the horde version its worker imports, or ``!why`` when it
+    imports none. Made here so that Dask pickles it by value: a worker without horde could not
+    load a function of horde's modules by reference."""
+
+    def probe():
+        try:
+            import horde._engine as engine
+        except ImportError as err:
+            return f"!{err}"
+        return engine.__version__
+
+    return probe
 
 
 def started(spec: str, cluster, workers: int, on_this_machine: bool = False) -> Deployment:
