@@ -69,6 +69,28 @@ def test_a_cluster_started_over_ssh_runs_the_weighted_shares_and_is_gone_at_the_
                what="the scheduler and workers started over SSH to end")
 
 
+def test_a_killed_coordinator_leaves_no_dask_process_on_the_hosts(nginx, ssh_home, tmp_path):
+    """SIGKILL: the coordinator cannot close the cluster it started. Its shares stop by
+    themselves, and the scheduler, its client gone, stops itself and its workers."""
+    started_before = dask_spec_processes()
+    results = tmp_path / "killed"
+    process = subprocess.Popen(["horde", "http", nginx.url + "/ssh-killed", "-d", "60s", "--rate", "50", "-q",
+                                "--cluster", "ssh:127.0.0.1,127.0.0.1", "--results-dir", str(results)],
+                               env={**os.environ, "HOME": str(ssh_home), "HORDE_CLUSTER_PYTHON": sys.executable},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: (results / "summary.json").exists(), timeout=RUN_TIMEOUT_S,
+                   what="the coordinator's first merged interval")
+        started = dask_spec_processes() - started_before
+        assert len(started) == 2, "the scheduler and a worker, started over SSH"
+    finally:
+        process.kill()
+        process.wait()
+    # The scheduler waits 10 s for a client (as Dask's worker-ttl), then closes.
+    wait_until(lambda: not dask_spec_processes() & started, timeout=60,
+               what="the scheduler and worker started over SSH to stop by themselves")
+
+
 def test_hosts_that_cannot_run_a_share_are_named_before_anything_starts(horde, nginx, ssh_home, tmp_path):
     before = nginx.requests_served()
     env = {"HOME": str(ssh_home), "HORDE_CLUSTER_PYTHON": sys.executable}

@@ -29,8 +29,10 @@ CHECK_SCRIPT = "import horde._engine as engine, distributed; print(engine.__vers
 # A worker holds a share: one thread (the engine runs its own), and no memory limit, so that
 # Dask never pauses or restarts a process holding many connections (as local:N).
 WORKER_OPTIONS = {"nthreads": 1, "memory_limit": 0}
-# Any free port: two runs may share a scheduler's host. No dashboard.
-SCHEDULER_OPTIONS = {"port": 0, "dashboard": False, "dashboard_address": ":0"}
+# Any free port: two runs may share a scheduler's host. No dashboard. The scheduler stops the
+# cluster by itself if the coordinator goes without closing it (horde.cluster.lifeline).
+SCHEDULER_OPTIONS = {"port": 0, "dashboard": False, "dashboard_address": ":0",
+                     "preload": ["horde.cluster.lifeline"]}
 
 
 class SshStartFailed(Exception):
