@@ -79,7 +79,14 @@ def start_cluster(hosts: list[SshHost]):
     from distributed.deploy.ssh import Scheduler, Worker
 
     python = remote_python()
-    problems = asyncio.run(check_hosts(hosts, python))
+    # A loop of its own, not asyncio.run: on the main thread, asyncio.run takes Ctrl-C over
+    # (signal.signal), and the handler it leaves is Python's, not the command line's, which
+    # stops the run on Ctrl-C.
+    loop = asyncio.new_event_loop()
+    try:
+        problems = loop.run_until_complete(check_hosts(hosts, python))
+    finally:
+        loop.close()
     if problems:
         raise SshStartFailed("; ".join(problems))
     # SSHCluster's own spec, but for each worker's name: SSHCluster gives every worker the same
