@@ -5,13 +5,15 @@ get a HOME of the test's own with both. Every run has a timeout, and the Dask pr
 over SSH are checked to be gone at the end."""
 
 import getpass
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_until
+from conftest import free_port, stop_process, wait_until
 
 RUN_TIMEOUT_S = 180
 
@@ -67,6 +69,55 @@ def test_a_cluster_started_over_ssh_runs_the_weighted_shares_and_is_gone_at_the_
     # The cluster was closed with the run: every Dask process it started over SSH has ended.
     wait_until(lambda: not dask_spec_processes() - started_before, timeout=30,
                what="the scheduler and workers started over SSH to end")
+
+
+def start_a_long_run_over_ssh(nginx, ssh_home, results):
+    """`horde http` at 50 arrivals a second for up to 60 s on a cluster it starts over SSH,
+    returned with the Dask processes it started once its first interval is merged."""
+    started_before = dask_spec_processes()
+    process = subprocess.Popen(["horde", "http", nginx.url + "/ssh-long", "-d", "60s", "--rate", "50", "-q",
+                                "--cluster", "ssh:127.0.0.1,127.0.0.1", "--results-dir", str(results)],
+                               env={**os.environ, "HOME": str(ssh_home), "HORDE_CLUSTER_PYTHON": sys.executable},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    def merged_some():
+        try:
+            return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
+        except (OSError, ValueError, KeyError):
+            return False
+
+    try:
+        wait_until(merged_some, timeout=RUN_TIMEOUT_S, what="the coordinator's first merged interval")
+    except BaseException:
+        stop_process(process)
+        raise
+    started = dask_spec_processes() - started_before
+    assert len(started) == 2, "the scheduler and a worker, started over SSH"
+    return process, started
+
+
+def test_an_interrupted_run_over_ssh_stops_and_closes_its_cluster(nginx, ssh_home, tmp_path):
+    results = tmp_path / "interrupted"
+    process, started = start_a_long_run_over_ssh(nginx, ssh_home, results)
+    try:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        stop_process(process)
+    assert process.returncode == 130, stderr
+    assert json.loads((results / "summary.json").read_text())["run"]["status"] == "interrupted", stderr
+    wait_until(lambda: not dask_spec_processes() & started, timeout=30,
+               what="the scheduler and worker started over SSH to be closed")
+
+
+def test_a_killed_coordinator_leaves_no_dask_process_on_the_hosts(nginx, ssh_home, tmp_path):
+    """SIGKILL: the coordinator cannot close the cluster it started. Its shares stop by
+    themselves, and the scheduler, its client gone, stops itself and its workers."""
+    process, started = start_a_long_run_over_ssh(nginx, ssh_home, tmp_path / "killed")
+    process.kill()
+    process.communicate()
+    # The scheduler waits 10 s for a client (as Dask's worker-ttl), then closes.
+    wait_until(lambda: not dask_spec_processes() & started, timeout=60,
+               what="the scheduler and worker started over SSH to stop by themselves")
 
 
 def test_hosts_that_cannot_run_a_share_are_named_before_anything_starts(horde, nginx, ssh_home, tmp_path):

@@ -29,8 +29,10 @@ CHECK_SCRIPT = "import horde._engine as engine, distributed; print(engine.__vers
 # A worker holds a share: one thread (the engine runs its own), and no memory limit, so that
 # Dask never pauses or restarts a process holding many connections (as local:N).
 WORKER_OPTIONS = {"nthreads": 1, "memory_limit": 0}
-# Any free port: two runs may share a scheduler's host. No dashboard.
-SCHEDULER_OPTIONS = {"port": 0, "dashboard": False, "dashboard_address": ":0"}
+# Any free port: two runs may share a scheduler's host. No dashboard. The scheduler stops the
+# cluster by itself if the coordinator goes without closing it (horde.cluster.lifeline).
+SCHEDULER_OPTIONS = {"port": 0, "dashboard": False, "dashboard_address": ":0",
+                     "preload": ["horde.cluster.lifeline"]}
 
 
 class SshStartFailed(Exception):
@@ -77,7 +79,14 @@ def start_cluster(hosts: list[SshHost]):
     from distributed.deploy.ssh import Scheduler, Worker
 
     python = remote_python()
-    problems = asyncio.run(check_hosts(hosts, python))
+    # A loop of its own, not asyncio.run: on the main thread, asyncio.run takes Ctrl-C over
+    # (signal.signal), and the handler it leaves is Python's, not the command line's, which
+    # stops the run on Ctrl-C.
+    loop = asyncio.new_event_loop()
+    try:
+        problems = loop.run_until_complete(check_hosts(hosts, python))
+    finally:
+        loop.close()
     if problems:
         raise SshStartFailed("; ".join(problems))
     # SSHCluster's own spec, but for each worker's name: SSHCluster gives every worker the same
