@@ -60,6 +60,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for_first_merged_interval(process, results, timeout):
+    """Waits until a run writing into `results` has merged a request into its summary.json; stops
+    `process` if it does not."""
+
+    def merged_some():
+        try:
+            return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
+        except (OSError, ValueError, KeyError):
+            return False
+
+    try:
+        wait_until(merged_some, timeout=timeout, what="the coordinator's first merged interval")
+    except BaseException:
+        stop_process(process)
+        raise
+
+
 def stop_process(process):
     """Stops a server the tests started, by its PID: SIGTERM, then SIGKILL if it lingers."""
     if process.poll() is None:

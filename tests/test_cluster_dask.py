@@ -13,7 +13,7 @@ import time
 
 import jsonschema
 import pytest
-from conftest import Nginx, stop_process, wait_until
+from conftest import wait_for_first_merged_interval, Nginx, stop_process, wait_until
 
 RUN_TIMEOUT_S = 120
 
@@ -157,18 +157,7 @@ def start_a_long_coordinated_run(nginx, dask_cluster, results, path):
     process = subprocess.Popen(["horde", "http", nginx.url + path, "-d", "60s", "--rate", "200", "-c", "3", "-q",
                                 "--cluster", dask_cluster, "--results-dir", str(results)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def merged_some():
-        try:
-            return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
-        except (OSError, ValueError, KeyError):
-            return False
-
-    try:
-        wait_until(merged_some, timeout=60, what="the coordinator's first merged interval")
-    except BaseException:
-        stop_process(process)
-        raise
+    wait_for_first_merged_interval(process, results, 60)
     return process
 
 

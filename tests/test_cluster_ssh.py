@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port, stop_process, wait_until
+from conftest import wait_for_first_merged_interval, free_port, stop_process, wait_until
 
 RUN_TIMEOUT_S = 180
 
@@ -79,17 +79,7 @@ def start_a_long_run_over_ssh(nginx, ssh_home, results):
                                 "--cluster", "ssh:127.0.0.1,127.0.0.1", "--results-dir", str(results)],
                                env={**os.environ, "HOME": str(ssh_home), "HORDE_CLUSTER_PYTHON": sys.executable},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    def merged_some():
-        try:
-            return json.loads((results / "summary.json").read_text())["global"]["count"] > 0
-        except (OSError, ValueError, KeyError):
-            return False
-
-    try:
-        wait_until(merged_some, timeout=RUN_TIMEOUT_S, what="the coordinator's first merged interval")
-    except BaseException:
-        stop_process(process)
-        raise
+    wait_for_first_merged_interval(process, results, RUN_TIMEOUT_S)
     started = dask_spec_processes() - started_before
     assert len(started) == 2, "the scheduler and a worker, started over SSH"
     return process, started
