@@ -316,8 +316,7 @@ impl Sweep<'_> {
                 );
                 status!("horde sweep: {stopped}");
                 self.stopped = Some(stopped);
-                self.report()
-                    .write(&self.dir)
+                horde_report::write_sweep(&self.report(), &self.dir)
                     .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
                 Ok(None)
             }
@@ -389,8 +388,7 @@ impl Sweep<'_> {
         );
         self.interrupted = finished.status == RunStatus::Interrupted;
         self.levels.push(result.clone());
-        self.report()
-            .write(&self.dir)
+        horde_report::write_sweep(&self.report(), &self.dir)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok((!self.interrupted).then_some(result))
     }
@@ -465,8 +463,7 @@ impl Sweep<'_> {
         let Some(high_again) = self.measure(high.level)? else { return Ok(()) };
         let confirmed = low_again.meets_slos() && !is_good(&high_again, Some(&low_again));
         self.boundary = Some(Boundary { last_good: low.level, first_bad: high.level, confirmed });
-        self.report()
-            .write(&self.dir)
+        horde_report::write_sweep(&self.report(), &self.dir)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok(())
     }

@@ -22,7 +22,6 @@
 
 mod checks;
 pub mod cluster;
-mod control;
 mod descriptors;
 mod failure;
 mod injection;

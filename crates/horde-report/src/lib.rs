@@ -19,11 +19,13 @@ mod openmetrics;
 mod percentile_distribution;
 mod request_log;
 mod results;
+mod results_dir;
 mod results_watch;
 mod sql;
 mod summary;
 mod sweep;
 mod sweep_chart;
+mod sweep_output;
 pub mod terminal;
 mod timeseries;
 
@@ -40,9 +42,33 @@ pub use locust::LocustExport;
 pub use openmetrics::{render_openmetrics, LiveMetrics, MAX_ERROR_LABELS, MAX_REQUEST_LABELS};
 pub use percentile_distribution::{render as render_percentile_distribution, HgrmEntry, HGRM_DIR};
 pub use request_log::RequestLogWriter;
-pub use results::{create_results_dir, read_summary, write_summary, ResultsError, ResultsSink};
+pub use results::ResultsSink;
+pub use results_dir::{create_results_dir, read_summary, write_summary, ResultsError};
 pub use results_watch::{ResultsWatch, Written};
 pub use sql::render_sql;
 pub use summary::{rfc3339, Environment, RunInfo, Summary, SUMMARY_VERSION};
 pub use sweep::{format_level, Boundary, SweepLevel, SweepReport};
+pub use sweep_output::write_sweep;
 pub use timeseries::TimeSeriesWriter;
+
+#[cfg(test)]
+mod layering {
+    /// The modules others build on read none of the modules built on them, so no two modules
+    /// of this crate need each other: a sweep's analysis reads neither its chart nor its pages
+    /// nor its files, and the results directory's files read neither the sink nor the pages.
+    #[test]
+    fn leaves_read_nothing_built_on_them() {
+        let leaves: [(&str, &[&str]); 3] = [
+            ("sweep.rs", &["crate::html", "crate::sweep_chart", "crate::sweep_output"]),
+            ("results_dir.rs", &["crate::html", "crate::results::", "crate::results_watch"]),
+            ("sweep_chart.rs", &["crate::html", "crate::sweep_output"]),
+        ];
+        for (file, forbidden) in leaves {
+            let text = std::fs::read_to_string(format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for name in forbidden {
+                assert!(!code.contains(name), "{file} names {name}");
+            }
+        }
+    }
+}

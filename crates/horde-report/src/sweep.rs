@@ -6,7 +6,6 @@ use crate::summary::Summary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
-use std::path::Path;
 
 /// A level counts as the knee when its throughput is within this share of the best.
 const PLATEAU: f64 = 0.95;
@@ -181,7 +180,7 @@ pub struct Boundary {
 /// One verdict per level, from its judged runs (load delivered, window complete): the SLOs
 /// broken in any of them, the mean throughput, the most errors. Levels never delivered, and
 /// interrupted ones, say nothing of the server.
-fn verdicts(levels: &[SweepLevel]) -> Vec<SweepLevel> {
+pub(crate) fn verdicts(levels: &[SweepLevel]) -> Vec<SweepLevel> {
     let mut verdicts: Vec<SweepLevel> = Vec::new();
     let mut runs_of: Vec<u32> = Vec::new();
     for run in levels.iter().filter(|l| l.judged()) {
@@ -417,21 +416,6 @@ impl SweepReport {
         }
         out
     }
-
-    /// Throughput, p50 and p99 against level: throughput on the left axis, latency on the
-    /// right, the knee and the SLO limit marked.
-    pub fn svg(&self) -> String {
-        crate::sweep_chart::render(self, &verdicts(&self.levels))
-    }
-
-    /// Writes sweep.json, sweep.csv, sweep.svg and report.html into `dir`.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let json = serde_json::to_string_pretty(self).expect("reports serialize");
-        std::fs::write(dir.join("sweep.json"), json + "\n")?;
-        std::fs::write(dir.join("sweep.csv"), self.csv())?;
-        std::fs::write(dir.join("sweep.svg"), self.svg())?;
-        crate::html::write_file(dir, &crate::html::render_sweep(self)).map(|_| ()).map_err(std::io::Error::other)
-    }
 }
 
 /// The first level within 5 % of the best throughput, once throughput has stopped growing:
@@ -499,7 +483,7 @@ mod tests {
         assert!(text.contains("> highest level meeting p99<500ms: 50"), "{text}");
         assert!(text.contains("> knee (throughput stops growing): 200"), "{text}");
         assert!(report.csv().lines().count() == 7);
-        let svg = report.svg();
+        let svg = crate::sweep_chart::render(&report);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         // Throughput, p50, p99 and the error rate the SLOs judge.
         assert_eq!(svg.matches("<polyline").count(), 4);
@@ -540,7 +524,7 @@ mod tests {
         assert!((report.best_throughput_rps - 120.0).abs() < 1e-9);
         assert!(report.render().contains("interrupted after 2.5 s of 10.0 s: not judged"), "{}", report.render());
         assert!(report.csv().lines().last().unwrap().ends_with(",false,true,true,"), "{}", report.csv());
-        assert!(report.svg().contains(">interrupted<"));
+        assert!(crate::sweep_chart::render(&report).contains(">interrupted<"));
     }
 
     #[test]
@@ -560,7 +544,7 @@ mod tests {
         let text = report.render();
         assert!(text.contains("load not delivered: start lag p99 250 ms"), "{text}");
         assert!(text.contains("(run 2)"), "{text}");
-        assert!(report.svg().contains("load not delivered"));
+        assert!(crate::sweep_chart::render(&report).contains("load not delivered"));
         assert!(report.csv().contains("300,1,150,100,50,1000,900000,1000.0,0.333333,120.000,false,false,"));
     }
 }

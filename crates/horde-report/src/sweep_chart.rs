@@ -153,7 +153,12 @@ impl LevelAxis {
     }
 }
 
-pub fn render(report: &SweepReport, levels: &[SweepLevel]) -> String {
+/// The chart of a sweep: each level's verdict (runs of one level merged) drawn.
+pub fn render(report: &SweepReport) -> String {
+    draw(report, &crate::sweep::verdicts(&report.levels))
+}
+
+fn draw(report: &SweepReport, levels: &[SweepLevel]) -> String {
     let all_runs = &report.levels;
     let level_values: Vec<f64> = all_runs.iter().map(|l| l.level).collect();
     let limits: Vec<(String, Limit)> = report
@@ -441,7 +446,7 @@ mod tests {
         let levels = vec![level(1.0, 250), level(2.0, 5), level(4.0, 6), level(8.0, 12), level(16.0, 40)];
         assert_eq!(noisy_p99(&levels), vec![250_000]);
         let report = SweepReport::analyse("s", "users", &[], 1000, 0, levels.clone());
-        let svg = render(&report, &levels);
+        let svg = draw(&report, &levels);
         // The axis goes to 50 ms (40 ms, rounded up), not to 250; the clipped point says its value.
         assert!(svg.contains(">50</text>") && !svg.contains(">250</text>"), "{svg}");
         assert!(svg.contains(r#"class="clipped""#) && svg.contains(">p99 250 ms</text>"));

@@ -189,7 +189,9 @@ mod tests {
     fn the_core_names_no_protocol() {
         let modules = ["http", "sql", "messages", "couchdb", "cql"];
         let types = ["HttpStep", "HttpSource", "SocketStep", "CouchdbStep", "SqlStep", "CqlStep", "RequestProgram"];
-        for file in ["lower.rs", "user.rs", "worker.rs", "run.rs", "control.rs", "checks/mod.rs", "checks/body.rs"] {
+        for file in
+            ["lower.rs", "user/mod.rs", "worker.rs", "run.rs", "user/control.rs", "checks/mod.rs", "checks/body.rs"]
+        {
             let path = format!("{}/src/{file}", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap();
             let code = text.split("#[cfg(test)]").next().unwrap_or_default();

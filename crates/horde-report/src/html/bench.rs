@@ -9,7 +9,7 @@ use super::charts::RowsChart;
 use super::escape::html;
 use super::pages::chart;
 use super::{write_atomically, Document};
-use crate::results::ResultsError;
+use crate::results_dir::ResultsError;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};

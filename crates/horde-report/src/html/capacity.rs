@@ -44,7 +44,7 @@ pub fn page(report: &SweepReport) -> String {
         let _ = write!(out, "<tr><th>stopped early</th><td>{}</td></tr>", html(why));
     }
     out.push_str("</table>");
-    let _ = write!(out, r#"<div class="svg-chart">{}</div>"#, report.svg());
+    let _ = write!(out, r#"<div class="svg-chart">{}</div>"#, crate::sweep_chart::render(report));
     let _ = write!(
         out,
         r#"<table class="stats" id="levels-table"><thead><tr><th>{unit}</th><th>run</th><th>requests</th><th>p50 (ms)</th><th>p99 (ms)</th><th>errors %</th><th>throughput (req/s)</th><th>SLOs</th><th>report</th></tr></thead><tbody>"#

@@ -11,7 +11,7 @@ use super::pages::chart;
 use super::{write_atomically, Document};
 use crate::compare::render::{change_figure, interval_figure, side_figure, title};
 use crate::compare::{ChangeKind, CompareReport, Comparison, Method, Metric, Scope, Verdict};
-use crate::results::ResultsError;
+use crate::results_dir::ResultsError;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 

@@ -20,7 +20,7 @@ mod pages;
 mod source;
 mod sql;
 
-use crate::results::ResultsError;
+use crate::results_dir::ResultsError;
 use crate::sweep::SweepReport;
 use escape::html;
 use source::RunResults;
@@ -257,7 +257,7 @@ fn pages_status(status: &str) -> String {
 }
 
 fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
-    let summary = crate::results::read_summary(dir)?;
+    let summary = crate::results_dir::read_summary(dir)?;
     // The busiest rows get pages of their own (and their time series read).
     let mut by_count: Vec<usize> = (0..summary.requests.len()).collect();
     by_count.sort_by(|a, b| summary.requests[*b].count.cmp(&summary.requests[*a].count).then(a.cmp(b)));

@@ -3,7 +3,7 @@
 //! histograms.hlog when it exists. A killed run's files end mid-way: what was written is used.
 
 use super::histograms::{bucket_ms, HistogramLog};
-use crate::results::{read_summary, ResultsError};
+use crate::results_dir::{read_summary, ResultsError};
 use crate::summary::Summary;
 use horde_metrics::{IntervalSample, LatencyStats};
 use std::collections::BTreeMap;

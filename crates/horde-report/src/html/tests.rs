@@ -4,7 +4,7 @@
 use super::assets::csp_hash;
 use super::histograms::tests::write_log;
 use super::*;
-use crate::results::write_summary;
+use crate::results_dir::write_summary;
 use crate::summary::{Environment, Summary};
 use horde_metrics::{
     ErrorSummary, IntervalSample, LatencyStats, Percentile, RequestLatency, RequestStats, RunStatus, Totals,
@@ -370,7 +370,7 @@ fn rendering_an_hour_of_20_requests_for_the_dashboard() {
 
 /// Rewrites the summary of a results directory.
 fn edit_summary(dir: &Path, edit: impl FnOnce(&mut Summary)) {
-    let mut summary = crate::results::read_summary(dir).unwrap();
+    let mut summary = crate::results_dir::read_summary(dir).unwrap();
     edit(&mut summary);
     write_summary(dir, &summary).unwrap();
 }
@@ -464,7 +464,7 @@ fn an_eventually_groups_page_names_its_durations_the_time_to_consistency() {
     let eventually = pages::eventually_groups(&plan);
     assert_eq!(eventually.into_iter().collect::<Vec<_>>(), ["journey / visible", "top"]);
     let dir = results(&["home"], 2, false);
-    let summary = crate::results::read_summary(&dir.0).unwrap();
+    let summary = crate::results_dir::read_summary(&dir.0).unwrap();
     let group = horde_metrics::GroupStats { name: "journey / visible".into(), count: 3, ok: 3, ..Default::default() };
     let page = pages::group_page(&summary, &group, &[], pages::GroupKind::Eventually);
     assert!(page.contains("<h3>Time to consistency</h3>") && !page.contains("Duration of a pass"), "{page}");

@@ -195,7 +195,7 @@ impl VirtualUser {
 
     /// Iron Cushion's bulk insert step: `inserts` POSTs to `_bulk_docs`, each with
     /// `documents_per_insert` new documents with ids the CRUD step can find.
-    pub(crate) async fn couchdb_bulk_insert(&mut self, step: &BulkInsertProgram) -> Flow {
+    pub(super) async fn couchdb_bulk_insert(&mut self, step: &BulkInsertProgram) -> Flow {
         let mut account = PhaseAccount::new();
         let per_insert = u64::from(step.documents_per_insert);
         let per_user = u64::from(step.inserts) * per_insert;
@@ -211,7 +211,7 @@ impl VirtualUser {
             let mut body = Vec::with_capacity(256 * per_insert as usize);
             body.extend_from_slice(b"{\"docs\":[");
             for k in 0..per_insert {
-                document_id(&mut id, &run_token, self.number, per_user, DocumentRef::Bulk(insert * per_insert + k));
+                document_id(&mut id, &run_token, self.number(), per_user, DocumentRef::Bulk(insert * per_insert + k));
                 let document = self.new_document(&step.target, &id);
                 if k > 0 {
                     body.push(b',');
@@ -256,7 +256,7 @@ impl VirtualUser {
 
     /// Iron Cushion's CRUD step: the weighted operations in a random order; updates and
     /// deletes act on the document last created or read, with the `_rev` that gave.
-    pub(crate) async fn couchdb_crud(&mut self, step: &CrudProgram) -> Flow {
+    pub(super) async fn couchdb_crud(&mut self, step: &CrudProgram) -> Flow {
         let mut account = PhaseAccount::new();
         let mut planner = CrudPlanner::new(step.counts, step.bulk_documents_per_user);
         let mut pool: Vec<DocumentRef> = (0..step.bulk_documents_per_user).map(DocumentRef::Bulk).collect();
@@ -282,7 +282,7 @@ impl VirtualUser {
                     let local = Instant::now();
                     let reference = DocumentRef::Created(created);
                     created += 1;
-                    document_id(&mut id, &run_token, self.number, step.bulk_documents_per_user, reference);
+                    document_id(&mut id, &run_token, self.number(), step.bulk_documents_per_user, reference);
                     let document = self.new_document(&step.target, &id);
                     let body = serde_json::to_vec(&document).expect("generated documents serialize");
                     account.local_processing += local.elapsed();
@@ -309,7 +309,7 @@ impl VirtualUser {
                         continue;
                     }
                     let pool_index = self.session.rng.random_range(0..pool.len());
-                    document_id(&mut id, &run_token, self.number, step.bulk_documents_per_user, pool[pool_index]);
+                    document_id(&mut id, &run_token, self.number(), step.bulk_documents_per_user, pool[pool_index]);
                     let target = document_target(&database, &id, None);
                     match self.couchdb_operation(&mut account, slot, row_id, Method::GET, target, Bytes::new()).await {
                         // Gone (an earlier bulk insert or create failed): stop picking it.

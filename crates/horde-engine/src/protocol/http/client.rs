@@ -294,6 +294,17 @@ pub struct Connection {
     reusable: bool,
 }
 
+/// A response's head as read: what reading its body and reusing the connection depend on.
+struct ResponseHead {
+    status: StatusCode,
+    headers: HeaderMap,
+    framing: Framing,
+    /// Bytes of the read buffer the head takes; the body starts after them.
+    head_len: usize,
+    /// The server closes the connection after this response (`Connection: close`, HTTP/1.0).
+    closes: bool,
+}
+
 impl Connection {
     pub fn is_usable_for(&self, authority: &str, tls: bool) -> bool {
         self.reusable && self.tls == tls && &*self.authority == authority
@@ -370,16 +381,16 @@ impl Connection {
 
         // 1xx responses precede the real one; skip them. A 101 switches protocols, which
         // this client never asks for.
-        let (status, headers, framing, head_len, close) = loop {
-            let parsed = self.read_head(keep_headers, wire).await?;
-            if parsed.0 == StatusCode::SWITCHING_PROTOCOLS {
+        let ResponseHead { status, headers, framing, head_len, closes } = loop {
+            let head = self.read_head(keep_headers, wire).await?;
+            if head.status == StatusCode::SWITCHING_PROTOCOLS {
                 return Err(invalid("101 Switching Protocols, but no protocol switch was asked for"));
             }
-            if parsed.0.is_informational() {
-                self.read_buffer.drain(..parsed.3);
+            if head.status.is_informational() {
+                self.read_buffer.drain(..head.head_len);
                 continue;
             }
-            break parsed;
+            break head;
         };
         let framing = if *request.method == Method::HEAD
             || status == StatusCode::NO_CONTENT
@@ -398,7 +409,7 @@ impl Connection {
                 false
             }
         };
-        self.reusable = complete && !close;
+        self.reusable = complete && !closes;
         if self.read_buffer.capacity() > MAX_KEPT_READ_BUFFER {
             self.read_buffer = Vec::with_capacity(INITIAL_READ_BUFFER);
         }
@@ -470,11 +481,7 @@ impl Connection {
         Ok(())
     }
 
-    async fn read_head(
-        &mut self,
-        keep_headers: KeepHeaders,
-        wire: &mut WireTiming,
-    ) -> Result<(StatusCode, HeaderMap, Framing, usize, bool), Failure> {
+    async fn read_head(&mut self, keep_headers: KeepHeaders, wire: &mut WireTiming) -> Result<ResponseHead, Failure> {
         loop {
             if !self.read_buffer.is_empty() {
                 let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -484,8 +491,8 @@ impl Connection {
                         let status = StatusCode::from_u16(response.code.unwrap_or(0))
                             .map_err(|_| invalid(format!("invalid status {:?}", response.code)))?;
                         let http10 = response.version == Some(0);
-                        let (headers, framing, close) = read_headers(response.headers, keep_headers, http10)?;
-                        return Ok((status, headers, framing, head_len, close));
+                        let (headers, framing, closes) = read_headers(response.headers, keep_headers, http10)?;
+                        return Ok(ResponseHead { status, headers, framing, head_len, closes });
                     }
                     Ok(httparse::Status::Partial) if self.read_buffer.len() > MAX_HEAD_BYTES => {
                         return Err(invalid(format!("response head larger than {MAX_HEAD_BYTES} bytes")));

@@ -20,7 +20,9 @@ use super::connection::UserConnection;
 use super::http2::StreamOutcome;
 use super::page_resources::page_resources;
 use super::program::{RequestProgram, Target};
-use super::request::{exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Prepared};
+use super::request::{
+    exchange_on, open_on, request_timed_out, tls_connector, wire_phases, Answer, Exchange, Outgoing, Prepared,
+};
 use super::ConnectionSlot;
 use crate::failure::Failure;
 use crate::user::{Flow, VirtualUser};
@@ -92,7 +94,7 @@ struct HostGroup<'a> {
 
 impl VirtualUser {
     /// A batch step: every request rendered, sent at once, and recorded.
-    pub(crate) async fn batch(&mut self, requests: &[RequestProgram]) -> Flow {
+    pub(super) async fn batch(&mut self, requests: &[RequestProgram]) -> Flow {
         let mut held_since = None;
         let mut fetches = Vec::with_capacity(requests.len());
         let mut exhausted = false;
@@ -131,7 +133,7 @@ impl VirtualUser {
     /// After a page: its declared resources and, with `infer_html_resources`, those its HTML
     /// names (`html`), fetched together. They are part of the page's load, not requests of the
     /// run's budget: a page counts once, as in Gatling.
-    pub(crate) async fn fetch_page_resources(
+    pub(super) async fn fetch_page_resources(
         &mut self,
         page: &RequestProgram,
         page_url: &Url,
@@ -202,17 +204,17 @@ impl VirtualUser {
                         continue;
                     }
                 };
-                let answer = self.answer(
-                    fetch.checks,
-                    fetch.keep_body,
-                    false,
-                    fetch.row_id,
+                let exchange = Exchange {
+                    checks: fetch.checks,
+                    needs_body: fetch.keep_body,
+                    infers_resources: false,
+                    row_id: fetch.row_id,
                     started,
-                    &mut timing,
-                    response,
-                    &mut fetch.prepared,
-                    fetch.hop,
-                );
+                    hop: fetch.hop,
+                    prepared: &mut fetch.prepared,
+                    timing: &mut timing,
+                };
+                let answer = self.answer(exchange, response);
                 match answer {
                     Answer::Redirect => {
                         fetch.hop += 1;
@@ -354,11 +356,11 @@ async fn fetch_host(
         }
     }
     let speaks_http2 = group.slots[0].connection.as_ref().is_some_and(UserConnection::is_http2);
+    let fetch = HostFetch { ctx, tls, jobs: &group.jobs, keep_headers, started, outcomes };
     if speaks_http2 && group.jobs.len() > 1 {
-        fetch_as_streams(ctx, tls, &mut group.slots[0], &group.jobs, keep_headers, opening, started, outcomes).await;
+        fetch_as_streams(fetch, &mut group.slots[0], opening).await;
     } else {
-        fetch_over_lanes(ctx, tls, &mut group.slots, &group.jobs, max_lanes, keep_headers, opening, started, outcomes)
-            .await;
+        fetch_over_lanes(fetch, &mut group.slots, max_lanes, opening).await;
     }
     (group.slots, group.has_main)
 }
@@ -369,28 +371,34 @@ fn finished_timing(mut timing: RequestTiming, intended: Instant, started: Instan
     timing
 }
 
-/// HTTP/1.1: up to `max_lanes` connections, each sending the next job when its last is done.
-#[allow(clippy::too_many_arguments)]
-async fn fetch_over_lanes(
-    ctx: &WorkerContext,
-    tls: Option<&TlsConnector>,
-    slots: &mut Vec<ConnectionSlot>,
-    jobs: &[Job<'_>],
-    max_lanes: usize,
+/// What the connections of a host's group share while they fetch its jobs.
+#[derive(Clone, Copy)]
+struct HostFetch<'a, 'j> {
+    ctx: &'a WorkerContext,
+    tls: Option<&'a TlsConnector>,
+    jobs: &'a [Job<'j>],
     keep_headers: KeepHeaders,
+    /// When the group began: a job that waited for the group's connection is measured from it.
+    started: Instant,
+    /// Each job's outcome, by the job's index in the round.
+    outcomes: &'a RefCell<Vec<Option<Exchanged>>>,
+}
+
+/// HTTP/1.1: up to `max_lanes` connections, each sending the next job when its last is done.
+async fn fetch_over_lanes(
+    fetch: HostFetch<'_, '_>,
+    slots: &mut Vec<ConnectionSlot>,
+    max_lanes: usize,
     opening: Option<OpenTiming>,
-    group_started: Instant,
-    outcomes: &RefCell<Vec<Option<Exchanged>>>,
 ) {
-    let lanes = jobs.len().min(max_lanes).max(1);
+    let lanes = fetch.jobs.len().min(max_lanes).max(1);
     while slots.len() < lanes {
         slots.push(ConnectionSlot::empty());
     }
     let next_job = Cell::new(0);
     let opening = Cell::new(opening);
     let lanes = slots.iter_mut().take(lanes).map(|slot| {
-        let lane =
-            Lane { ctx, tls, jobs, next_job: &next_job, opening: &opening, group_started, keep_headers, outcomes };
+        let lane = Lane { fetch, next_job: &next_job, opening: &opening };
         lane.run(slot)
     });
     futures_util::future::join_all(lanes).await;
@@ -398,63 +406,46 @@ async fn fetch_over_lanes(
 
 /// One HTTP/1.1 connection of a host's group, taking jobs until none is left.
 struct Lane<'a, 'j> {
-    ctx: &'a WorkerContext,
-    tls: Option<&'a TlsConnector>,
-    jobs: &'a [Job<'j>],
+    fetch: HostFetch<'a, 'j>,
     next_job: &'a Cell<usize>,
     /// What opening the group's first connection took, charged to the first job.
     opening: &'a Cell<Option<OpenTiming>>,
-    group_started: Instant,
-    keep_headers: KeepHeaders,
-    outcomes: &'a RefCell<Vec<Option<Exchanged>>>,
 }
 
 impl Lane<'_, '_> {
     async fn run(self, slot: &mut ConnectionSlot) {
-        while let Some(job) = self.jobs.get(self.next_job.get()) {
+        while let Some(job) = self.fetch.jobs.get(self.next_job.get()) {
             self.next_job.set(self.next_job.get() + 1);
             // The first job taken (by the first lane, on the connection the group opened)
             // waited for that connection.
             let opened = self.opening.take();
             let started = Instant::now();
-            let (result, mut timing) = exchange_on(
-                self.ctx,
-                self.tls,
-                slot,
-                job.row_id,
-                job.prepared,
-                job.intended,
+            let outgoing = Outgoing {
+                row_id: job.row_id,
+                prepared: job.prepared,
+                intended: job.intended,
                 started,
-                job.keep_body,
-                self.keep_headers,
-            )
-            .await;
+                keep_body: job.keep_body,
+                keep_headers: self.fetch.keep_headers,
+            };
+            let (result, mut timing) = exchange_on(self.fetch.ctx, self.fetch.tls, slot, outgoing).await;
             let started = match opened {
                 Some(opened) => {
                     opened.charge(&mut timing);
-                    timing = finished_timing(timing, job.intended, self.group_started, Instant::now());
-                    self.group_started
+                    timing = finished_timing(timing, job.intended, self.fetch.started, Instant::now());
+                    self.fetch.started
                 }
                 None => started,
             };
-            self.outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
+            self.fetch.outcomes.borrow_mut()[job.index] = Some(Exchanged { result, timing, started });
         }
     }
 }
 
 /// HTTP/2: every job as a stream on the one connection, at once. Streams the server refused
 /// with a GOAWAY before answering go once more on a fresh connection, as a browser does.
-#[allow(clippy::too_many_arguments)]
-async fn fetch_as_streams(
-    ctx: &WorkerContext,
-    tls: Option<&TlsConnector>,
-    slot: &mut ConnectionSlot,
-    jobs: &[Job<'_>],
-    keep_headers: KeepHeaders,
-    mut opening: Option<OpenTiming>,
-    started: Instant,
-    outcomes: &RefCell<Vec<Option<Exchanged>>>,
-) {
+async fn fetch_as_streams(fetch: HostFetch<'_, '_>, slot: &mut ConnectionSlot, mut opening: Option<OpenTiming>) {
+    let HostFetch { ctx, tls, jobs, keep_headers, started, outcomes } = fetch;
     let protocol = &ctx.program.protocols.http;
     let measured = ctx.measures(started);
     let timed_out = request_timed_out(protocol.request_timeout);
@@ -548,18 +539,15 @@ async fn fetch_as_streams(
                     ctx.metrics.borrow_mut().row(job.row_id).started -= 1;
                 }
                 let attempt = Instant::now();
-                let (result, mut timing) = exchange_on(
-                    ctx,
-                    tls,
-                    slot,
-                    job.row_id,
-                    job.prepared,
-                    job.intended,
-                    attempt,
-                    job.keep_body,
+                let outgoing = Outgoing {
+                    row_id: job.row_id,
+                    prepared: job.prepared,
+                    intended: job.intended,
+                    started: attempt,
+                    keep_body: job.keep_body,
                     keep_headers,
-                )
-                .await;
+                };
+                let (result, mut timing) = exchange_on(ctx, tls, slot, outgoing).await;
                 if let Some(opened) = opening.take() {
                     opened.charge(&mut timing);
                 }

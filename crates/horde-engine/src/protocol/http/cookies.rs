@@ -51,7 +51,7 @@ pub fn origin(host: &str, path: &str, secure: bool) -> Result<Url, String> {
 }
 
 impl VirtualUser {
-    pub(crate) fn cookie_step(&mut self, step: &CookieStep) -> Flow {
+    pub(super) fn cookie_step(&mut self, step: &CookieStep) -> Flow {
         match step {
             CookieStep::Add(add) => self.add_cookie(add),
             CookieStep::Get(get) => self.get_cookie(get),

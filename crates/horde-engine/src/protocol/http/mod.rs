@@ -86,9 +86,9 @@ impl HttpSession {
 pub(crate) async fn run_step(step: &program::HttpStepProgram, user: &mut VirtualUser) -> Flow {
     match step {
         program::HttpStepProgram::Request(request) => {
-            let failures = user.failures;
+            let failures = user.failures();
             let flow = user.request(request).await;
-            if user.failures != failures {
+            if user.failures() != failures {
                 // A failure can come without any wait (an unsent request, a descriptor limit):
                 // the worker's other tasks, its snapshot ticker and its stop signal get their
                 // turn now and then, or a loop of failures would hold the worker's thread for

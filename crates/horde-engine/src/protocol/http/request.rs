@@ -94,10 +94,27 @@ impl Redirect {
     }
 }
 
+/// A response to answer, and what it answers: the request's checks and needs, and the
+/// exchange it came from (its row, start, redirect hop, the request as sent, its timing).
+pub(crate) struct Exchange<'a> {
+    pub(crate) checks: &'a [super::check::HttpCheck],
+    /// A check reads the body: it is kept, and decoded when encoded.
+    pub(crate) needs_body: bool,
+    /// The resources of an HTML page are fetched after it (`infer_resources`).
+    pub(crate) infers_resources: bool,
+    pub(crate) row_id: usize,
+    pub(crate) started: Instant,
+    /// The redirect this response answers: 0 for the request itself.
+    pub(crate) hop: u32,
+    /// The request as sent; a redirect makes it the next hop's.
+    pub(crate) prepared: &'a mut Prepared,
+    pub(crate) timing: &'a mut RequestTiming,
+}
+
 impl VirtualUser {
     /// One request step: its share of the run's budget and throttle, the request rendered
     /// from the session, sent, its redirects followed, checked and recorded.
-    pub(crate) async fn request(&mut self, request: &RequestProgram) -> Flow {
+    pub(super) async fn request(&mut self, request: &RequestProgram) -> Flow {
         if !self.ctx.limits.take_request() {
             return Flow::Exhausted;
         }
@@ -122,17 +139,17 @@ impl VirtualUser {
                     return self.after_failure();
                 }
             };
-            let answer = self.answer(
-                &request.checks,
-                request.needs_body,
-                request.infers_resources,
+            let exchange = Exchange {
+                checks: &request.checks,
+                needs_body: request.needs_body,
+                infers_resources: request.infers_resources,
                 row_id,
                 started,
-                &mut timing,
-                response,
-                &mut prepared,
                 hop,
-            );
+                prepared: &mut prepared,
+                timing: &mut timing,
+            };
+            let answer = self.answer(exchange, response);
             match answer {
                 Answer::Redirect => {
                     hop += 1;
@@ -153,19 +170,8 @@ impl VirtualUser {
     /// now goes there; the hop is recorded), or its body decoded when it is read, its checks
     /// run and its outcome recorded. `Done` holds the body of an HTML page whose resources are
     /// inferred.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn answer(
-        &mut self,
-        checks: &[super::check::HttpCheck],
-        needs_body: bool,
-        infers_resources: bool,
-        row_id: usize,
-        started: Instant,
-        timing: &mut RequestTiming,
-        response: Response,
-        prepared: &mut Prepared,
-        hop: u32,
-    ) -> Answer {
+    pub(super) fn answer(&mut self, exchange: Exchange<'_>, response: Response) -> Answer {
+        let Exchange { checks, needs_body, infers_resources, row_id, started, hop, prepared, timing } = exchange;
         let max_redirects = prepared.max_redirects;
         timing.status = Some(response.status.as_u16());
         self.store_cookies(&response.headers, &prepared.target.url);
@@ -241,7 +247,7 @@ impl VirtualUser {
     }
 
     /// Renders everything the request needs; an unset variable fails it before it is sent.
-    pub(crate) fn prepare(&mut self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
+    pub(in crate::protocol) fn prepare(&mut self, request: &RequestProgram) -> Result<Prepared, (Failure, u32)> {
         let target = self.target(request)?;
         let mut headers = self.render_headers(&request.headers)?;
         let (body, content_type) = self.body(&request.body)?;
@@ -261,7 +267,10 @@ impl VirtualUser {
     }
 
     /// The request's headers, their variables filled in.
-    pub(crate) fn render_headers(&mut self, programs: &[HeaderProgram]) -> Result<HeaderMap, (Failure, u32)> {
+    pub(in crate::protocol) fn render_headers(
+        &mut self,
+        programs: &[HeaderProgram],
+    ) -> Result<HeaderMap, (Failure, u32)> {
         // Sized for what it holds (plus Content-Type and Cookie): a map that grows on its first
         // insert reserves room for 6 headers, about 650 bytes per request in flight.
         let mut headers = HeaderMap::with_capacity(programs.len() + 2);
@@ -411,7 +420,7 @@ impl VirtualUser {
 
     /// Sends one request on the user's connection (opening it if needed) and reads the whole
     /// response: [`exchange_on`] the user's main connection, with the user's cookies.
-    pub(crate) async fn exchange(
+    pub(in crate::protocol) async fn exchange(
         &mut self,
         row_id: usize,
         prepared: &mut Prepared,
@@ -425,11 +434,12 @@ impl VirtualUser {
         let keep_headers = self.protocols.http.keep_headers();
         let HttpSession { tls, main, .. } = &mut self.protocols.http;
         let tls = tls_connector(tls, &self.ctx, prepared.target.tls);
-        exchange_on(&self.ctx, tls, main, row_id, prepared, intended, started, keep_body, keep_headers).await
+        let outgoing = Outgoing { row_id, prepared, intended, started, keep_body, keep_headers };
+        exchange_on(&self.ctx, tls, main, outgoing).await
     }
 
     /// The Cookie header for the request's URL from the user's jar.
-    pub(crate) fn set_cookie_header(&self, prepared: &mut Prepared) {
+    pub(in crate::protocol) fn set_cookie_header(&self, prepared: &mut Prepared) {
         let mut cookie = String::new();
         for (name, value) in self.protocols.http.cookies.get_request_values(&prepared.target.url) {
             if !cookie.is_empty() {
@@ -459,6 +469,18 @@ pub(crate) fn tls_connector<'a>(
     tls.then(|| &*connector.get_or_insert_with(|| ctx.program.protocols.http.tls.connector_for_user()))
 }
 
+/// One request to send on a connection: its row, the request, when it was due and when it
+/// went, and what of the response to keep.
+pub(crate) struct Outgoing<'a> {
+    pub(crate) row_id: usize,
+    pub(crate) prepared: &'a Prepared,
+    /// Where its latency is measured from (its throttle slot, or `started`).
+    pub(crate) intended: Instant,
+    pub(crate) started: Instant,
+    pub(crate) keep_body: bool,
+    pub(crate) keep_headers: KeepHeaders,
+}
+
 /// Sends one request on a connection of the user (opening it if needed) and reads the whole
 /// response. The timing is filled in whatever happens.
 ///
@@ -467,18 +489,13 @@ pub(crate) fn tls_connector<'a>(
 /// fails on a reused connection before any byte of a response arrived is sent once more
 /// on a fresh connection, as browsers and hyper do; so is one the server said it did not
 /// process (HTTP/2's GOAWAY and REFUSED_STREAM), on whatever connection. Both are counted.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_on(
     ctx: &WorkerContext,
     tls: Option<&TlsConnector>,
     slot: &mut ConnectionSlot,
-    row_id: usize,
-    prepared: &Prepared,
-    intended: Instant,
-    started: Instant,
-    keep_body: bool,
-    keep_headers: KeepHeaders,
+    outgoing: Outgoing<'_>,
 ) -> (Result<Response, Failure>, RequestTiming) {
+    let Outgoing { row_id, prepared, intended, started, keep_body, keep_headers } = outgoing;
     let protocol = &ctx.program.protocols.http;
     let (request_timeout, max_body_bytes) = (protocol.request_timeout, protocol.max_body_bytes);
     let measured = ctx.measures(started);

@@ -67,7 +67,7 @@ fn whole(from: Instant, to: Instant, bytes_received: u64) -> RequestTiming {
 
 impl VirtualUser {
     /// One step on a socket: open, send, wait or close; then wait for its expected messages.
-    pub(crate) async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
+    async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
         if self.protocols.sockets.is_empty() {
             self.protocols.sockets.resize_with(self.ctx.program.protocols.sockets.names.len(), || None);
         }
@@ -297,7 +297,7 @@ impl VirtualUser {
     /// Closes the WebSockets the user still holds at the end of its journey, politely (a
     /// Close frame, a bounded wait for the server's), as a browser leaving the page does;
     /// event streams are simply ended.
-    pub(crate) async fn close_sockets(&mut self) {
+    pub(super) async fn close_sockets(&mut self) {
         for socket in self.protocols.sockets.iter_mut().filter_map(Option::take) {
             if let OpenSocket::WebSocket(socket) = socket {
                 socket.close().await;

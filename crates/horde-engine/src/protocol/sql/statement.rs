@@ -287,7 +287,7 @@ impl VirtualUser {
         self.after_failure()
     }
 
-    pub(crate) async fn scenario_statement(&mut self, step: &SqlStatementProgram) -> Flow {
+    pub(super) async fn scenario_statement(&mut self, step: &SqlStatementProgram) -> Flow {
         let held_since = match self.sql_turn().await {
             Ok(held_since) => held_since,
             Err(flow) => return flow,
@@ -340,7 +340,7 @@ impl VirtualUser {
         }
     }
 
-    pub(crate) async fn sql_transaction(&mut self, step: &SqlTransactionProgram) -> Flow {
+    pub(super) async fn sql_transaction(&mut self, step: &SqlTransactionProgram) -> Flow {
         let held_since = match self.sql_turn().await {
             Ok(held_since) => held_since,
             Err(flow) => return flow,

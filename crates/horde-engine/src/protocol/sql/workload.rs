@@ -131,8 +131,8 @@ impl From<(SqlError, Instant)> for Failed {
 const PAGE_ROWS: usize = 10_000;
 
 impl VirtualUser {
-    pub(crate) async fn sql_workload(&mut self, step: &SqlWorkloadProgram) -> Flow {
-        let share = (self.number % u64::from(step.threads)) as u32;
+    pub(super) async fn sql_workload(&mut self, step: &SqlWorkloadProgram) -> Flow {
+        let share = (self.number() % u64::from(step.threads)) as u32;
         let connecting = Instant::now();
         let mut connection = match Connection::connect(&step.database).await {
             Ok(connection) => connection,

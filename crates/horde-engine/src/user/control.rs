@@ -1,12 +1,12 @@
 //! Logic at run time, in the core: feeds, session variables, branches, loops, retries and
 //! exits. Conditions and templates are compiled; nothing here parses or looks a name up.
 
+use super::{Flow, VirtualUser};
 use crate::failure::Failure;
 use crate::lower::{ChoiceProgram, ConditionProgram, LoopProgram, RetryKind, RetryProgram, StepProgram, Template};
 use crate::session::expression::{abridged, EvalError};
 use crate::session::feeder::{FeedError, FeederRuntime};
 use crate::session::Value;
-use crate::user::{Flow, VirtualUser};
 use horde_plan::OnFeederExhausted;
 use rand::Rng;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! A virtual user: one session (variables, cookie jar, keep-alive connection, random stream)
 //! running a scenario's steps once.
 
+mod control;
+
 use crate::failure::Failure;
 use crate::lower::{PauseKind, StepProgram};
 use crate::precise_timer::PreciseTimer;
@@ -65,28 +67,28 @@ pub(crate) struct VirtualUser {
     /// is never shorter than its requests (one clock for both).
     group_origin: Option<Instant>,
     /// KO requests so far: a group is OK when this did not change inside it.
-    pub(crate) failures: u64,
+    failures: u64,
     /// Failed requests so far, retried ones included: an attempt of `try_max` or
     /// `eventually` passed when this did not change inside it.
-    pub(crate) attempt_failures: u64,
+    attempt_failures: u64,
     /// Inside an attempt that will be tried again: a failure is counted as `retried` in its
     /// row, not as a KO.
-    pub(crate) retrying: bool,
+    retrying: bool,
     /// Blocks around the current step that a failed request leaves at once (`try_max`,
     /// `eventually`, `exit_block_on_fail`): a failure then ends the block, whatever
     /// `on_check_failure` says.
-    pub(crate) exiting_on_failure: u32,
+    exiting_on_failure: u32,
     /// The latest failure's kind and message: a retry block that gives up reports it.
-    pub(crate) last_failure: Option<(&'static str, String)>,
+    last_failure: Option<(&'static str, String)>,
     /// When this user last passed each pace step.
     paces: Vec<Option<Instant>>,
     /// Waits for throttle slots; made on first use, so unthrottled users hold no timer.
-    pub(crate) slot_timer: Option<PreciseTimer>,
+    slot_timer: Option<PreciseTimer>,
     /// One document generator per schema of the plan, made on first use.
     documents: Vec<Option<horde_docgen::Generator>>,
     seed: u64,
     /// Unique within the scenario (the arrival's index in the open model).
-    pub(crate) number: u64,
+    number: u64,
     /// The scenario's index in the program.
     scenario: usize,
 }
@@ -117,6 +119,17 @@ impl VirtualUser {
             exiting_on_failure: 0,
             last_failure: None,
         }
+    }
+
+    /// Unique within the scenario (the arrival's index): what makes the keys of the user's
+    /// documents and rows its own.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The user's KO requests so far.
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures
     }
 
     pub async fn run(&mut self, steps: &[StepProgram]) -> UserOutcome {
