@@ -290,11 +290,12 @@ def confirm_journey(client, url):
 FIXTURE_UPLOAD = bytes(range(256)) * 3 + b"\x00\xff\r\n--not-a-boundary\r\n"
 
 
-def oauth_journey(client, url):
+def oauth_journey(client, url, start="/oauth/authorize"):
     """OAuth's authorization code grant with PKCE on the built-in target, as a single-page app
     signs in: a code verifier of its own, its S256 challenge on the authorization, which
     redirects to the callback page (the client follows it), whose script posts the code of its
-    URL and the verifier for a token, which then opens the orders API."""
+    URL and the verifier for a token, which then opens the orders API. `start="/oauth/login"`
+    goes through the sign-in link first: the code is then in the middle of a redirect chain."""
     import base64
     import hashlib
     import secrets
@@ -305,7 +306,7 @@ def oauth_journey(client, url):
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     query = urlencode({"client_id": "web", "redirect_uri": "/oauth/callback", "state": "st4te",
                        "code_challenge": challenge, "code_challenge_method": "S256"})
-    with client.open(url + "/oauth/authorize?" + query) as response:
+    with client.open(url + start + "?" + query) as response:
         landed = response.geturl()
         response.read()
     code = parse_qs(urlsplit(landed).query)["code"][0]
@@ -319,8 +320,9 @@ def oauth_journey(client, url):
 
 
 def record_target_journeys(directory, url, ca_dir):
-    """The built-in target's JSF journey, orders API and OAuth sign-in, scripted through
-    `horde record`: directory/jsf.har, directory/orders.har and directory/oauth.har."""
+    """The built-in target's JSF journey, orders API and OAuth sign-in (straight to the
+    authorization, and through the sign-in link), scripted through `horde record`:
+    directory/jsf.har, orders.har, oauth.har and oauth_login.har."""
     directory = Path(directory)
     with Recorder(directory / "jsf.har", ca_dir) as recorder:
         jsf_journey(proxied_client(recorder), url, "planer.bin", FIXTURE_UPLOAD)
@@ -328,4 +330,6 @@ def record_target_journeys(directory, url, ca_dir):
         orders_journey(proxied_client(recorder), url, user="ann")
     with Recorder(directory / "oauth.har", ca_dir) as recorder:
         oauth_journey(proxied_client(recorder), url)
-    return directory / "jsf.har", directory / "orders.har", directory / "oauth.har"
+    with Recorder(directory / "oauth_login.har", ca_dir) as recorder:
+        oauth_journey(proxied_client(recorder), url, start="/oauth/login")
+    return directory / "jsf.har", directory / "orders.har", directory / "oauth.har", directory / "oauth_login.har"

@@ -427,6 +427,30 @@ def test_a_code_in_a_redirects_location_sent_again_later_is_read_from_the_locati
     assert "disable_follow_redirect()" in source
 
 
+def test_a_code_in_the_middle_of_a_redirect_chain_is_read_from_that_hops_location(tmp_path):
+    # A single sign-on: the login redirects to the identity provider, whose authorization
+    # redirects to the callback with a code the callback page's script posts again. The
+    # engine follows a whole chain or none: every hop up to the code's becomes a request of its
+    # own, unfollowed, and the code is read from the Location of the hop that carried it.
+    code = "Mz7kQ2pW9xR4tY6u"
+    plan, requests, source = imported(tmp_path, [
+        post(SITE + "/login", {"user": "ann"}, 0, status=302, body="",
+             response_headers=[("Location", f"{SITE}/sso/authorize?client=web")]),
+        entry("GET", f"{SITE}/sso/authorize?client=web", 302, at=0.1, body="",
+              response_headers=[("Location", f"{SITE}/callback?code={code}")]),
+        entry("GET", f"{SITE}/callback?code={code}", at=0.2, body="<title>callback</title>"),
+        post(SITE + "/api/token", {"code": code, "client": "web"}, 0.4, body='{"ok": true}'),
+    ])
+    login, authorize, callback, token = requests
+    assert login["follow_redirects"] is False and authorize["follow_redirects"] is False
+    assert authorize["url"].endswith("/sso/authorize?client=web")
+    assert saves(authorize) == {"code": ("header_regex", "[?&]code=([^&#]*)", False)}
+    assert saves(login) == {}
+    assert "${code}" in json.dumps(callback) and form(token)["code"] == "${code}"
+    assert "follow_redirects" not in callback
+    assert source.count("disable_follow_redirect()") == 2
+
+
 def test_a_redirect_whose_values_are_not_sent_again_is_followed_by_the_engine(tmp_path):
     _, requests, _ = imported(tmp_path, [
         post(SITE + "/login", {"user": "ann"}, 0, status=302, body="",

@@ -202,6 +202,27 @@ def test_oauth_recording_replays_with_20_users_each_with_its_own_code(target, ta
     assert after["orders_listed"] - before["orders_listed"] == USERS and after["unauthorized"] == before["unauthorized"]
 
 
+def test_a_code_from_the_middle_of_a_redirect_chain_replays_with_20_users(target, target_recordings, tmp_path, horde):
+    # Sign-in link -> authorization -> callback: the code is in the second redirect's Location.
+    completed = import_har(target_recordings[3], "-o", tmp_path / "sso.py")
+    assert completed.returncode == 0, completed.stderr
+    source = (tmp_path / "sso.py").read_text()
+    assert source.count(".disable_follow_redirect()") == 2 and 'header_regex("Location"' in source
+    before = target.stats()
+    result = run_on_target(target, horde, tmp_path / "sso.py")
+    assert result.code == 0, result.stderr
+    assert result.summary["global"]["ko"] == 0, result.summary["errors"]
+    after = target.stats()
+    routes = lambda stats, route: stats["by_route"].get(route, 0)  # noqa: E731
+    assert routes(after, "GET /oauth/login") - routes(before, "GET /oauth/login") == USERS
+    assert after["oauth_codes_given"] - before["oauth_codes_given"] == USERS
+    assert after["oauth_tokens_given"] - before["oauth_tokens_given"] == USERS
+    assert after["oauth_invalid_grants"] == before["oauth_invalid_grants"]
+    assert after["oauth_pkce_verified"] - before["oauth_pkce_verified"] == USERS
+    assert after["oauth_pkce_challenges_reused"] == before["oauth_pkce_challenges_reused"]
+    assert after["orders_listed"] - before["orders_listed"] == USERS
+
+
 def test_oauth_recording_without_correlation_fails(target, target_recordings, tmp_path, horde):
     assert import_har(target_recordings[2], "-o", tmp_path / "oauth.py", "--no-correlate").returncode == 0
     before = target.stats()

@@ -52,6 +52,7 @@
 //! | `GET /api/orders/{id}` | bearer required: one of the login's orders (404 if it is not one) |
 //! | `POST /api/orders/{id}/cancel` | bearer required: cancels an open order (200, the order now `cancelled`); 409 `{"error": "not_open", ...}` for any other |
 //! | `GET /oauth/authorize?client_id=C&redirect_uri=/oauth/callback&state=S` | 302 to `redirect_uri?code=..&state=S`: a one-time code (OAuth's authorization code grant) |
+//! | `GET /oauth/login?...` | 302 to `/oauth/authorize?...` with the same query: a sign-in link in front of the authorization, so a browser goes through two redirects |
 //! | `GET /oauth/callback` | the page the authorization redirects to (its script would post the code) |
 //! | `POST /oauth/token` | form `grant_type=authorization_code&code=..`: `{"access_token": .., "token_type": "Bearer"}` for a code given and unused (a token `/api/orders` takes, user `oauth`), else 400 `invalid_grant` |
 //! | `GET /stats` | what the server saw, as JSON (not counted itself) |

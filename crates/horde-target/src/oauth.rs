@@ -8,6 +8,8 @@
 //!   With PKCE (RFC 7636), `&code_challenge=X&code_challenge_method=S256`: the code is bound to
 //!   the challenge, and a challenge seen before is counted (`oauth_pkce_challenges_reused`:
 //!   a replayed recording's pair; a real client makes a new one per sign-in).
+//! - `GET /oauth/login?...`: 302 to `/oauth/authorize?...` with the same query, a sign-in link in
+//!   front of the authorization: the code then comes from the middle of a chain of redirects.
 //! - `GET /oauth/callback?code=..&state=..`: the page the browser lands on (its script posts
 //!   the code; a simulation does it itself).
 //! - `POST /oauth/token` with the form `grant_type=authorization_code&code=..`: a bearer token
@@ -147,6 +149,16 @@ pub(crate) async fn respond(request: Request<Incoming>, path: &str, state: &Shar
             response.headers_mut().insert(LOCATION, HeaderValue::from_str(&location).expect("an encoded URL"));
             response
         }
+        (Method::GET, "/oauth/login") => {
+            // An app's "Sign in" link: it hands its query to the authorization, so the browser
+            // goes through two redirects before the callback (single sign-on's shape).
+            let location = format!("/oauth/authorize?{}", request.uri().query().unwrap_or(""));
+            let mut response = Response::new(full(""));
+            *response.status_mut() = StatusCode::FOUND;
+            let location = HeaderValue::from_str(&location).unwrap_or(HeaderValue::from_static("/oauth/authorize"));
+            response.headers_mut().insert(LOCATION, location);
+            response
+        }
         (Method::GET, "/oauth/callback") => {
             let mut response = Response::new(full(
                 "<!doctype html><title>Signing in</title><p>Finishing the sign-in...</p>\
@@ -158,7 +170,7 @@ pub(crate) async fn respond(request: Request<Incoming>, path: &str, state: &Shar
         (Method::POST, "/oauth/token") => token(request, state).await,
         _ => json(
             StatusCode::NOT_FOUND,
-            json!({"error": "not_found", "message": "GET /oauth/authorize, GET /oauth/callback, POST /oauth/token"}),
+            json!({"error": "not_found", "message": "GET /oauth/login, GET /oauth/authorize, GET /oauth/callback, POST /oauth/token"}),
         ),
     }
 }

@@ -159,9 +159,19 @@ def redirect_target(exchange: Exchange) -> Optional[str]:
 
 def location_values(exchange: Exchange) -> List[str]:
     """The values a redirect's Location carries in its query that look made for this
-    exchange (an authorization code, a state): long enough not to be words or flags."""
+    exchange (an authorization code): long enough not to be words or flags, and not sent by
+    the request itself (a `redirect_uri`, `state` or challenge the server only echoes)."""
     location = header_value(exchange.response.headers, "location") or exchange.response.redirect_url or ""
-    return [value for _, value in parse_qsl(urlsplit(location).query) if len(value) >= MIN_LOCATION_VALUE]
+    sent = _sent_texts(exchange)
+    return [value for _, value in parse_qsl(urlsplit(location).query)
+            if len(value) >= MIN_LOCATION_VALUE and not any(value in text for text in sent)]
+
+
+def _sent_texts(exchange: Exchange) -> List[str]:
+    """What a request sends that a value could be found in: its URL and its body, decoded."""
+    body = exchange.request.body
+    sent = [unquote(exchange.request.url), unquote_plus(body.data.decode("utf-8", "replace")), body.text]
+    return sent + [value for _, value in body.fields]
 
 
 def _sent_again(value: str, exchanges: List[Exchange], hop: Exchange) -> bool:
@@ -169,10 +179,7 @@ def _sent_again(value: str, exchanges: List[Exchange], hop: Exchange) -> bool:
     for exchange in exchanges:
         if exchange is hop:
             continue
-        body = exchange.request.body
-        sent = [unquote(exchange.request.url), unquote_plus(body.data.decode("utf-8", "replace")), body.text]
-        sent += [v for _, v in body.fields]
-        if any(value in text for text in sent):
+        if any(value in text for text in _sent_texts(exchange)):
             return True
     return False
 
@@ -180,17 +187,22 @@ def _sent_again(value: str, exchanges: List[Exchange], hop: Exchange) -> bool:
 def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
     """Each redirect's follow-up becomes a hop of the request that started the chain, unless
     a value its Location carries is sent again by a later request: the chain is cut there, so
-    that a check can read the Location (the engine would follow it unseen)."""
+    that a check can read the Location (the engine would follow it unseen). A cut in the
+    middle of a chain makes each hop before it a request of its own, none followed: the engine
+    follows a whole chain or none of it, and the value must be read where it appears."""
     waiting: Dict[str, Exchange] = {}  # the URL a chain was sent to -> the chain's first request
     heads = []
     for position, exchange in enumerate(exchanges):
         url = _normalized(exchange.request.url)
         head = waiting.pop(url, None)
-        if head is not None and not head.hops and any(
-                _sent_again(value, exchanges[position:], exchange) for value in location_values(head)):
-            # The chain's first redirect: cut there. (A value from a redirect in the middle of
-            # a chain stays the engine's to follow.)
+        last = None if head is None else (head.hops[-1] if head.hops else head)
+        if last is not None and any(
+                _sent_again(value, exchanges[position:], exchange) for value in location_values(last)):
             head.follow_redirects = False
+            for hop in head.hops:
+                hop.follow_redirects = False
+                heads.append(hop)
+            head.hops = []
             head = None
         if head is not None and exchange.started >= head.started:
             last = head.hops[-1] if head.hops else head
@@ -204,6 +216,9 @@ def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
         if target:
             waiting[target] = exchange
         heads.append(exchange)
+    # Hops made requests of their own were added when their chain was cut: back in order.
+    order = {id(exchange): position for position, exchange in enumerate(exchanges)}
+    heads.sort(key=lambda exchange: order[id(exchange)])
     return heads
 
 
