@@ -370,6 +370,49 @@ def test_a_stopped_worker_is_suspect_at_3_s_and_lost_at_10_s_while_the_others_go
     assert "sent nothing for 10.0 s" in lost["lost"] or "left the Dask cluster" in lost["lost"], lost["lost"]
 
 
+def test_a_share_resumed_after_its_lease_lapsed_sends_nothing_more(nginx, tmp_path):
+    # SIGSTOP for longer than the lease (5 s) but shorter than the coordinator's 10 s: on
+    # SIGCONT every timer of the share is due at once. Its lease, checked before each request,
+    # has lapsed: none of the ~300 arrivals it missed goes out in a burst before its watchdog
+    # thread wakes; the share stops itself, and the other goes on.
+    results = tmp_path / "fenced"
+    process = subprocess.Popen(["horde", "http", nginx.url + "/fenced", "--rate", "100", "-c", "2", "-d", "20s",
+                                "--cluster", "local:2", "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped_pid = None
+
+    def live():
+        try:
+            return json.loads((results / "summary.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    try:
+        wait_until(lambda: (live() or {}).get("machines"), timeout=60, what="the coordinator's first merged interval")
+        stopped_pid = live()["machines"][1]["pid"]
+        os.kill(stopped_pid, signal.SIGSTOP)
+        time.sleep(6.5)
+        before = nginx.requests_served()
+        os.kill(stopped_pid, signal.SIGCONT)
+        time.sleep(1.0)
+        after_resume = nginx.requests_served() - before
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if stopped_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped_pid, signal.SIGCONT)
+        stop_process(process)
+    # The other share's 50 a second, not the resumed share's backlog of about 325 on top.
+    assert after_resume < 100, after_resume
+    summary = json.loads((results / "summary.json").read_text())
+    kept, fenced = summary["machines"]
+    assert kept["requests"] == 1000, kept
+    assert fenced["requests"] < 500, fenced
+    # It did not deliver its load: lost, saying why, and the run exits 6 as for any lost share.
+    assert not fenced["delivered"] and "stopped itself: no beat from the coordinator" in fenced["lost"], fenced
+    assert process.returncode == 6, stderr
+
+
 def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):
     # An existing cluster of CLI-started processes: one worker with this horde, one whose
     # Python imports another horde version, one whose Python has none.

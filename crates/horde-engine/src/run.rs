@@ -109,7 +109,12 @@ pub(crate) fn run_program(
     };
     let gates: Arc<[ScenarioGate]> = program.scenarios.iter().map(|_| ScenarioGate::new(workers)).collect();
     let share = &program.share;
-    let ledger = RunLedger::new(share.budget(options.max_requests), &options.throttle, workers, share.work.clone());
+    let lease = match role {
+        Role::Local => None,
+        Role::Share(share) => share.lease(),
+    };
+    let ledger =
+        RunLedger::leased(share.budget(options.max_requests), &options.throttle, workers, share.work.clone(), lease);
     crate::descriptors::expect_connections(crate::descriptors::connections_needed_at_once(&program));
     let active_users = Arc::new(ActiveUsers::new(workers, program.scenarios.len()));
     let mut give_back = Vec::with_capacity(workers);

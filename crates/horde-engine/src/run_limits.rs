@@ -18,6 +18,7 @@
 //! indices are the share's: its c-th slot is the run's slot `stripe.global(c)`, so the
 //! processes of a sequence together take every slot of the run's schedule once.
 
+use crate::cluster::ShareLease;
 use crate::injection::RateSchedule;
 use crate::segment::Stripe;
 use horde_plan::ThrottleStep;
@@ -42,6 +43,8 @@ pub(crate) struct RunLedger {
     /// Why a scenario stopped the run (`stop_load_generator`, a feeder that ran out with
     /// `stop_run`); the first reason wins. The collector watches it.
     stop_reason: std::sync::OnceLock<String>,
+    /// A share's lease from its coordinator: no request is sent once it lapsed.
+    lease: Option<Arc<ShareLease>>,
 }
 
 struct Throttle {
@@ -66,6 +69,17 @@ impl RunLedger {
     /// A ledger of `max_requests` (the share's part of the budget) and the share's slots of the
     /// throttle.
     pub fn new(max_requests: Option<u64>, throttle: &[ThrottleStep], workers: usize, share: Stripe) -> Arc<RunLedger> {
+        RunLedger::leased(max_requests, throttle, workers, share, None)
+    }
+
+    /// The same, for a share that holds its coordinator's `lease`.
+    pub fn leased(
+        max_requests: Option<u64>,
+        throttle: &[ThrottleStep],
+        workers: usize,
+        share: Stripe,
+        lease: Option<Arc<ShareLease>>,
+    ) -> Arc<RunLedger> {
         let throttle =
             RateSchedule::throttle(throttle).map(|schedule| Throttle { schedule, next_slot: AtomicU64::new(0), share });
         Arc::new(RunLedger {
@@ -73,7 +87,13 @@ impl RunLedger {
             workers: workers.max(1) as u64,
             throttle,
             stop_reason: std::sync::OnceLock::new(),
+            lease,
         })
+    }
+
+    /// How long a share has gone without its coordinator's beat beyond its lease, if it has.
+    pub fn lease_lapsed(&self) -> Option<std::time::Duration> {
+        self.lease.as_ref()?.lapsed()
     }
 
     /// Takes up to a block of the request budget: small enough, near the end, that the last
@@ -149,6 +169,9 @@ impl WorkerLimits {
 
     /// Takes one request from the run's budget; false once the budget is spent.
     pub fn take_request(&self) -> bool {
+        if self.ledger.lease.as_ref().is_some_and(|lease| lease.lapsed().is_some()) {
+            return false;
+        }
         let Some(left) = &self.ledger.requests_left else { return true };
         let mut leased = self.requests.get();
         if leased == 0 {

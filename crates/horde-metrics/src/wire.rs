@@ -66,6 +66,9 @@ pub struct ShareInterval {
     pub started_late_ns: Option<u64>,
     /// The share's process's peak resident memory since the share began, when known.
     pub peak_memory_bytes: Option<u64>,
+    /// Why the share stopped itself as no longer the coordinator's (its lease lapsed: it had
+    /// not heard the coordinator's beat): the coordinator counts it lost.
+    pub fenced: Option<String>,
 }
 
 /// Why a message could not be decoded.
@@ -400,6 +403,8 @@ struct WireInterval {
     started_late_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     peak_memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fenced: Option<String>,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     groups: Vec<WireGroup>,
@@ -432,6 +437,7 @@ impl WireInterval {
             stop_reason: interval.stop_reason.clone(),
             started_late_ns: interval.started_late_ns,
             peak_memory_bytes: interval.peak_memory_bytes,
+            fenced: interval.fenced.clone(),
             rows: s.requests.iter().map(|(name, recorder)| WireRow::from(name, recorder, h)).collect(),
             groups: s
                 .groups
@@ -529,6 +535,7 @@ impl WireInterval {
             stop_reason: self.stop_reason,
             started_late_ns: self.started_late_ns,
             peak_memory_bytes: self.peak_memory_bytes,
+            fenced: self.fenced,
         })
     }
 }
@@ -636,6 +643,7 @@ mod tests {
             stop_reason: None,
             started_late_ns: Some(42_000),
             peak_memory_bytes: Some(64 << 20),
+            fenced: None,
         }
     }
 

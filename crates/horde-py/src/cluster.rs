@@ -3,7 +3,7 @@
 //! (`ShareRunner`, its link over horde.cluster's share link). Conversions only: what a run
 //! means is in horde-engine's cluster/ and horde-cli.
 
-use horde_engine::cluster::{CoordinatorLink, ShareClock, ShareHosts, ShareLink};
+use horde_engine::cluster::{CoordinatorLink, ShareClock, ShareHosts, ShareLease, ShareLink};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -181,13 +181,22 @@ impl ShareHosts for PyShareHosts {
 #[pyclass(module = "horde._engine")]
 pub(crate) struct ShareRunner {
     stop: Arc<Mutex<Option<String>>>,
+    /// The coordinator's lease: `beat` extends it, the engine checks it before each request.
+    lease: Arc<ShareLease>,
 }
 
 #[pymethods]
 impl ShareRunner {
+    /// `lease_s`: how long the share may go on without hearing the coordinator's beat.
     #[new]
-    fn new() -> ShareRunner {
-        ShareRunner { stop: Arc::new(Mutex::new(None)) }
+    fn new(lease_s: f64) -> ShareRunner {
+        let term = Duration::try_from_secs_f64(lease_s).unwrap_or(Duration::from_secs(5));
+        ShareRunner { stop: Arc::new(Mutex::new(None)), lease: Arc::new(ShareLease::new(term)) }
+    }
+
+    /// The coordinator's beat was heard: the lease holds for its term from now.
+    fn beat(&self) {
+        self.lease.extend();
     }
 
     /// Asks the share to stop, and why (the coordinator asked every share to).
@@ -204,7 +213,7 @@ impl ShareRunner {
     /// `ready(bytes) -> int` (the start, in nanoseconds of this machine's clock) and
     /// `send(bytes)`. Returns (0, the run's status) or (exit code, why it could not run).
     fn run(&self, py: Python<'_>, plan_json: String, results_dir: PathBuf, link: Py<PyAny>) -> (i32, String) {
-        let link = Arc::new(PyShareLink { link, stop: self.stop.clone() });
+        let link = Arc::new(PyShareLink { link, stop: self.stop.clone(), lease: self.lease.clone() });
         match py.detach(|| horde_cli::run_linked_share(&plan_json, &results_dir, link)) {
             Ok(status) => (0, status),
             Err((code, message)) => (code, message),
@@ -216,6 +225,7 @@ impl ShareRunner {
 struct PyShareLink {
     link: Py<PyAny>,
     stop: Arc<Mutex<Option<String>>>,
+    lease: Arc<ShareLease>,
 }
 
 impl ShareLink for PyShareLink {
@@ -235,5 +245,9 @@ impl ShareLink for PyShareLink {
 
     fn stop_requested(&self) -> Option<String> {
         self.stop.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn lease(&self) -> Option<Arc<ShareLease>> {
+        Some(self.lease.clone())
     }
 }

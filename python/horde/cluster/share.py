@@ -31,7 +31,9 @@ class _ShareState:
     def __init__(self):
         from horde._engine import ShareRunner
 
-        self.runner = ShareRunner()
+        # The engine's lease (checked before every request) and this watchdog share the term:
+        # a share that was stopped and resumes sends nothing before the watchdog wakes.
+        self.runner = ShareRunner(BEAT_TIMEOUT_S)
         self.started = threading.Event()
         self.start_ns = 0
         self.last_beat = time.monotonic()
@@ -140,6 +142,7 @@ async def beat(run_id: str) -> None:
         state = _shares.get(run_id)
     if state is not None:
         state.last_beat = time.monotonic()
+        state.runner.beat()
 
 
 def stop(run_id: str, reason: str) -> None:

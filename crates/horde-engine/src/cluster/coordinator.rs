@@ -319,6 +319,16 @@ impl Inlet {
         if let Some(reason) = &interval.stop_reason {
             self.ledger.request_stop(reason.clone());
         }
+        // A share that stopped itself, its lease lapsed, did not deliver its load: lost, once
+        // its last interval is in (every request it sent is counted).
+        if let Some(reason) = interval.fenced.as_ref().filter(|_| interval.snapshot.finished) {
+            let reason =
+                format!("share {} ({}, pid {}) {reason}", machine.ready.share, machine.ready.host, machine.ready.pid);
+            if self.on_loss == WorkerLossPolicy::Abort {
+                self.ledger.request_stop(format!("{reason} (--on-worker-loss abort)"));
+            }
+            machine.lost = Some(reason);
+        }
         drop(machines);
         let _ = self.snapshots.send(interval.snapshot);
     }

@@ -11,15 +11,18 @@
 //! the plan into their shares.
 
 mod coordinator;
+mod lease;
 mod share;
 pub mod spool;
 
 pub use coordinator::{run_coordinated, CoordinatorOptions, WorkerLossPolicy};
+pub use lease::ShareLease;
 pub use share::run_share;
 pub(crate) use share::ShareRole;
 
 use crate::segment::Share;
 use horde_plan::{ExecutionSegmentOptions, Plan, MAX_SEGMENT_DENOMINATOR};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// A share's side of the link to its coordinator. Called from the share's main thread
@@ -34,6 +37,11 @@ pub trait ShareLink: Send + Sync {
     /// Whether the coordinator asked every share to stop, and why. Polled every 20 ms: it must
     /// be cheap.
     fn stop_requested(&self) -> Option<String>;
+    /// The coordinator's lease on the share, extended by its beats: checked before every
+    /// request. None: the link has no beat (a share over a spool directory).
+    fn lease(&self) -> Option<Arc<ShareLease>> {
+        None
+    }
 }
 
 /// A coordinator's side of the links to its shares.

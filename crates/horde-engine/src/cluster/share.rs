@@ -66,6 +66,11 @@ impl ShareRole {
         Ok(RunStart { instant, wall: at })
     }
 
+    /// The coordinator's lease on this share, when its link has one.
+    pub fn lease(&self) -> Option<Arc<super::ShareLease>> {
+        self.link.lease()
+    }
+
     /// The collector's tap that relays the share's intervals; `started_late` is how long after
     /// the given start the share let its users go.
     pub fn relay(&self, ledger: Arc<RunLedger>, started_late: Duration) -> ShareRelay {
@@ -128,6 +133,7 @@ impl ShareRelay {
             stop_reason: self.ledger.stop_reason().map(str::to_string),
             started_late_ns: Some(self.started_late.as_nanos() as u64),
             peak_memory_bytes: peak_memory(),
+            fenced: self.ledger.lease_lapsed().map(fenced_reason),
         }));
         if let Err(problem) = self.link.send(&message.encode()) {
             self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
@@ -167,8 +173,19 @@ impl CollectorTap for ShareRelay {
         if let Some(problem) = &self.send_failed {
             return Some(problem.clone());
         }
+        if let Some(silence) = self.ledger.lease_lapsed() {
+            return Some(fenced_reason(silence));
+        }
         self.link.stop_requested().map(|reason| format!("stopped by the coordinator ({reason})"))
     }
+}
+
+/// Why a share whose lease lapsed stopped itself.
+fn fenced_reason(silence: Duration) -> String {
+    format!(
+        "stopped itself: no beat from the coordinator for {:.1} s (its process was stopped or cut off)",
+        silence.as_secs_f64()
+    )
 }
 
 #[cfg(test)]

@@ -124,8 +124,9 @@ pub(crate) struct UserProtocols {
     /// Connections to the plan's databases, by their index; empty until the user's first SQL
     /// step.
     pub(crate) sql: Vec<sql::SqlLink>,
-    /// CQL statements the user sent asynchronously and has not seen answered.
-    pub(crate) cql: cql::UserCql,
+    /// CQL statements the user sent asynchronously and has not seen answered, and YCSB's
+    /// key chooser; made at the user's first CQL step.
+    pub(crate) cql: Option<Box<cql::UserCql>>,
 }
 
 impl UserProtocols {
@@ -134,7 +135,7 @@ impl UserProtocols {
             http: http::HttpSession::new(programs.http.reads_response_headers),
             sockets: Vec::new(),
             sql: Vec::new(),
-            cql: cql::UserCql::default(),
+            cql: None,
         }
     }
 
@@ -145,8 +146,8 @@ impl UserProtocols {
             // Boxed: only users that held sockets pay for the closing's state.
             Box::pin(user.close_sockets()).await;
         }
-        if user.protocols.cql.has_pending() {
-            Box::pin(user.protocols.cql.finish()).await;
+        if let Some(cql) = user.protocols.cql.as_mut().filter(|cql| cql.has_pending()) {
+            Box::pin(cql.finish()).await;
         }
     }
 }

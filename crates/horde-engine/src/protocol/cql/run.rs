@@ -248,13 +248,14 @@ async fn run_statement(step: &CqlStatementProgram, user: &mut VirtualUser) -> Fl
         let origin = user.latency_origin(held_since, started);
         let ctx = user.ctx.clone();
         let row_id = step.row_id;
-        user.protocols.cql.pending.retain(|task| !task.is_finished());
+        let cql = user.protocols.cql.get_or_insert_default();
+        cql.pending.retain(|task| !task.is_finished());
         let task = tokio::task::spawn_local(async move {
             let result = session.execute_unpaged(&prepared, values).await;
             let outcome = result.map(|_| ()).map_err(|e| CqlFailure::of_execution(&e));
             record_asynchronous(&ctx, row_id, origin, started, outcome);
         });
-        user.protocols.cql.pending.push(task);
+        cql.pending.push(task);
         return Flow::Next;
     }
     let result = match step.statement.page_size {

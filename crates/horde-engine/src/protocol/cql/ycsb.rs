@@ -285,7 +285,11 @@ pub(crate) async fn run_step(step: &YcsbProgram, user: &mut VirtualUser) -> Flow
         }
         _ => {
             let written_below = step.shared.written_below();
-            step.keys.choose(&mut user.session.rng, &mut user.protocols.cql.ycsb.latest, written_below)
+            step.keys.choose(
+                &mut user.session.rng,
+                &mut user.protocols.cql.get_or_insert_default().ycsb.latest,
+                written_below,
+            )
         }
     };
     let started = count_started(user, row_id);

@@ -1,0 +1,66 @@
+//! The coordinator's lease on a share. The coordinator beats every second; each beat the
+//! share hears extends the lease. A share whose lease has lapsed sends nothing more: it cannot
+//! tell a coordinator that is gone from one that counted it lost and gave its segment to
+//! another machine, and either way its load would be counted by nobody.
+//!
+//! Checked before every request (one atomic load and a clock read, shares only), not by a
+//! timer: a share that was stopped (SIGSTOP, a frozen VM, a long pause) finds every timer due
+//! at once when it resumes, and would send its missed arrivals in a burst before any watchdog
+//! woke.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct ShareLease {
+    /// What `until_ns` counts from.
+    origin: Instant,
+    /// Nanoseconds after `origin` up to which the share may send.
+    until_ns: AtomicU64,
+    /// How long a beat holds the lease.
+    term: Duration,
+}
+
+impl ShareLease {
+    /// A lease held for `term` from now: the first beat must come within it.
+    pub fn new(term: Duration) -> ShareLease {
+        ShareLease { origin: Instant::now(), until_ns: AtomicU64::new(term.as_nanos() as u64), term }
+    }
+
+    /// A beat was heard: the lease holds for its term from now. (A lapsed lease stays
+    /// lapsed: the share has stopped sending and is stopping.)
+    pub fn extend(&self) {
+        let now = self.origin.elapsed().as_nanos() as u64;
+        if now <= self.until_ns.load(Ordering::Relaxed) {
+            self.until_ns.fetch_max(now + self.term.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// How long the share has gone without a beat beyond its lease, if it has.
+    pub fn lapsed(&self) -> Option<Duration> {
+        let until = Duration::from_nanos(self.until_ns.load(Ordering::Relaxed));
+        let now = self.origin.elapsed();
+        (now > until).then(|| now - until + self.term)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beats_hold_the_lease_and_none_after_it_lapsed() {
+        let lease = ShareLease::new(Duration::from_millis(40));
+        assert!(lease.lapsed().is_none());
+        std::thread::sleep(Duration::from_millis(25));
+        lease.extend();
+        std::thread::sleep(Duration::from_millis(25));
+        // 50 ms after the start, 25 ms after the beat: held.
+        assert!(lease.lapsed().is_none());
+        std::thread::sleep(Duration::from_millis(30));
+        let silence = lease.lapsed().expect("55 ms after the last beat, over a 40 ms term");
+        assert!(silence >= Duration::from_millis(40), "{silence:?}");
+        // A beat heard after the lapse does not revive the share.
+        lease.extend();
+        assert!(lease.lapsed().is_some());
+    }
+}
