@@ -324,25 +324,42 @@ def test_abort_stops_every_worker_and_allow_worker_loss_leaves_the_exit_code_alo
     assert any("left the Dask cluster" in (m.get("lost") or "") for m in summary["machines"])
 
 
+def _paced_run_on_two_workers(nginx, results, path, duration):
+    """`horde http` at 100 requests a second over `local:2`, started in the background."""
+    return subprocess.Popen(["horde", "http", nginx.url + path, "--rate", "100", "-c", "2", "-d", duration,
+                             "--cluster", "local:2", "--results-dir", str(results)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _live_summary(results):
+    """summary.json as the coordinator last wrote it, None before its first."""
+    try:
+        return json.loads((results / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _stop_share_1(results):
+    """SIGSTOPs the second share's process once the first merged interval is written; its pid."""
+    wait_until(lambda: (_live_summary(results) or {}).get("machines"), timeout=60,
+               what="the coordinator's first merged interval")
+    pid = _live_summary(results)["machines"][1]["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    return pid
+
+
 def test_a_stopped_worker_is_suspect_at_3_s_and_lost_at_10_s_while_the_others_go_on(nginx, tmp_path):
     # SIGSTOP: the process lives but says nothing (a hung machine, a long GC pause). The
     # coordinator's own deadlines, not Dask's: suspect at 3 s, shown live; lost at 10 s.
     results = tmp_path / "stopped"
-    process = subprocess.Popen(["horde", "http", nginx.url + "/stopped", "--rate", "100", "-c", "2", "-d", "25s",
-                                "--cluster", "local:2", "--results-dir", str(results)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = _paced_run_on_two_workers(nginx, results, "/stopped", "25s")
     stopped_pid = None
 
     def live():
-        try:
-            return json.loads((results / "summary.json").read_text())
-        except (OSError, ValueError):
-            return None
+        return _live_summary(results)
 
     try:
-        wait_until(lambda: (live() or {}).get("machines"), timeout=60, what="the coordinator's first merged interval")
-        stopped_pid = live()["machines"][1]["pid"]
-        os.kill(stopped_pid, signal.SIGSTOP)
+        stopped_pid = _stop_share_1(results)
         stopped_at = time.monotonic()
         wait_until(lambda: "silent_s" in live()["machines"][1], timeout=20, what="share 1 suspect")
         suspect_after = time.monotonic() - stopped_at
@@ -376,21 +393,10 @@ def test_a_share_resumed_after_its_lease_lapsed_sends_nothing_more(nginx, tmp_pa
     # has lapsed: none of the ~300 arrivals it missed goes out in a burst before its watchdog
     # thread wakes; the share stops itself, and the other goes on.
     results = tmp_path / "fenced"
-    process = subprocess.Popen(["horde", "http", nginx.url + "/fenced", "--rate", "100", "-c", "2", "-d", "20s",
-                                "--cluster", "local:2", "--results-dir", str(results)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = _paced_run_on_two_workers(nginx, results, "/fenced", "20s")
     stopped_pid = None
-
-    def live():
-        try:
-            return json.loads((results / "summary.json").read_text())
-        except (OSError, ValueError):
-            return None
-
     try:
-        wait_until(lambda: (live() or {}).get("machines"), timeout=60, what="the coordinator's first merged interval")
-        stopped_pid = live()["machines"][1]["pid"]
-        os.kill(stopped_pid, signal.SIGSTOP)
+        stopped_pid = _stop_share_1(results)
         time.sleep(6.5)
         before = nginx.requests_served()
         os.kill(stopped_pid, signal.SIGCONT)
