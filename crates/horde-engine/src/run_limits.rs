@@ -169,7 +169,7 @@ impl WorkerLimits {
 
     /// Takes one request from the run's budget; false once the budget is spent.
     pub fn take_request(&self) -> bool {
-        if self.ledger.lease.as_ref().is_some_and(|lease| lease.lapsed().is_some()) {
+        if self.fenced() {
             return false;
         }
         let Some(left) = &self.ledger.requests_left else { return true };
@@ -182,6 +182,12 @@ impl WorkerLimits {
         }
         self.requests.set(leased - 1);
         true
+    }
+
+    /// A share whose coordinator's lease lapsed: it sends nothing more (a local run never is).
+    /// What sends outside the request budget (a socket's messages) asks this.
+    pub fn fenced(&self) -> bool {
+        self.ledger.lease.as_ref().is_some_and(|lease| lease.lapsed().is_some())
     }
 
     /// Requests this worker may still send, leased or not (other workers may take the

@@ -68,6 +68,13 @@ fn whole(from: Instant, to: Instant, bytes_received: u64) -> RequestTiming {
 impl VirtualUser {
     /// One step on a socket: open, send, wait or close; then wait for its expected messages.
     async fn socket_step(&mut self, step: &SocketStepProgram) -> Flow {
+        let sends = matches!(
+            step.action,
+            SocketAction::Connect { .. } | SocketAction::SendText(_) | SocketAction::SendBinary(_)
+        );
+        if sends && self.ctx.limits.fenced() {
+            return Flow::Exhausted;
+        }
         if self.protocols.sockets.is_empty() {
             self.protocols.sockets.resize_with(self.ctx.program.protocols.sockets.names.len(), || None);
         }
