@@ -187,7 +187,7 @@ impl WorkerLimits {
     /// A share whose coordinator's lease lapsed: it sends nothing more (a local run never is).
     /// What sends outside the request budget (a socket's messages) asks this.
     pub fn fenced(&self) -> bool {
-        self.ledger.lease.as_ref().is_some_and(|lease| lease.lapsed().is_some())
+        self.ledger.lease_lapsed().is_some()
     }
 
     /// Requests this worker may still send, leased or not (other workers may take the

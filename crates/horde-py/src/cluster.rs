@@ -199,6 +199,11 @@ impl ShareRunner {
         self.lease.extend();
     }
 
+    /// Seconds since the coordinator's last beat once the lease has lapsed; None while held.
+    fn lease_lapsed_s(&self) -> Option<f64> {
+        self.lease.lapsed().map(|silence| silence.as_secs_f64())
+    }
+
     /// Asks the share to stop, and why (the coordinator asked every share to).
     fn stop(&self, reason: String) {
         self.stop.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(reason);

@@ -31,19 +31,19 @@ class _ShareState:
     def __init__(self):
         from horde._engine import ShareRunner
 
-        # The engine's lease (checked before every request) and this watchdog share the term:
-        # a share that was stopped and resumes sends nothing before the watchdog wakes.
+        # The coordinator's lease: each beat extends it; the engine checks it before every
+        # request, so a share that was stopped and resumes sends nothing once it lapsed.
         self.runner = ShareRunner(BEAT_TIMEOUT_S)
         self.started = threading.Event()
         self.start_ns = 0
-        self.last_beat = time.monotonic()
         self.done = threading.Event()
 
     def watch_the_coordinator(self) -> None:
-        """Stops the share once the coordinator's beat has been missing for BEAT_TIMEOUT_S."""
+        """Stops the share once its lease has lapsed, also before the run starts (while it
+        waits for the coordinator's start, no request asks)."""
         while not self.done.wait(0.25):
-            silent = time.monotonic() - self.last_beat
-            if silent > BEAT_TIMEOUT_S:
+            silent = self.runner.lease_lapsed_s()
+            if silent is not None:
                 self.runner.stop(f"no beat from the coordinator for {silent:.1f} s: it is gone, so this share stops")
                 return
 
@@ -141,7 +141,6 @@ async def beat(run_id: str) -> None:
     with _lock:
         state = _shares.get(run_id)
     if state is not None:
-        state.last_beat = time.monotonic()
         state.runner.beat()
 
 

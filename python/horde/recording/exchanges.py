@@ -173,18 +173,23 @@ class Exchange:
     follow_redirects: bool = True
 
     @property
+    def last_of_chain(self) -> "Exchange":
+        """The chain's last exchange: its last redirect hop, or itself without hops."""
+        return self.hops[-1] if self.hops else self
+
+    @property
     def ended(self) -> float:
-        last = self.hops[-1] if self.hops else self
+        last = self.last_of_chain
         return max(last.started + last.duration, self.started + self.duration)
 
     @property
     def final(self) -> Response:
         """The response that ended the redirect chain (the engine follows redirects)."""
-        return self.hops[-1].response if self.hops else self.response
+        return self.last_of_chain.response
 
     @property
     def final_url(self) -> str:
-        return self.hops[-1].request.url if self.hops else self.request.url
+        return self.last_of_chain.request.url
 
     def responses(self) -> List[Response]:
         """Every response of the chain, in order: the redirects' too (they set cookies)."""

@@ -195,9 +195,8 @@ def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
     for position, exchange in enumerate(exchanges):
         url = _normalized(exchange.request.url)
         head = waiting.pop(url, None)
-        last = None if head is None else (head.hops[-1] if head.hops else head)
-        if last is not None and any(
-                _sent_again(value, exchanges[position:], exchange) for value in location_values(last)):
+        if head is not None and any(
+                _sent_again(value, exchanges[position:], exchange) for value in location_values(head.last_of_chain)):
             head.follow_redirects = False
             for hop in head.hops:
                 hop.follow_redirects = False
@@ -205,8 +204,7 @@ def _collapse_redirects(exchanges: List[Exchange]) -> List[Exchange]:
             head.hops = []
             head = None
         if head is not None and exchange.started >= head.started:
-            last = head.hops[-1] if head.hops else head
-            if last.response.status in (307, 308) or exchange.request.method in ("GET", "HEAD"):
+            if head.last_of_chain.response.status in (307, 308) or exchange.request.method in ("GET", "HEAD"):
                 head.hops.append(exchange)
                 target = redirect_target(exchange)
                 if target:
