@@ -324,6 +324,33 @@ def test_abort_stops_every_worker_and_allow_worker_loss_leaves_the_exit_code_alo
     assert any("left the Dask cluster" in (m.get("lost") or "") for m in summary["machines"])
 
 
+def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(nginx, tmp_path):
+    # 8 s at 100/s over local:2 and a spare; share 1's worker is killed after the first interval.
+    code, stderr, summary, _, served = run_and_kill_a_worker(
+        nginx, tmp_path, "-d", "8s", "--on-worker-loss", "replace", "--spares", "1")
+    # What share 1 had due between its last interval and the takeover was not delivered.
+    assert code == 6, stderr
+    assert summary["run"]["status"] == "limit_reached"
+    kept, replaced = summary["machines"]
+    assert kept["delivered"] and kept["requests"] == 400 and "replaced" not in kept
+    assert "lost" not in replaced and not replaced["delivered"]
+    [loss] = replaced["replaced"]
+    assert "left the Dask cluster" in loss["reason"] or "failed" in loss["reason"], loss
+    # Another process took over, a moment after the loss, and ran the share to the end.
+    assert replaced["pid"] != loss["pid"]
+    assert loss["resume_after_s"] - loss["lost_at_s"] == pytest.approx(0.5, abs=0.01)
+    resumed_for = 8 - loss["resume_after_s"]
+    after_loss = replaced["requests"] - 50 * loss["last_interval"]
+    # The schedule stays absolute: no burst of what was due in the gap, the share's 50/s after.
+    assert 50 * resumed_for - 10 <= after_loss <= 50 * resumed_for + 10, (after_loss, loss)
+    assert summary["global"]["count"] == kept["requests"] + replaced["requests"] < 400 + 50 * 8
+    # The killed worker's requests after its last interval reached nginx but no count.
+    assert 0 <= served - summary["global"]["count"] <= 60
+    assert "a share was lost and replaced, its load from interval 1 to" in stderr, stderr
+    # The stop sent to the dead worker fails quietly.
+    assert "Traceback" not in stderr, stderr
+
+
 def _paced_run_on_two_workers(nginx, results, path, duration):
     """`horde http` at 100 requests a second over `local:2`, started in the background."""
     return subprocess.Popen(["horde", "http", nginx.url + path, "--rate", "100", "-c", "2", "-d", duration,

@@ -427,9 +427,16 @@ pub struct SegmentArgs {
     #[arg(long, value_name = "W1,W2,...|cores", value_parser = cluster_weights, requires = "cluster")]
     pub cluster_weights: Option<ClusterWeights>,
     /// With --cluster: what a lost worker (dead, gone from the cluster, silent for 10 s) does
-    /// to the run: the others go on (continue), or every worker stops (abort).
+    /// to the run: the others go on (continue), its share starts again on a spare worker from
+    /// a moment later on (replace; see --spares), or every worker stops (abort).
     #[arg(long, value_enum, default_value = "continue", requires = "cluster")]
     pub on_worker_loss: WorkerLoss,
+    /// With --cluster: workers kept idle to replace lost ones (--on-worker-loss replace):
+    /// local:N starts N more; on an existing cluster, the last N workers in the order of
+    /// summary.json's machines[] run no share. A worker that joins during the run (one a
+    /// nanny restarted) is a spare too.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "cluster")]
+    pub spares: u32,
     /// With --cluster: a lost worker does not fail the command (exit 6); the run's status and
     /// thresholds decide, and summary.json still names the worker lost.
     #[arg(long, requires = "cluster")]
@@ -461,6 +468,7 @@ impl std::fmt::Display for ClusterWeights {
 pub enum WorkerLoss {
     #[default]
     Continue,
+    Replace,
     Abort,
 }
 
@@ -475,6 +483,7 @@ impl SegmentArgs {
     pub(crate) fn loss_handling(&self) -> LossHandling {
         let policy = match self.on_worker_loss {
             WorkerLoss::Continue => horde_engine::cluster::WorkerLossPolicy::Continue,
+            WorkerLoss::Replace => horde_engine::cluster::WorkerLossPolicy::Replace,
             WorkerLoss::Abort => horde_engine::cluster::WorkerLossPolicy::Abort,
         };
         LossHandling { policy, allowed: self.allow_worker_loss }
@@ -518,6 +527,7 @@ impl SegmentArgs {
         options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
             segment: segment.clone(),
             sequence: self.execution_segment_sequence.clone().or(plan_sequence),
+            resume: None,
         });
     }
 }

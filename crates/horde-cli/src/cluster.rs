@@ -59,7 +59,7 @@ pub(crate) fn open(
     if !problems.is_empty() {
         return Err(crate::invalid_flags(problems));
     }
-    let hosts = loader.open_cluster(spec).map_err(|err| match err {
+    let hosts = loader.open_cluster(spec, segment.spares).map_err(|err| match err {
         ClusterOpenError::Invalid(message) => Failure::Invalid(message),
         ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
         ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
@@ -97,9 +97,9 @@ pub(crate) fn coordinate_hosts(
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
     let plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
-    let plans: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
-    hosts.launch(&plans).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
-    let options = CoordinatorOptions { on_loss, ..CoordinatorOptions::new(machines.len()) };
+    let plans_json: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
+    hosts.launch(&plans_json).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
+    let options = CoordinatorOptions { on_loss, share_plans: plans, ..CoordinatorOptions::new(machines.len()) };
     horde_engine::cluster::run_coordinated(program, control, sink, hosts, &options).map_err(failure)
 }
 

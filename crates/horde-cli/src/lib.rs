@@ -544,11 +544,23 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
     for reason in &lost {
         status!("error: a share was lost, its load not delivered: {}", printable_lines(reason));
     }
+    // A share replaced on another machine (--on-worker-loss replace) still missed what was
+    // due until the takeover: horde did not deliver the whole load either.
+    let replaced: Vec<&horde_metrics::ShareReplacement> =
+        finished.summary.machines.iter().flat_map(|m| &m.replaced).collect();
+    for r in &replaced {
+        status!(
+            "error: a share was lost and replaced, its load from interval {} to {:.1} s not delivered: {}",
+            r.last_interval,
+            r.resume_after_s,
+            printable_lines(&r.reason)
+        );
+    }
     if output.quiet {
         // Scripts and CI read the last line of stdout to find the results.
         print_text(&format!("{}\n", dir.display()));
     }
-    let share_lost = !lost.is_empty() && !role.worker_loss_allowed();
+    let share_lost = (!lost.is_empty() || !replaced.is_empty()) && !role.worker_loss_allowed();
     Ok(run_exit_code(finished.status, share_lost, thresholds_failed))
 }
 

@@ -42,9 +42,10 @@ pub trait SimulationLoader {
     fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
         None
     }
-    /// The machines of `--cluster SPEC` (Dask, in horde.cluster), connected to or started.
-    /// Only the Python package has Dask: the standalone binary refuses the flag.
-    fn open_cluster(&self, spec: &str) -> Result<std::sync::Arc<dyn ShareHosts>, ClusterOpenError> {
+    /// The machines of `--cluster SPEC` (Dask, in horde.cluster), connected to or started,
+    /// `spares` of them kept to replace lost ones. Only the Python package has Dask: the
+    /// standalone binary refuses the flag.
+    fn open_cluster(&self, spec: &str, _spares: u32) -> Result<std::sync::Arc<dyn ShareHosts>, ClusterOpenError> {
         Err(ClusterOpenError::Invalid(format!(
             "--cluster {spec}: runs on Dask from Python; this standalone binary has no Dask. Run the horde of the \
              Python package, with Dask: pip install 'horde[cluster]'"

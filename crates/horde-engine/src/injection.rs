@@ -189,6 +189,12 @@ pub struct Arrivals {
 }
 
 impl Arrivals {
+    /// Whether the arrival just produced belongs to an `at_once_users` step: a population
+    /// (`-c N` of quick mode), not a flow of arrivals spread in time.
+    pub fn last_was_at_once(&self) -> bool {
+        matches!(self.steps.get(self.step), Some(OpenStep::AtOnce(_)))
+    }
+
     fn next_step(&mut self, duration: Duration) {
         self.step += 1;
         self.index = 0;
@@ -388,6 +394,18 @@ mod tests {
 
     fn ms(offsets: impl Iterator<Item = Duration>) -> Vec<u128> {
         offsets.map(|d| d.as_millis()).collect()
+    }
+
+    #[test]
+    fn arrivals_say_which_were_made_at_once() {
+        let steps = [
+            Injection::AtOnceUsers { users: 2 },
+            Injection::RampUsers { users: 2, duration_ms: 1000 },
+            Injection::AtOnceUsers { users: 1 },
+        ];
+        let mut arrivals = arrivals(&steps, 0);
+        let kinds: Vec<bool> = std::iter::from_fn(|| arrivals.next().map(|_| arrivals.last_was_at_once())).collect();
+        assert_eq!(kinds, [true, true, false, false, true]);
     }
 
     #[test]

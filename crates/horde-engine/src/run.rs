@@ -162,7 +162,7 @@ pub(crate) fn run_program(
     // instant its coordinator gives once every share is.
     // A share also measures how late after its given start it let its users go: its part of
     // the skew between the shares' starts.
-    let (RunStart { instant: start, wall: started_at }, started_late) = match role {
+    let (RunStart { instant: start, wall: started_at, resume_from }, started_late) = match role {
         Role::Local => (start_line.wait().expect("a local run is never cancelled"), Duration::ZERO),
         Role::Share(share) => {
             start_line.wait_for_every_worker();
@@ -170,7 +170,10 @@ pub(crate) fn run_program(
                 Ok(start) => {
                     // Read before the workers are let go: a worker woken on this core would
                     // otherwise delay the reading, not the start.
-                    let late = start.instant.elapsed();
+                    let late = start.resume_from.unwrap_or(start.instant).elapsed();
+                    if let Some(resume_from) = start.resume_from {
+                        ledger.skip_throttle_slots_before(resume_from - start.instant);
+                    }
                     start_line.set_start(start);
                     (start, late)
                 }
@@ -211,6 +214,7 @@ pub(crate) fn run_program(
                     workers,
                     started_at,
                     start,
+                    first_interval: resume_from.map_or(0, |from| interval_index(from - start, &options)),
                     ledger: &ledger,
                     function_cost,
                     protocols,
@@ -244,6 +248,9 @@ pub(crate) struct CollectorRun<'a> {
     pub workers: usize,
     pub started_at: SystemTime,
     pub start: Instant,
+    /// The first snapshot interval the workers hand in, less one: 0, but a replacement share
+    /// takes over later in the run.
+    pub first_interval: u64,
     /// Where a scenario asks the run to stop.
     pub ledger: &'a RunLedger,
     /// The session functions' cost, when the plan calls any.
@@ -289,14 +296,14 @@ pub(crate) fn collect(
     mut thresholds: ThresholdMonitor,
     sink: &mut (dyn Sink + Send),
 ) -> (Totals, RunStatus) {
-    let CollectorRun { workers, started_at, start, ledger, function_cost, protocols, tap } = run;
+    let CollectorRun { workers, started_at, start, first_interval, ledger, function_cost, protocols, tap } = run;
     let cpu_at_start = process_cpu_time();
     let cpu_since_start = || process_cpu_time().zip(cpu_at_start).map(|(now, then)| now.saturating_sub(then));
     let mut totals = Totals::new(started_at, workers);
     totals.warmup = Duration::from_millis(options.warmup_ms.unwrap_or(0));
     let deadline = options.max_duration_ms.and_then(|ms| start.checked_add(Duration::from_millis(ms)));
     let interval = Duration::from_millis(options.snapshot_interval_ms.max(1));
-    let mut intervals = IntervalProgress::new(workers);
+    let mut intervals = IntervalProgress::new(workers, first_interval);
     let mut status = RunStatus::Completed;
     let mut stop_sent = false;
     let mut tap_told_of_stop = false;
@@ -424,8 +431,8 @@ pub(crate) struct IntervalProgress {
 }
 
 impl IntervalProgress {
-    fn new(workers: usize) -> IntervalProgress {
-        IntervalProgress { workers: vec![(0, false); workers], written: 0 }
+    fn new(workers: usize, first_interval: u64) -> IntervalProgress {
+        IntervalProgress { workers: vec![(first_interval, false); workers], written: first_interval }
     }
 
     fn received(&mut self, worker: usize, interval: u64, finished: bool) {
@@ -462,4 +469,10 @@ fn run_token(started_at: SystemTime) -> Arc<str> {
     }
     digits.reverse();
     String::from_utf8(digits).expect("ASCII digits").into()
+}
+
+/// The snapshot interval an instant `elapsed` after the run's start falls in, counted from 0:
+/// a replacement share's first interval is the one it takes over in.
+pub(crate) fn interval_index(elapsed: Duration, options: &horde_plan::RunOptions) -> u64 {
+    (elapsed.as_millis() / u128::from(options.snapshot_interval_ms.max(1))) as u64
 }

@@ -91,6 +91,31 @@ impl RunLedger {
         })
     }
 
+    /// A replacement share takes over `after` the run's start: the share's throttle slots due
+    /// before then are not used (the schedule is absolute; they are load the run did not
+    /// deliver, not a burst). Called before any worker leases a slot.
+    pub fn skip_throttle_slots_before(&self, after: std::time::Duration) {
+        let Some(throttle) = &self.throttle else { return };
+        let after = after.as_secs_f64();
+        let due_before = |c: u64| throttle.schedule.time_of(throttle.share.global(c) as f64).is_some_and(|t| t < after);
+        // The share's slot times grow with their index: the first one not due before `after`,
+        // by doubling then bisecting.
+        let mut high = 1u64;
+        while due_before(high) {
+            high *= 2;
+        }
+        let mut low = 0u64;
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if due_before(middle) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        throttle.next_slot.store(low, Ordering::Release);
+    }
+
     /// How long a share has gone without its coordinator's beat beyond its lease, if it has.
     pub fn lease_lapsed(&self) -> Option<std::time::Duration> {
         self.lease.as_ref()?.lapsed()
@@ -299,6 +324,26 @@ mod tests {
 
     /// P3: the throttle slots that the workers of every share take are the whole run's,
     /// each once.
+    /// A replacement share takes over its share's slots from its takeover on: the earlier
+    /// ones are skipped, none is taken late, and the later ones are the lost share's.
+    #[tokio::test(start_paused = true)]
+    async fn a_replacement_takes_its_shares_slots_from_its_takeover_on() {
+        let steps = [ThrottleStep::JumpToRps { rps: 1000.0 }, ThrottleStep::HoldFor { duration_ms: 10_000 }];
+        let start = Instant::now();
+        let share = Stripe::of(&[1, 2], 1);
+        let slots_of = |ledger: Arc<RunLedger>, count| {
+            let worker = WorkerLimits::new(ledger, start);
+            (0..count).map(|_| worker.next_throttle_slot().unwrap() - start).collect::<Vec<_>>()
+        };
+        let whole = slots_of(RunLedger::new(None, &steps, 1, share.clone()), 2000);
+        let resumed = RunLedger::new(None, &steps, 1, share);
+        resumed.skip_throttle_slots_before(Duration::from_micros(1_500_500));
+        let taken = slots_of(resumed, 100);
+        let from = whole.iter().position(|&at| at >= Duration::from_micros(1_500_500)).unwrap();
+        assert_eq!(taken, whole[from..from + 100]);
+        assert!(taken[0] >= Duration::from_millis(1501) && whole[from - 1] < Duration::from_millis(1501));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_shares_take_every_throttle_slot_once() {
         let steps = [ThrottleStep::JumpToRps { rps: 1000.0 }, ThrottleStep::HoldFor { duration_ms: 10_000 }];

@@ -13,7 +13,7 @@
 //! stripe owns every index with rank k = k, so each worker takes exactly what it took before
 //! segments existed; that path costs a flag test per arrival.
 
-use horde_plan::{Plan, MAX_SEGMENT_DENOMINATOR};
+use horde_plan::{Plan, ShareResume, MAX_SEGMENT_DENOMINATOR};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -200,13 +200,17 @@ pub struct Share {
     /// stripe exactly (a block longer than the cap): the difference is then below one user
     /// in 100,000.
     pub work: Stripe,
+    /// Where a replacement share takes over (`options.execution_segment.resume`).
+    pub resume: Option<ShareResume>,
 }
 
 impl Share {
     /// The plan's share: the whole run without a segment (or with an invalid one, which
     /// validation reports).
     pub fn of(plan: &Plan) -> Share {
-        let Some(Ok(segmentation)) = plan.options.execution_segment.as_ref().map(|s| s.resolve()) else {
+        let Some((Ok(segmentation), resume)) =
+            plan.options.execution_segment.as_ref().map(|s| (s.resolve(), s.resume.clone()))
+        else {
             return Share::default();
         };
         let weights = segmentation.weights();
@@ -224,13 +228,15 @@ impl Share {
             d if users.iter().sum::<u64>() / d > MAX_SEGMENT_DENOMINATOR => schedule.clone(),
             _ => Stripe::of(&users, segmentation.index),
         };
-        Share { schedule, work }
+        Share { schedule, work, resume }
     }
 
     /// This share's part of a run-wide request budget (`max_requests`): the parts of a
-    /// sequence add up to it exactly.
+    /// sequence add up to it exactly. A replacement has what its earlier attempts did not
+    /// report sent.
     pub fn budget(&self, max_requests: Option<u64>) -> Option<u64> {
-        max_requests.map(|n| self.work.scale(n))
+        let sent = self.resume.as_ref().map_or(0, |resume| resume.requests_sent);
+        max_requests.map(|n| self.work.scale(n).saturating_sub(sent))
     }
 }
 
@@ -395,7 +401,7 @@ mod tests {
         .unwrap();
         plan.scenarios[0].injection = injection;
         plan.options.execution_segment =
-            Some(ExecutionSegmentOptions { segment: segment.into(), sequence: Some(sequence.into()) });
+            Some(ExecutionSegmentOptions { segment: segment.into(), sequence: Some(sequence.into()), resume: None });
         plan
     }
 

@@ -16,6 +16,9 @@ use std::time::{Instant, SystemTime};
 pub(crate) struct RunStart {
     pub instant: Instant,
     pub wall: SystemTime,
+    /// A replacement share's takeover (`execution_segment.resume`): what the schedule had due
+    /// before it is skipped, not sent late.
+    pub resume_from: Option<Instant>,
 }
 
 /// Where the workers line up before the run: the last to arrive starts the clock.
@@ -59,7 +62,7 @@ impl StartLine {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.arrived += 1;
         if state.arrived >= self.workers && state.start.is_none() && !self.external {
-            state.start = Some(RunStart { instant: Instant::now(), wall: SystemTime::now() });
+            state.start = Some(RunStart { instant: Instant::now(), wall: SystemTime::now(), resume_from: None });
         }
         self.changed.notify_all();
     }
@@ -153,8 +156,11 @@ mod tests {
             (0..2).map(|_| Arrival::new(line.clone())).map(|a| std::thread::spawn(move || a.ready())).collect();
         line.wait_for_every_worker();
         // Every worker has arrived and none has started: the start is the one given.
-        let given =
-            RunStart { instant: Instant::now() + std::time::Duration::from_secs(3600), wall: SystemTime::now() };
+        let given = RunStart {
+            instant: Instant::now() + std::time::Duration::from_secs(3600),
+            wall: SystemTime::now(),
+            resume_from: None,
+        };
         line.set_start(given);
         for worker in workers {
             assert_eq!(worker.join().unwrap().unwrap().instant, given.instant);

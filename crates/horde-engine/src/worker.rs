@@ -81,6 +81,8 @@ pub(crate) struct WorkerContext {
     late_threshold: Duration,
     /// Requests that start before this are the warm-up: run, but not measured.
     measure_from: Instant,
+    /// A replacement share's takeover: arrivals and user slots due before it are skipped.
+    resume_from: Option<Instant>,
     seed: u64,
     /// Unique to the run, shared by every worker: CouchDB document ids start with it.
     pub run_token: Arc<str>,
@@ -360,6 +362,7 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
             .ending_at(options.max_duration_ms.and_then(|ms| start.checked_add(Duration::from_millis(ms)))),
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
         measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
+        resume_from: run_start.resume_from.map(Instant::from_std),
         seed,
         run_token,
         active_users: Cell::new(0),
@@ -380,7 +383,11 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
     ctx.wake_if_idle();
 
     let interval = Duration::from_millis(options.snapshot_interval_ms);
-    let mut ticker = tokio::time::interval_at(start + interval, interval);
+    // A replacement share hands in the intervals from the one it takes over in: their numbers
+    // are the run's, so its coordinator merges them with the other shares' of the same time.
+    let mut intervals_done =
+        run_start.resume_from.map_or(0, |from| crate::run::interval_index(from - run_start.instant, options));
+    let mut ticker = tokio::time::interval_at(start + interval * (intervals_done as u32 + 1), interval);
     // With a graceful stop, users still running this long after the last profile ended are
     // interrupted.
     let profiles_end = program
@@ -397,7 +404,6 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
         }
     };
     tokio::pin!(graceful_stop);
-    let mut intervals_done = 0u64;
     loop {
         tokio::select! {
             _ = &mut graceful_stop => break,
@@ -466,8 +472,13 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                 tokio::task::spawn_local(async move {
                     let mut hold_back = ReplacementHoldBack::default();
                     for period in periods {
-                        tokio::time::sleep_until(begin + period.from).await;
                         let until = begin + period.until;
+                        // A replacement share's slots start where it takes over.
+                        let from = (begin + period.from).max(ctx.resume_from.unwrap_or(begin));
+                        if from >= until {
+                            continue;
+                        }
+                        tokio::time::sleep_until(from).await;
                         while Instant::now() < until && !ctx.limits.requests_exhausted() && !ctx.limits.stop_requested()
                         {
                             let number = ctx
@@ -477,7 +488,10 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
                                 .global(users_made.get() * ctx.workers as u64 + ctx.worker as u64);
                             users_made.set(users_made.get() + 1);
                             let began = Instant::now();
-                            let failed = match run_user(&ctx, scenario, number).await {
+                            // Not through a wrapper `async fn`: its future would hold a second
+                            // copy of the arguments in every slot's task (32 bytes a user).
+                            ctx.user_started(scenario);
+                            let failed = match run_started_user(&ctx, scenario, number).await {
                                 UserOutcome::Exhausted => return,
                                 UserOutcome::Finished { failed } => failed,
                             };
@@ -498,8 +512,10 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
         let mut made_since_yield = 0u64;
         let mut previous_offset = None;
         let schedule = &ctx.program.share.schedule;
-        for (k, offset) in arrivals(injection, seed).enumerate() {
-            if !schedule.owns_local(k as u64, ctx.worker, ctx.workers) {
+        let mut arrivals = arrivals(injection, seed);
+        for k in 0u64.. {
+            let Some(offset) = arrivals.next() else { break };
+            if !schedule.owns_local(k, ctx.worker, ctx.workers) {
                 continue;
             }
             // Users are made as they are due. In a burst (`at_once_users(N)`), every user is
@@ -519,7 +535,17 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             if ctx.limits.requests_exhausted() || ctx.limits.stop_requested() {
                 break;
             }
-            let intended = begin + offset;
+            let mut intended = begin + offset;
+            if let Some(from) = ctx.resume_from.filter(|&from| intended < from) {
+                // Due before a replacement share took over. Users made at once are a
+                // population, as closed-model users are: made again at the takeover. Arrivals
+                // spread in time are a flow: what was due is load the run did not deliver,
+                // never made late in a burst.
+                if !arrivals.last_was_at_once() {
+                    continue;
+                }
+                intended = from;
+            }
             timer.sleep_until(intended).await;
             made_since_yield += 1;
             // How late the arrival came is the generator's own lag, shown apart as the start
@@ -531,7 +557,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
             ctx.user_started(scenario);
             let user_ctx = ctx.clone();
             // The arrival's index is the user's number, the same whatever the number of workers.
-            let number = k as u64;
+            let number = k;
             tokio::task::spawn_local(async move {
                 run_started_user(&user_ctx, scenario, number).await;
             });
@@ -543,11 +569,6 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
     ctx.gates[scenario].worker_finished();
     ctx.injectors_running.set(ctx.injectors_running.get() - 1);
     ctx.wake_if_idle();
-}
-
-async fn run_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64) -> UserOutcome {
-    ctx.user_started(scenario);
-    run_started_user(ctx, scenario, number).await
 }
 
 /// Runs a user already counted by [`WorkerContext::user_started`]. `number` is unique within

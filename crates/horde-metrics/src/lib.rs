@@ -34,7 +34,7 @@ pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use summary::{
     AttemptStats, ConnectionStats, DistributionBucket, ErrorSummary, GeneratorStats, GroupStats, LatencyStats,
     MachineStats, Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats, SessionFunctionStats,
-    SnapshotDelay, SummaryOptions, UserStats,
+    ShareReplacement, SnapshotDelay, SummaryOptions, UserStats,
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};

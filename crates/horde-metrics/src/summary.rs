@@ -291,6 +291,30 @@ pub struct MachineStats {
     /// long, the link to it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// Each time the share was given up and started again on another machine
+    /// (`--on-worker-loss replace`), in order. What its schedule had due between the lost
+    /// attempt's last interval and the replacement's takeover was not delivered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<ShareReplacement>,
+}
+
+/// A share given up on one machine and started again on another.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct ShareReplacement {
+    /// Why the earlier attempt was given up.
+    pub reason: String,
+    /// The machine (host) and process it ran on.
+    pub host: String,
+    pub pid: u32,
+    /// When it was given up, in seconds after the run's start.
+    pub lost_at_s: f64,
+    /// The last snapshot interval it handed in: what it sent after that is in no count.
+    pub last_interval: u64,
+    /// From when the replacement runs the share's schedule, in seconds after the run's start
+    /// (later if it was ready only after that).
+    pub resume_after_s: f64,
+    /// The machine the replacement was started on, as the distributed engine names it.
+    pub machine: String,
 }
 
 /// How long a share's interval snapshots took to reach the coordinator after their interval

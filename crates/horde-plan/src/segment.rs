@@ -8,7 +8,8 @@
 //! assert_eq!(segment.to_string(), "1/3:2/3");
 //! let sequence: ExecutionSegmentSequence = "0,1/3,2/3,1".parse().unwrap();
 //! assert_eq!(sequence.to_string(), "0,1/3,2/3,1");
-//! let options = ExecutionSegmentOptions { segment: "1/3:2/3".into(), sequence: Some("0,1/3,2/3,1".into()) };
+//! let options =
+//!     ExecutionSegmentOptions { segment: "1/3:2/3".into(), sequence: Some("0,1/3,2/3,1".into()), resume: None };
 //! let segmentation = options.resolve().unwrap();
 //! assert_eq!((segmentation.index, segmentation.weights()), (1, vec![1, 1, 1]));
 //! ```
@@ -46,6 +47,28 @@ pub struct ExecutionSegmentOptions {
     /// of the run must be given the same. Default: `0,from,to,1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<String>,
+    /// A share that takes over from a lost one (`--on-worker-loss replace`): it runs the same
+    /// segment, from a later point of the run's schedule. Set by a coordinator, not by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<ShareResume>,
+}
+
+/// Where a replacement share takes over its segment. The schedule stays absolute: what was due
+/// before `after_ms` is not sent late (no burst), it is load the run did not deliver.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ShareResume {
+    /// Which run of the segment this is: 1 for the first replacement (the share it replaces
+    /// ran attempt 0). The coordinator counts only the intervals of the current attempt.
+    #[schemars(range(min = 1))]
+    pub attempt: u32,
+    /// From when, in milliseconds after the run's start, the share runs its part (later if
+    /// it is ready only after it): arrivals spread in time and throttle slots due earlier are
+    /// skipped; closed-model users and users made at once start then.
+    pub after_ms: u64,
+    /// Requests of the segment's budget (`max_requests`) that earlier attempts reported sent.
+    #[serde(default)]
+    pub requests_sent: u64,
 }
 
 /// A segment in its sequence: what the engine stripes.
@@ -335,7 +358,8 @@ mod tests {
     use super::*;
 
     fn resolve(segment: &str, sequence: Option<&str>) -> Result<Segmentation, Vec<String>> {
-        let options = ExecutionSegmentOptions { segment: segment.into(), sequence: sequence.map(Into::into) };
+        let options =
+            ExecutionSegmentOptions { segment: segment.into(), sequence: sequence.map(Into::into), resume: None };
         options.resolve().map_err(|errors| errors.iter().map(ToString::to_string).collect())
     }
 

@@ -10,11 +10,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Opens `--cluster SPEC` with `horde.cluster.open_cluster`: its `ClusterInputError` is the
-/// user's to fix (exit 2), any other exception a cluster that could not be had (exit 3).
-pub(crate) fn open_cluster(spec: &str) -> Result<Arc<dyn ShareHosts>, horde_cli::ClusterOpenError> {
+/// Opens `--cluster SPEC` with `horde.cluster.open_cluster`, `spares` workers kept idle: its
+/// `ClusterInputError` is the user's to fix (exit 2), any other exception a cluster that could
+/// not be had (exit 3).
+pub(crate) fn open_cluster(spec: &str, spares: u32) -> Result<Arc<dyn ShareHosts>, horde_cli::ClusterOpenError> {
     Python::attach(|py| {
-        let opened = py.import("horde.cluster").and_then(|module| module.getattr("open_cluster")?.call1((spec,)));
+        let opened =
+            py.import("horde.cluster").and_then(|module| module.getattr("open_cluster")?.call1((spec, spares)));
         match opened {
             Ok(coordinator) => Ok(Arc::new(PyShareHosts { coordinator: coordinator.unbind() }) as Arc<dyn ShareHosts>),
             Err(err) if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => {
@@ -106,6 +108,16 @@ impl CoordinatorLink for PyShareHosts {
                         None
                     }
                 }
+            })
+        })
+    }
+
+    fn replace_share(&self, share: usize, plan: &str) -> Result<String, String> {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                let machine =
+                    self.coordinator.call_method1(py, "replace_share", (share, plan)).map_err(|e| text(py, e))?;
+                machine.extract::<String>(py).map_err(|e| text(py, e))
             })
         })
     }

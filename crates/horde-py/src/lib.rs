@@ -84,8 +84,9 @@ impl horde_cli::SimulationLoader for InProcessLoader {
     fn open_cluster(
         &self,
         spec: &str,
+        spares: u32,
     ) -> Result<std::sync::Arc<dyn horde_engine::cluster::ShareHosts>, horde_cli::ClusterOpenError> {
-        cluster::open_cluster(spec)
+        cluster::open_cluster(spec, spares)
     }
 
     fn front_end(&self) -> String {

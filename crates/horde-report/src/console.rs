@@ -248,6 +248,7 @@ fn machine_lines(out: &mut String, summary: &Summary) {
     for m in &summary.machines {
         let verdict = match &m.lost {
             Some(_) => "LOST",
+            None if !m.replaced.is_empty() => "replaced, part not delivered",
             None if m.delivered => "delivered",
             None => "not delivered",
         };
@@ -274,6 +275,19 @@ fn machine_lines(out: &mut String, summary: &Summary) {
         }
         if !timing.is_empty() {
             let _ = writeln!(out, "  {}", timing.join(", "));
+        }
+        for r in &m.replaced {
+            let _ = writeln!(
+                out,
+                "  lost at {:.1} s on {} pid {} ({}); counted to interval {}, resumed on {} from {:.1} s",
+                r.lost_at_s,
+                printable(&r.host),
+                r.pid,
+                printable(&r.reason),
+                r.last_interval,
+                printable(&r.machine),
+                r.resume_after_s
+            );
         }
     }
 }

@@ -196,6 +196,8 @@ impl ResultsSink {
                 machines.push_str(&format!(" | share {} LOST", machine.share));
             } else if let Some(silent) = machine.silent_s {
                 machines.push_str(&format!(" | share {} silent {silent:.0} s", machine.share));
+            } else if !machine.replaced.is_empty() {
+                machines.push_str(&format!(" | share {} replaced", machine.share));
             }
         }
         let mut stderr = std::io::stderr().lock();

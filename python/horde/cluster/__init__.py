@@ -27,11 +27,17 @@ def require_distributed():
     return distributed
 
 
-def open_cluster(spec: str):
-    """The machines of ``--cluster SPEC`` (``local:N`` or ``tcp://HOST:PORT``), as the
-    coordinator the engine drives (horde-py's ShareHosts)."""
+def open_cluster(spec: str, spares: int = 0):
+    """The machines of ``--cluster SPEC`` (``local:N``, ``ssh:...`` or ``tcp://HOST:PORT``), as
+    the coordinator the engine drives (horde-py's ShareHosts), ``spares`` workers kept idle to
+    replace lost ones (``local:N`` starts them in addition to its N)."""
     require_distributed()
     from horde.cluster.coordinator import Coordinator
     from horde.cluster.deploy import connect
 
-    return Coordinator(connect(spec))
+    deployment = connect(spec, spares)
+    try:
+        return Coordinator(deployment, spares)
+    except BaseException:
+        deployment.close()
+        raise

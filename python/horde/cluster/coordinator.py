@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 
-from horde.cluster import share
+from horde.cluster import ClusterInputError, share
 from horde.cluster.deploy import Deployment
 from horde.cluster.transport import RunTopic
 
@@ -25,6 +25,9 @@ SHARE_READY_TIMEOUT_S = 60.0
 STOP_WAIT_S = 5.0
 # The beat that keeps the shares going (share.BEAT_TIMEOUT_S without one stops them).
 BEAT_EVERY_S = 1.0
+# How long a replacement waits for a spare worker to be there (one a nanny restarts after a
+# crash takes about 2 s to join).
+SPARE_WAIT_S = 5.0
 
 
 class ClockOffset:
@@ -44,11 +47,20 @@ def machine_order(address: str, name) -> tuple:
 
 
 class Coordinator:
-    def __init__(self, deployment: Deployment):
+    def __init__(self, deployment: Deployment, spares: int = 0):
         self._deployment = deployment
         self._client = deployment.client
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
-        self._machines = sorted(workers, key=lambda address: machine_order(address, workers[address].get("name")))
+        ordered = sorted(workers, key=lambda address: machine_order(address, workers[address].get("name")))
+        if spares >= len(ordered):
+            raise ClusterInputError(f"--spares {spares}: the cluster has {len(ordered)} workers, and at least one "
+                                    "must run a share")
+        # The machines running a share, in share order; the last ``spares`` workers wait.
+        self._machines = ordered[:len(ordered) - spares]
+        # Workers a share ran on and lost: never a spare.
+        self._retired: set[str] = set()
+        self._launches = 0
+        self._start_ns: int | None = None
         self._run_id = uuid.uuid4().hex[:16]
         self._topic = RunTopic(self._run_id)
         self._inbox: queue.Queue = queue.Queue()
@@ -102,6 +114,7 @@ class Coordinator:
             return None
 
     def start(self, at_ns: int) -> None:
+        self._start_ns = at_ns
         starts = {address: at_ns + offset.offset_ns for address, offset in self._offsets.items()}
         self._client.run(share.start, self._run_id, starts, workers=self._machines)
 
@@ -117,15 +130,54 @@ class Coordinator:
             lost, self._lost = self._lost, []
         return lost
 
+    def replace_share(self, index: int, plan: str) -> str:
+        """Starts share ``index`` again on a spare worker, with ``plan`` (its own, resumed by the
+        engine) and the run's start in that worker's clock: the worker's address, or raises
+        when there is none (the engine then counts the share lost)."""
+        spare = self._spare()
+        if spare is None:
+            raise RuntimeError(f"no spare worker within {SPARE_WAIT_S:.0f} s (--spares N keeps some)")
+        offset = self._measure_clock(spare)
+        self._offsets[spare] = offset
+        self._retired.add(self._machines[index])
+        self._machines[index] = spare
+        self._launches += 1
+        start_ns = None if self._start_ns is None else self._start_ns + offset.offset_ns
+        future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S, start_ns,
+                                     key=f"horde-{self._run_id}-{index}-r{self._launches}", workers=[spare],
+                                     allow_other_workers=False, pure=False, retries=0)
+        future.add_done_callback(lambda done, index=index, address=spare: self._share_done(done, index, address))
+        self._futures[index] = future
+        return spare
+
+    def _spare(self) -> str | None:
+        """A worker running no share of this run and never lost by it, waiting a little for one
+        (a nanny restarting a crashed worker)."""
+        deadline = time.monotonic() + SPARE_WAIT_S
+        while True:
+            workers = self._client.scheduler_info(n_workers=-1)["workers"]
+            idle = [address for address in workers if address not in self._machines and address not in self._retired]
+            if idle:
+                return min(idle, key=lambda address: machine_order(address, workers[address].get("name")))
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
+
     def stop_share(self, index: int, reason: str) -> None:
         """Stops one share the engine gave up, and forgets its task (a task pinned to a worker
         that left would otherwise run again if a worker came back at that address, dask#7346)."""
         if index < len(self._futures):
             self._futures[index].cancel()
         address = self._machines[index]
-        threading.Thread(target=self._client.run, args=(share.stop, self._run_id, reason),
-                         kwargs={"workers": [address], "on_error": "ignore"}, name="horde-stop-share",
-                         daemon=True).start()
+        threading.Thread(target=self._stop_on, args=(address, reason), name="horde-stop-share", daemon=True).start()
+
+    def _stop_on(self, address: str, reason: str) -> None:
+        """Stops this run's share on one worker, which may be dead: a stop that cannot reach
+        it has nothing to stop."""
+        try:
+            self._client.run(share.stop, self._run_id, reason, workers=[address], on_error="ignore")
+        except OSError:  # distributed's CommClosedError: the worker is gone
+            pass
 
     def stop(self, reason: str) -> None:
         # On a thread of its own: the engine's collector calls this, and must not wait on a
@@ -179,7 +231,10 @@ class Coordinator:
         self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")
 
     def _share_done(self, future, index: int, address: str) -> None:
-        """A share's task ended (on the client's event loop): an error loses the share."""
+        """A share's task ended (on the client's event loop): an error loses the share, unless
+        it was an attempt already replaced."""
+        if index < len(self._futures) and self._futures[index] is not future:
+            return
         if future.status == "error":
             self._lose(index, str(future.exception()) or f"share {index} on {address} failed")
 

@@ -38,12 +38,14 @@ class Deployment:
             self.cluster.close(timeout=CONNECT_TIMEOUT_S)
 
 
-def connect(spec: str) -> Deployment:
+def connect(spec: str, spares: int = 0) -> Deployment:
+    """Connects to the cluster of ``spec``, or starts it; ``local:N`` starts ``spares`` worker
+    processes more than its N, to replace lost ones."""
     import dask
     from distributed import Client, LocalCluster
 
     if spec.startswith("local:"):
-        workers = int(spec.removeprefix("local:"))
+        workers = int(spec.removeprefix("local:")) + spares
         with dask.config.set(STARTED_CLUSTER_CONFIG):
             # One thread per process: a share occupies it, the engine's threads are its own.
             # No memory limit: the nanny must not pause or kill a process holding many users.

@@ -89,14 +89,18 @@ class _Link:
         self.topic.send(self.worker, message)
 
 
-def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float) -> dict:
+def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, start_ns: int | None = None) -> dict:
     """The task: runs share ``share`` of run ``run_id``, its own results in the worker's local
     directory. Returns the run's status and that directory; raises ShareFailed if it could not
-    run."""
+    run. A replacement share is given the run's start (``start_ns``, in this machine's clock)
+    with its task: it goes as soon as it is ready."""
     from distributed import get_worker
 
     worker = get_worker()
     state = _register(run_id)
+    if start_ns is not None:
+        state.start_ns = start_ns
+        state.started.set()
     results = Path(worker.local_directory) / "horde" / run_id / f"share-{share}"
     link = _Link(RunTopic(run_id), worker, state, ready_timeout_s)
     watchdog = threading.Thread(target=state.watch_the_coordinator, name=f"horde-{run_id}-watchdog", daemon=True)

@@ -7,7 +7,10 @@ use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
 use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
-use horde_metrics::{MachineStats, RunStatus, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals};
+use horde_metrics::{
+    MachineStats, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
+};
+use horde_plan::{Plan, ShareResume};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,6 +33,9 @@ pub struct CoordinatorOptions {
     pub silence_limit: Duration,
     /// What a lost share does to the run.
     pub on_loss: WorkerLossPolicy,
+    /// Each share's plan, as launched: a replacement runs its lost share's, resumed
+    /// (`WorkerLossPolicy::Replace`; without them a lost share cannot be replaced).
+    pub share_plans: Vec<Plan>,
 }
 
 /// What a lost share (its worker dead, gone from the cluster, or silent) does to the run.
@@ -42,6 +48,10 @@ pub enum WorkerLossPolicy {
     Continue,
     /// Every share stops: the run ends `stopped`.
     Abort,
+    /// The share starts again on a spare machine, from a little after the loss on: its
+    /// schedule stays the run's, so what was due in between is not delivered, and nothing is
+    /// sent late. Without a spare, as `Continue`.
+    Replace,
 }
 
 impl CoordinatorOptions {
@@ -55,6 +65,7 @@ impl CoordinatorOptions {
             suspect_after: Duration::from_secs(3),
             silence_limit: Duration::from_secs(10),
             on_loss: WorkerLossPolicy::Continue,
+            share_plans: Vec::new(),
         }
     }
 }
@@ -94,6 +105,7 @@ pub fn run_coordinated(
         done: done.clone(),
         silence_limit: options.silence_limit,
         on_loss: options.on_loss,
+        share_plans: options.share_plans.clone(),
         start,
         interval: Duration::from_millis(program.plan.options.snapshot_interval_ms),
     };
@@ -110,6 +122,7 @@ pub fn run_coordinated(
         workers: shares,
         started_at,
         start,
+        first_interval: 0,
         ledger: &ledger,
         function_cost: None,
         protocols: &program.protocols,
@@ -179,6 +192,7 @@ struct Machine {
     last_heard: Instant,
     finished: bool,
     lost: Option<String>,
+    replaced: Vec<ShareReplacement>,
 }
 
 impl Machine {
@@ -197,6 +211,7 @@ impl Machine {
             last_heard: Instant::now(),
             finished: false,
             lost: None,
+            replaced: Vec::new(),
         }
     }
 
@@ -233,8 +248,9 @@ impl Machine {
             start_late_us: self.started_late_ns.map(|late| late as f64 / 1_000.0),
             snapshot_delay_ms: self.snapshot_delays.stats(),
             silent_s: suspect.then_some(silent.as_secs_f64()),
-            delivered: self.finished && self.lost.is_none(),
+            delivered: self.finished && self.lost.is_none() && self.replaced.is_empty(),
             lost: self.lost.clone(),
+            replaced: self.replaced.clone(),
         }
     }
 }
@@ -273,6 +289,7 @@ struct Inlet {
     done: Arc<AtomicBool>,
     silence_limit: Duration,
     on_loss: WorkerLossPolicy,
+    share_plans: Vec<Plan>,
     /// The run's start and snapshot interval: interval i ends at `start + i * interval`.
     start: Instant,
     interval: Duration,
@@ -284,8 +301,7 @@ impl Inlet {
             match self.link.receive(Duration::from_millis(20)) {
                 Ok(Some(bytes)) => match ShareMessage::decode(&bytes) {
                     Ok(ShareMessage::Interval(interval)) => self.took(*interval),
-                    // A share's ready message sent again: nothing new.
-                    Ok(ShareMessage::Ready(_)) => {}
+                    Ok(ShareMessage::Ready(ready)) => self.replacement_ready(ready),
                     Err(err) => self.ledger.request_stop(err.to_string()),
                 },
                 Ok(None) => {}
@@ -331,6 +347,16 @@ impl Inlet {
         }
         drop(machines);
         let _ = self.snapshots.send(interval.snapshot);
+    }
+
+    /// A replacement share is ready: the machine is its from now on. (Any other ready message
+    /// is one sent again, or an older attempt's: nothing new.)
+    fn replacement_ready(&self, ready: ShareReady) {
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(machine) = machines.get_mut(ready.share).filter(|m| m.ready.attempt == ready.attempt) {
+            machine.ready = ready;
+            machine.last_heard = Instant::now();
+        }
     }
 
     /// Shares not heard from for too long are given up: the run stops, and the collector is
@@ -380,6 +406,13 @@ impl Inlet {
             self.ledger.request_stop(format!("{reason} (--on-worker-loss abort)"));
         }
         self.link.stop_share(machine.ready.share, &reason);
+        let reason = match self.on_loss {
+            WorkerLossPolicy::Replace if self.ledger.stop_reason().is_none() => match self.replace(machine, &reason) {
+                Ok(()) => return,
+                Err(why) => format!("{reason}; not replaced: {why}"),
+            },
+            _ => reason,
+        };
         machine.lost = Some(reason);
         machine.finished = true;
         let last = Snapshot {
@@ -391,6 +424,41 @@ impl Inlet {
         let _ = self.snapshots.send(last);
     }
 }
+
+impl Inlet {
+    /// Starts `machine`'s share again on a spare machine, from [`REPLACEMENT_LEAD`] after now
+    /// on. Its earlier attempt's intervals are no longer counted (it may still be sending:
+    /// silent is not dead), the budget it reported spent is not given again.
+    fn replace(&self, machine: &mut Machine, reason: &str) -> Result<(), String> {
+        let share = machine.ready.share;
+        let mut plan = self.share_plans.get(share).cloned().ok_or("the coordinator has no plan to resume")?;
+        let lost_at = self.start.elapsed();
+        let resume_after = lost_at + REPLACEMENT_LEAD;
+        let attempt = machine.ready.attempt + 1;
+        let segment = plan.options.execution_segment.as_mut().ok_or("the share's plan has no execution segment")?;
+        segment.resume =
+            Some(ShareResume { attempt, after_ms: resume_after.as_millis() as u64, requests_sent: machine.requests });
+        let spare = self.link.replace_share(share, &plan.to_json_pretty())?;
+        machine.replaced.push(ShareReplacement {
+            reason: reason.to_string(),
+            host: machine.ready.host.clone(),
+            pid: machine.ready.pid,
+            lost_at_s: lost_at.as_secs_f64(),
+            last_interval: machine.last_interval,
+            resume_after_s: resume_after.as_secs_f64(),
+            machine: spare,
+        });
+        machine.ready.attempt = attempt;
+        // Its silence counts from its launch: a replacement not heard from in time is lost
+        // in turn (and replaced again while spares last).
+        machine.last_heard = Instant::now();
+        Ok(())
+    }
+}
+
+/// How far after its loss a replacement share takes over: about the time a warm worker needs
+/// to build a share's users. One ready later takes over when it is ready.
+const REPLACEMENT_LEAD: Duration = Duration::from_millis(500);
 
 /// Passes the collector's stops on to the shares and puts them in the results.
 struct CoordinatorTap {

@@ -62,6 +62,13 @@ pub trait CoordinatorLink: Send + Sync {
     /// Asks one share to stop, whether or not it still runs: one given up while the others go
     /// on must not go on sending.
     fn stop_share(&self, _share: usize, _reason: &str) {}
+    /// Starts share `share` again on a spare machine with `plan` (JSON: the share's plan with
+    /// its segment's `resume`), its start the run's: the machine it now runs on, named as
+    /// [`ShareHosts::machines`] names them, or why no machine could take it. A link without
+    /// spare machines has none.
+    fn replace_share(&self, _share: usize, _plan: &str) -> Result<String, String> {
+        Err("no spare machine to replace it with".into())
+    }
     /// Share `share`'s machine clock against the coordinator's, as the link measured it to
     /// convert the start; None when it did not (one machine's clock, or unknown).
     fn clock(&self, _share: usize) -> Option<ShareClock> {
@@ -127,7 +134,8 @@ pub fn share_plans(
     for (index, machine) in machines.iter().enumerate() {
         let mut share = plan.clone();
         let segment = format!("{}:{}", point(bounds[index]), point(bounds[index + 1]));
-        share.options.execution_segment = Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()) });
+        share.options.execution_segment =
+            Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()), resume: None });
         share.options.workers = share.options.workers.or(threads);
         let schedule = Share::of(&share).schedule;
         let users: u64 =

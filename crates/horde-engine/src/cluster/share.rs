@@ -26,7 +26,11 @@ pub fn run_share(
 ) -> Result<RunResult, ClusterError> {
     let segment = program.plan.options.execution_segment.clone().ok_or(ClusterError::NoSegment)?;
     let share = segment.resolve().map_err(|_| ClusterError::NoSegment)?.index;
-    let role = ShareRole { link, share, attempt: 0, segment: segment.segment };
+    let (attempt, resume_after) = match &segment.resume {
+        Some(resume) => (resume.attempt, Some(Duration::from_millis(resume.after_ms))),
+        None => (0, None),
+    };
+    let role = ShareRole { link, share, attempt, resume_after, segment: segment.segment };
     // The process (a distributed engine's worker) may have run other shares: its peak memory
     // is measured from here, for this one's.
     reset_peak_memory();
@@ -38,6 +42,8 @@ pub(crate) struct ShareRole {
     link: Arc<dyn ShareLink>,
     share: usize,
     attempt: u32,
+    /// A replacement's takeover, after the run's start.
+    resume_after: Option<Duration>,
     segment: String,
 }
 
@@ -62,8 +68,11 @@ impl ShareRole {
             // Late (a slow link): the schedule stays absolute, its first arrivals are late.
             Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
         };
-        sleep_until(instant);
-        Ok(RunStart { instant, wall: at })
+        // A replacement takes over where it was told to, or now if it is ready only later:
+        // its schedule is the run's, and what was due before is skipped rather than sent late.
+        let resume_from = self.resume_after.map(|after| (instant + after).max(Instant::now()));
+        sleep_until(resume_from.unwrap_or(instant));
+        Ok(RunStart { instant, wall: at, resume_from })
     }
 
     /// The coordinator's lease on this share, when its link has one.
@@ -224,7 +233,7 @@ mod tests {
     }
 
     fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
-        let role = ShareRole { link, share: 1, attempt: 0, segment: "1/2:1".into() };
+        let role = ShareRole { link, share: 1, attempt: 0, resume_after: None, segment: "1/2:1".into() };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
         (role.relay(ledger.clone(), Duration::from_micros(42)), ledger)
     }

@@ -56,12 +56,14 @@ impl VirtualUser {
             CookieStep::Add(add) => self.add_cookie(add),
             CookieStep::Get(get) => self.get_cookie(get),
             CookieStep::FlushJar => {
-                self.protocols.http.cookies.clear();
-                self.protocols.http.has_cookies = false;
+                self.protocols.http.drop_jar();
                 Flow::Next
             }
             CookieStep::FlushSession => {
-                let cookies = &mut self.protocols.http.cookies;
+                if self.protocols.http.jar().is_none() {
+                    return Flow::Next;
+                }
+                let cookies = self.protocols.http.jar_mut();
                 let session: Vec<(String, String, String)> = cookies
                     .iter_any()
                     .filter(|c| !c.is_persistent())
@@ -70,7 +72,8 @@ impl VirtualUser {
                 for (domain, path, name) in session {
                     cookies.remove(&domain, &path, &name);
                 }
-                self.protocols.http.has_cookies = cookies.iter_any().next().is_some();
+                let any_left = cookies.iter_any().next().is_some();
+                self.protocols.http.has_cookies = any_left;
                 Flow::Next
             }
         }
@@ -94,7 +97,7 @@ impl VirtualUser {
         if let Some(domain) = &add.domain {
             cookie = cookie.domain(domain.clone());
         }
-        match self.protocols.http.cookies.insert_raw(&cookie.build(), &add.origin) {
+        match self.protocols.http.jar_mut().insert_raw(&cookie.build(), &add.origin) {
             Ok(_) => {
                 self.protocols.http.has_cookies = true;
                 Flow::Next
@@ -110,8 +113,9 @@ impl VirtualUser {
         let found = self
             .protocols
             .http
-            .cookies
-            .iter_unexpired()
+            .jar()
+            .into_iter()
+            .flat_map(|jar| jar.iter_unexpired())
             .find(|c| c.name() == get.name && get.domain.as_ref().is_none_or(|url| c.domain.matches(url)))
             .map(|c| c.value().to_string());
         match found {

@@ -411,7 +411,7 @@ impl VirtualUser {
     fn store_cookies(&mut self, headers: &HeaderMap, url: &Url) {
         for value in headers.get_all(SET_COOKIE) {
             if let Ok(text) = value.to_str() {
-                if self.protocols.http.cookies.parse(text, url).is_ok() {
+                if self.protocols.http.jar_mut().parse(text, url).is_ok() {
                     self.protocols.http.has_cookies = true;
                 }
             }
@@ -440,8 +440,9 @@ impl VirtualUser {
 
     /// The Cookie header for the request's URL from the user's jar.
     pub(in crate::protocol) fn set_cookie_header(&self, prepared: &mut Prepared) {
+        let Some(jar) = self.protocols.http.jar() else { return };
         let mut cookie = String::new();
-        for (name, value) in self.protocols.http.cookies.get_request_values(&prepared.target.url) {
+        for (name, value) in jar.get_request_values(&prepared.target.url) {
             if !cookie.is_empty() {
                 cookie.push_str("; ");
             }
