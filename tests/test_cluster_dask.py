@@ -61,6 +61,8 @@ def test_a_budget_split_over_three_workers_reaches_the_server_once(horde, nginx,
         (0, "0:1/3", 1000, True), (1, "1/3:2/3", 1000, True), (2, "2/3:1", 1000, True)]
     # Three worker processes, none of them this one.
     assert len({m["pid"] for m in machines}) == 3
+    # Each worker's own log of what it sent agrees with what the coordinator merged.
+    assert [(m["verified"], m["log_requests"]) for m in machines] == [(True, 1000)] * 3
     jsonschema.validate(summary, summary_schema)
 
 

@@ -79,6 +79,8 @@ def test_two_shares_send_the_budget_once_and_the_coordinator_merges_it_exactly(n
     assert [(m["share"], m["segment"], m["requests"], m["delivered"]) for m in machines] == [
         (0, "0:1/2", 1500, True), (1, "1/2:1", 1500, True)]
     assert all(m["intervals"] >= 1 and m["threads"] >= 1 and "lost" not in m for m in machines)
+    # Each share's own log of what it sent agrees with the coordinator's merge.
+    assert [(m["verified"], m["log_requests"]) for m in machines] == [(True, 1500), (True, 1500)]
     assert "machines" not in shares[0]
     jsonschema.validate(merged, summary_schema)
 

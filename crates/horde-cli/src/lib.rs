@@ -560,7 +560,19 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         // Scripts and CI read the last line of stdout to find the results.
         print_text(&format!("{}\n", dir.display()));
     }
-    let share_lost = (!lost.is_empty() || !replaced.is_empty()) && !role.worker_loss_allowed();
+    // A share whose own log counted more than the coordinator merged: intervals lost on the
+    // way, so the results lack part of what was sent.
+    let unmerged: Vec<&horde_metrics::MachineStats> =
+        finished.summary.machines.iter().filter(|m| m.verified == Some(false)).collect();
+    for m in &unmerged {
+        status!(
+            "error: share {} counted {} requests in its own log, not all of which reached the coordinator: some \
+             of its intervals were lost on the way, and the results lack them",
+            m.share,
+            m.log_requests.unwrap_or(0)
+        );
+    }
+    let share_lost = (!lost.is_empty() || !replaced.is_empty() || !unmerged.is_empty()) && !role.worker_loss_allowed();
     Ok(run_exit_code(finished.status, share_lost, thresholds_failed))
 }
 

@@ -50,6 +50,7 @@ fn share_interval(share: usize, rows: usize, interval: u64) -> ShareInterval {
         cpu_ns: Some(1),
         stop_reason: None,
         fenced: None,
+        log: None,
         started_late_ns: None,
         peak_memory_bytes: None,
     }

@@ -296,6 +296,14 @@ pub struct MachineStats {
     /// attempt's last interval and the replacement's takeover was not delivered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaced: Vec<ShareReplacement>,
+    /// The requests its own interval log counted (its last attempt's), sent with its last
+    /// interval: absent when that never came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_requests: Option<u64>,
+    /// Whether the coordinator merged every interval and request of that log: false means
+    /// some of its intervals were lost on the way, and the results lack them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 /// A share given up on one machine and started again on another.

@@ -69,6 +69,16 @@ pub struct ShareInterval {
     /// Why the share stopped itself as no longer the coordinator's (its lease lapsed: it had
     /// not heard the coordinator's beat): the coordinator counts it lost.
     pub fenced: Option<String>,
+    /// With the share's last interval: what its whole interval log (this attempt's) counted,
+    /// for the coordinator to check its merge against.
+    pub log: Option<ShareLog>,
+}
+
+/// What a share sent over a run: its intervals and the requests they counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ShareLog {
+    pub intervals: u64,
+    pub requests: u64,
 }
 
 /// Why a message could not be decoded.
@@ -405,6 +415,8 @@ struct WireInterval {
     peak_memory_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fenced: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log: Option<ShareLog>,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     groups: Vec<WireGroup>,
@@ -438,6 +450,7 @@ impl WireInterval {
             started_late_ns: interval.started_late_ns,
             peak_memory_bytes: interval.peak_memory_bytes,
             fenced: interval.fenced.clone(),
+            log: interval.log,
             rows: s.requests.iter().map(|(name, recorder)| WireRow::from(name, recorder, h)).collect(),
             groups: s
                 .groups
@@ -536,6 +549,7 @@ impl WireInterval {
             started_late_ns: self.started_late_ns,
             peak_memory_bytes: self.peak_memory_bytes,
             fenced: self.fenced,
+            log: self.log,
         })
     }
 }
@@ -644,6 +658,7 @@ mod tests {
             started_late_ns: Some(42_000),
             peak_memory_bytes: Some(64 << 20),
             fenced: None,
+            log: Some(ShareLog { intervals: 3, requests: 1234 }),
         }
     }
 

@@ -276,6 +276,15 @@ fn machine_lines(out: &mut String, summary: &Summary) {
         if !timing.is_empty() {
             let _ = writeln!(out, "  {}", timing.join(", "));
         }
+        match (m.verified, m.log_requests) {
+            (Some(true), Some(log)) => {
+                let _ = writeln!(out, "  merge checked against its own log: {log} requests");
+            }
+            (Some(false), Some(log)) => {
+                let _ = writeln!(out, "  its own log counted {log} requests: intervals lost on the way");
+            }
+            _ => {}
+        }
         for r in &m.replaced {
             let _ = writeln!(
                 out,

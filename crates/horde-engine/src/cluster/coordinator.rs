@@ -6,7 +6,7 @@ use crate::lower::Program;
 use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
-use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady};
 use horde_metrics::{
     MachineStats, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
 };
@@ -193,6 +193,10 @@ struct Machine {
     finished: bool,
     lost: Option<String>,
     replaced: Vec<ShareReplacement>,
+    /// What the coordinator merged of the current attempt, to check against its log.
+    merged: ShareLog,
+    /// The current attempt's own count of what it sent, with its last interval.
+    log: Option<ShareLog>,
 }
 
 impl Machine {
@@ -212,6 +216,8 @@ impl Machine {
             finished: false,
             lost: None,
             replaced: Vec::new(),
+            merged: ShareLog::default(),
+            log: None,
         }
     }
 
@@ -223,6 +229,9 @@ impl Machine {
         self.peak_memory_bytes = self.peak_memory_bytes.max(interval.peak_memory_bytes);
         self.late_starts += snapshot.late_starts;
         self.intervals += 1;
+        self.merged.intervals += 1;
+        self.merged.requests += snapshot.requests.iter().map(|(_, recorder)| recorder.count()).sum::<u64>();
+        self.log = interval.log.or(self.log);
         self.last_interval = self.last_interval.max(snapshot.interval);
         self.last_heard = Instant::now();
         self.finished |= snapshot.finished;
@@ -251,6 +260,8 @@ impl Machine {
             delivered: self.finished && self.lost.is_none() && self.replaced.is_empty(),
             lost: self.lost.clone(),
             replaced: self.replaced.clone(),
+            log_requests: self.log.map(|log| log.requests),
+            verified: self.log.map(|log| log == self.merged),
         }
     }
 }
@@ -449,6 +460,8 @@ impl Inlet {
             machine: spare,
         });
         machine.ready.attempt = attempt;
+        machine.merged = ShareLog::default();
+        machine.log = None;
         // Its silence counts from its launch: a replacement not heard from in time is lost
         // in turn (and replaced again while spares last).
         machine.last_heard = Instant::now();
@@ -481,5 +494,56 @@ impl CollectorTap for CoordinatorTap {
     fn before_sink(&mut self, totals: &mut Totals) {
         let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
         totals.machines = machines.iter().map(|machine| machine.stats(self.suspect_after)).collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use horde_metrics::{Recorder, RequestTiming};
+
+    fn ready() -> ShareReady {
+        ShareReady { share: 0, attempt: 0, segment: "0:1".into(), pid: 1, host: "h".into(), threads: 1 }
+    }
+
+    fn interval(number: u64, requests: u64, log: Option<ShareLog>) -> ShareInterval {
+        let mut recorder = Recorder::default();
+        for _ in 0..requests {
+            recorder.record(&RequestTiming { latency_us: 100, uncorrected_us: 100, ..Default::default() }, true);
+        }
+        let snapshot = Snapshot {
+            requests: vec![("r".into(), recorder)],
+            interval: number,
+            finished: log.is_some(),
+            ..Default::default()
+        };
+        ShareInterval {
+            share: 0,
+            attempt: 0,
+            snapshot,
+            cpu_ns: None,
+            stop_reason: None,
+            started_late_ns: None,
+            peak_memory_bytes: None,
+            fenced: None,
+            log,
+        }
+    }
+
+    /// The share's own count of what it sent, against what reached the coordinator.
+    #[test]
+    fn a_share_is_verified_when_its_log_matches_the_merge() {
+        let log = Some(ShareLog { intervals: 2, requests: 7 });
+        let mut whole = Machine::new(None, ready());
+        whole.took(&interval(1, 3, None));
+        assert_eq!(whole.stats(Duration::from_secs(3)).verified, None);
+        whole.took(&interval(2, 4, log));
+        let stats = whole.stats(Duration::from_secs(3));
+        assert_eq!((stats.verified, stats.log_requests), (Some(true), Some(7)));
+
+        // Interval 1 never arrived.
+        let mut short = Machine::new(None, ready());
+        short.took(&interval(2, 4, log));
+        assert_eq!(short.stats(Duration::from_secs(3)).verified, Some(false));
     }
 }

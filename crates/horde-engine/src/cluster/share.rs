@@ -7,7 +7,7 @@ use crate::process_usage::{peak_memory, process_cpu_time, reset_peak_memory};
 use crate::run::{run_program, CollectorTap, Role, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::start_line::RunStart;
-use horde_metrics::wire::{ShareInterval, ShareMessage, ShareReady};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady};
 use horde_metrics::{RequestLogOutput, Sink, Snapshot};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,6 +91,7 @@ impl ShareRole {
             ledger,
             pending: BTreeMap::new(),
             last_sent: 0,
+            log: ShareLog::default(),
             cpu_at_start: process_cpu_time(),
             send_failed: None,
         }
@@ -123,6 +124,9 @@ pub(crate) struct ShareRelay {
     /// Intervals some workers have handed in, not sent yet.
     pending: BTreeMap<u64, Snapshot>,
     last_sent: u64,
+    /// What the intervals sent so far counted: sent with the last one, for the coordinator to
+    /// check its merge against.
+    log: ShareLog,
     cpu_at_start: Option<Duration>,
     /// Why the coordinator could not be sent an interval: the share stops.
     send_failed: Option<String>,
@@ -133,6 +137,8 @@ impl ShareRelay {
         snapshot.worker = self.share;
         snapshot.finished = finished;
         self.last_sent = self.last_sent.max(snapshot.interval);
+        self.log.intervals += 1;
+        self.log.requests += snapshot.requests.iter().map(|(_, recorder)| recorder.count()).sum::<u64>();
         let cpu = process_cpu_time().zip(self.cpu_at_start).map(|(now, then)| now.saturating_sub(then));
         let message = ShareMessage::Interval(Box::new(ShareInterval {
             share: self.share,
@@ -143,6 +149,7 @@ impl ShareRelay {
             started_late_ns: Some(self.started_late.as_nanos() as u64),
             peak_memory_bytes: peak_memory(),
             fenced: self.ledger.lease_lapsed().map(fenced_reason),
+            log: finished.then_some(self.log),
         }));
         if let Err(problem) = self.link.send(&message.encode()) {
             self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
