@@ -146,8 +146,9 @@ class Coordinator:
         future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S, start_ns,
                                      key=f"horde-{self._run_id}-{index}-r{self._launches}", workers=[spare],
                                      allow_other_workers=False, pure=False, retries=0)
-        future.add_done_callback(lambda done, index=index, address=spare: self._share_done(done, index, address))
+        # Stored before the callback is added: a task that fails at once is then the current one.
         self._futures[index] = future
+        future.add_done_callback(lambda done, index=index, address=spare: self._share_done(done, index, address))
         return spare
 
     def _spare(self) -> str | None:
