@@ -353,10 +353,10 @@ def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(ng
     assert "Traceback" not in stderr, stderr
 
 
-def _paced_run_on_two_workers(nginx, results, path, duration):
+def _paced_run_on_two_workers(nginx, results, path, duration, *flags):
     """`horde http` at 100 requests a second over `local:2`, started in the background."""
     return subprocess.Popen(["horde", "http", nginx.url + path, "--rate", "100", "-c", "2", "-d", duration,
-                             "--cluster", "local:2", "--results-dir", str(results)],
+                             "--cluster", "local:2", "--results-dir", str(results), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -446,6 +446,39 @@ def test_a_share_resumed_after_its_lease_lapsed_sends_nothing_more(nginx, tmp_pa
     # It did not deliver its load: lost, saying why, and the run exits 6 as for any lost share.
     assert not fenced["delivered"] and "stopped itself: no beat from the coordinator" in fenced["lost"], fenced
     assert process.returncode == 6, stderr
+
+
+def test_a_share_that_stopped_itself_is_replaced_on_a_spare(nginx, tmp_path):
+    # The same lapse under `replace`: once the share's last interval is in, a spare takes its
+    # schedule over, and says when it did.
+    results = tmp_path / "fenced-replaced"
+    process = _paced_run_on_two_workers(nginx, results, "/fenced-replaced", "16s", "--on-worker-loss", "replace",
+                                        "--spares", "1")
+    stopped_pid = None
+    try:
+        stopped_pid = _stop_share_1(results)
+        time.sleep(6.5)
+        os.kill(stopped_pid, signal.SIGCONT)
+        _, stderr = process.communicate(timeout=90)
+    finally:
+        if stopped_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(stopped_pid, signal.SIGCONT)
+        stop_process(process)
+    assert process.returncode == 6, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    kept, share = summary["machines"]
+    assert kept["requests"] == 800 and kept["delivered"], kept
+    assert "lost" not in share and share["pid"] != stopped_pid, share
+    [loss] = share["replaced"]
+    assert "stopped itself: no beat from the coordinator" in loss["reason"] and loss["pid"] == stopped_pid, loss
+    assert loss["machine"].startswith("tcp://127.0.0.1:"), loss
+    # Taken over the lead after the loss (in whole ms), or later, as the replacement reported.
+    assert loss["lost_at_s"] + 0.499 <= loss["resume_after_s"] < 16, loss
+    # It sent its first interval or two before it was stopped, then nothing until the takeover;
+    # the replacement its 50 a second from then on, no burst.
+    resumed_for = 16 - loss["resume_after_s"]
+    assert 50 * resumed_for + 40 <= share["requests"] <= 50 * resumed_for + 110, (share["requests"], loss)
 
 
 def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):

@@ -213,7 +213,14 @@ def test_the_stop_button_stops_the_run_only_with_dashboard_control(target, tmp_p
         page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('live · updated')")
         started = time.monotonic()
         page.locator("#live-stop").click()
-        page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('final report')", timeout=30_000)
+        try:
+            page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('final report')", timeout=30_000)
+        except Exception as timed_out:  # playwright's TimeoutError: say what the page and horde showed
+            state = page.locator("#live-state").inner_text()
+            stopped = page.locator("#live-stop").count() and page.locator("#live-stop").is_disabled()
+            run.stop()
+            raise AssertionError(f"no final report 30 s after Stop was clicked: the page says {state!r} (button "
+                                 f"disabled: {stopped}); horde said: {''.join(run.stderr)}") from timed_out
         code, _, stderr = run.wait()
         assert time.monotonic() - started < 20, "stopped long before the 60 s the run would take"
         assert page.locator("#run-status").inner_text() == "interrupted"

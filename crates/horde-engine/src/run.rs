@@ -208,7 +208,9 @@ pub(crate) fn run_program(
                 let protocols = &program.protocols;
                 let mut tap: Box<dyn CollectorTap> = match role {
                     Role::Local => Box::new(LocalRun),
-                    Role::Share(share) => Box::new(share.relay(ledger.clone(), started_late)),
+                    Role::Share(share) => {
+                        Box::new(share.relay(ledger.clone(), started_late, resume_from.map(|from| from - start)))
+                    }
                 };
                 let run = CollectorRun {
                     workers,

@@ -51,6 +51,7 @@ fn share_interval(share: usize, rows: usize, interval: u64) -> ShareInterval {
         stop_reason: None,
         fenced: None,
         log: None,
+        resumed_after_ms: None,
         started_late_ns: None,
         peak_memory_bytes: None,
     }

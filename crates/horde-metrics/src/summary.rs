@@ -255,7 +255,8 @@ pub struct MachineStats {
     pub threads: usize,
     /// Requests with an outcome (OK, KO, unsent) it measured.
     pub requests: u64,
-    /// CPU time its process used during the run (all threads), as it last reported.
+    /// CPU time its process used during the run (all threads), as it last reported; for a
+    /// replaced share, every attempt's summed.
     pub cpu_ms: u64,
     /// Starts later than `late_start_threshold_us` after their intended time.
     pub late_starts: u64,
@@ -318,8 +319,9 @@ pub struct ShareReplacement {
     pub lost_at_s: f64,
     /// The last snapshot interval it handed in: what it sent after that is in no count.
     pub last_interval: u64,
-    /// From when the replacement runs the share's schedule, in seconds after the run's start
-    /// (later if it was ready only after that).
+    /// From when the replacement ran the share's schedule, in seconds after the run's start,
+    /// as it reported (later than planned if it was ready only then); the planned takeover
+    /// if it never reported.
     pub resume_after_s: f64,
     /// The machine the replacement was started on, as the distributed engine names it.
     pub machine: String,

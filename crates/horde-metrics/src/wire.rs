@@ -72,6 +72,9 @@ pub struct ShareInterval {
     /// With the share's last interval: what its whole interval log (this attempt's) counted,
     /// for the coordinator to check its merge against.
     pub log: Option<ShareLog>,
+    /// A replacement's takeover, in ms after the run's start on its own clock: when it began
+    /// the lost share's schedule (later than it was told if it was ready only then).
+    pub resumed_after_ms: Option<u64>,
 }
 
 /// What a share sent over a run: its intervals and the requests they counted.
@@ -417,6 +420,8 @@ struct WireInterval {
     fenced: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     log: Option<ShareLog>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resumed_after_ms: Option<u64>,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     groups: Vec<WireGroup>,
@@ -451,6 +456,7 @@ impl WireInterval {
             peak_memory_bytes: interval.peak_memory_bytes,
             fenced: interval.fenced.clone(),
             log: interval.log,
+            resumed_after_ms: interval.resumed_after_ms,
             rows: s.requests.iter().map(|(name, recorder)| WireRow::from(name, recorder, h)).collect(),
             groups: s
                 .groups
@@ -550,6 +556,7 @@ impl WireInterval {
             peak_memory_bytes: self.peak_memory_bytes,
             fenced: self.fenced,
             log: self.log,
+            resumed_after_ms: self.resumed_after_ms,
         })
     }
 }
@@ -659,6 +666,7 @@ mod tests {
             peak_memory_bytes: Some(64 << 20),
             fenced: None,
             log: Some(ShareLog { intervals: 3, requests: 1234 }),
+            resumed_after_ms: Some(2_500),
         }
     }
 

@@ -3,7 +3,7 @@
 //! (`ShareRunner`, its link over horde.cluster's share link). Conversions only: what a run
 //! means is in horde-engine's cluster/ and horde-cli.
 
-use horde_engine::cluster::{CoordinatorLink, ShareClock, ShareHosts, ShareLease, ShareLink};
+use horde_engine::cluster::{CoordinatorLink, LostShare, ShareClock, ShareHosts, ShareLease, ShareLink};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -85,14 +85,15 @@ impl CoordinatorLink for PyShareHosts {
         })
     }
 
-    fn lost_shares(&self) -> Vec<(usize, String)> {
+    fn lost_shares(&self) -> Vec<LostShare> {
         off_main_thread(|| {
             Python::attach(|py| {
                 let lost = self.coordinator.call_method0(py, "lost_shares");
-                lost.and_then(|l| l.extract::<Vec<(usize, String)>>(py)).unwrap_or_else(|err| {
+                let lost = lost.and_then(|l| l.extract::<Vec<(usize, u32, String)>>(py)).unwrap_or_else(|err| {
                     err.print(py);
                     Vec::new()
-                })
+                });
+                lost.into_iter().map(|(share, attempt, reason)| LostShare { share, attempt, reason }).collect()
             })
         })
     }

@@ -18,6 +18,8 @@ from horde.cluster.transport import RunTopic
 # Samples of each worker's clock; the one with the shortest round trip is kept (its error is at
 # most half that round trip).
 CLOCK_SAMPLES = 8
+# How long one clock probe may take: a worker that does not answer is hung, not far away.
+CLOCK_PROBE_TIMEOUT_S = 5.0
 # How long a share waits for its start after it reported ready: twice the coordinator's wait
 # for every share (horde-engine's CoordinatorOptions, 30 s).
 SHARE_READY_TIMEOUT_S = 60.0
@@ -64,8 +66,13 @@ class Coordinator:
         self._run_id = uuid.uuid4().hex[:16]
         self._topic = RunTopic(self._run_id)
         self._inbox: queue.Queue = queue.Queue()
-        # Shares lost (their task failed, their worker left) not yet reported to the engine.
-        self._lost: list[tuple[int, str]] = []
+        # Shares lost (their task failed, their worker left) not yet reported to the engine:
+        # (index, attempt, why).
+        self._lost: list[tuple[int, int, str]] = []
+        # Each share's attempt: 0, then one more each time it is replaced (as the engine counts).
+        self._attempts: list[int] = []
+        # The attempt each worker ran: a loss reported for it names that attempt.
+        self._attempt_on: dict[str, int] = {}
         self._lost_lock = threading.Lock()
         self._futures: list = []
         self._offsets: dict[str, ClockOffset] = {}
@@ -104,6 +111,8 @@ class Coordinator:
             future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S,
                                          key=f"horde-{self._run_id}-{index}", workers=[address],
                                          allow_other_workers=False, pure=False, retries=0)
+            self._attempts.append(0)
+            self._attempt_on[address] = 0
             future.add_done_callback(lambda done, index=index, address=address: self._share_done(done, index, address))
             self._futures.append(future)
 
@@ -124,8 +133,9 @@ class Coordinator:
         offset = self._offsets.get(self._machines[index]) if index < len(self._machines) else None
         return None if offset is None else (offset.offset_ns, offset.rtt_ns)
 
-    def lost_shares(self) -> list[tuple[int, str]]:
-        """The shares lost since the last call: (index, why); the engine's policy decides."""
+    def lost_shares(self) -> list[tuple[int, int, str]]:
+        """The shares lost since the last call: (index, attempt, why); the engine's policy
+        decides, and ignores a report about an attempt it already replaced."""
         with self._lost_lock:
             lost, self._lost = self._lost, []
         return lost
@@ -141,6 +151,8 @@ class Coordinator:
         self._offsets[spare] = offset
         self._retired.add(self._machines[index])
         self._machines[index] = spare
+        self._attempts[index] += 1
+        self._attempt_on[spare] = self._attempts[index]
         self._launches += 1
         start_ns = None if self._start_ns is None else self._start_ns + offset.offset_ns
         future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S, start_ns,
@@ -205,9 +217,15 @@ class Coordinator:
 
     def _measure_clock(self, address: str) -> ClockOffset:
         best = None
+        loop = self._client.loop.asyncio_loop
         for _ in range(CLOCK_SAMPLES):
             sent = time.time_ns()
-            there = self._client.run(share.clock_ns, workers=[address])[address]
+            probe = self._client.run(share.clock_ns, workers=[address], asynchronous=True)
+            try:
+                there = asyncio.run_coroutine_threadsafe(probe, loop).result(CLOCK_PROBE_TIMEOUT_S)[address]
+            except TimeoutError:
+                raise RuntimeError(f"the worker {address} did not answer a clock probe within "
+                                   f"{CLOCK_PROBE_TIMEOUT_S:.0f} s") from None
             back = time.time_ns()
             sample = ClockOffset(there - (sent + back) // 2, back - sent)
             if best is None or sample.rtt_ns < best.rtt_ns:
@@ -237,7 +255,7 @@ class Coordinator:
         if index < len(self._futures) and self._futures[index] is not future:
             return
         if future.status == "error":
-            self._lose(index, str(future.exception()) or f"share {index} on {address} failed")
+            self._lose(index, address, str(future.exception()) or f"share {index} on {address} failed")
 
     def _cluster_event(self, event) -> None:
         """The scheduler's events for every topic: a worker of ours removed is a lost share."""
@@ -245,12 +263,16 @@ class Coordinator:
         if not isinstance(message, dict) or message.get("action") != "remove-worker":
             return
         address = message.get("worker")
-        if address not in self._machines:
+        # A copy: a replacement (on the engine's thread) may change the list meanwhile.
+        machines = list(self._machines)
+        if address not in machines:
             return
-        index = self._machines.index(address)
+        index = machines.index(address)
         if index < len(self._futures) and not self._futures[index].done():
-            self._lose(index, f"share {index}'s worker {address} left the Dask cluster (it died or was stopped)")
+            self._lose(index, address, f"share {index}'s worker {address} left the Dask cluster (it died or was stopped)")
 
-    def _lose(self, index: int, why: str) -> None:
+    def _lose(self, index: int, address: str, why: str) -> None:
+        """Reports share ``index`` lost, as the attempt that ran on ``address`` (one replaced
+        since is then not counted lost by it)."""
         with self._lost_lock:
-            self._lost.append((index, why))
+            self._lost.append((index, self._attempt_on.get(address, 0), why))

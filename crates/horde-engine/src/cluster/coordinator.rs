@@ -1,7 +1,7 @@
 //! The coordinator: waits for every share to be ready, gives them one start, and merges their
 //! intervals with the collector of a local run, the shares standing for its workers.
 
-use super::{ClusterError, CoordinatorLink, ShareClock};
+use super::{ClusterError, CoordinatorLink, LostShare, ShareClock};
 use crate::lower::Program;
 use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
@@ -104,6 +104,8 @@ pub fn run_coordinated(
         snapshots,
         done: done.clone(),
         silence_limit: options.silence_limit,
+        ready_timeout: options.ready_timeout,
+        launched: mpsc::channel(),
         on_loss: options.on_loss,
         share_plans: options.share_plans.clone(),
         start,
@@ -193,6 +195,10 @@ struct Machine {
     finished: bool,
     lost: Option<String>,
     replaced: Vec<ShareReplacement>,
+    /// A replacement launched and not ready yet: given the ready timeout, not the silence limit.
+    awaiting_ready: bool,
+    /// The CPU time of its attempts already replaced (`cpu_ns` is the current one's).
+    cpu_ns_before: u64,
     /// What the coordinator merged of the current attempt, to check against its log.
     merged: ShareLog,
     /// The current attempt's own count of what it sent, with its last interval.
@@ -216,6 +222,8 @@ impl Machine {
             finished: false,
             lost: None,
             replaced: Vec::new(),
+            awaiting_ready: false,
+            cpu_ns_before: 0,
             merged: ShareLog::default(),
             log: None,
         }
@@ -232,6 +240,9 @@ impl Machine {
         self.merged.intervals += 1;
         self.merged.requests += snapshot.requests.iter().map(|(_, recorder)| recorder.count()).sum::<u64>();
         self.log = interval.log.or(self.log);
+        if let (Some(after_ms), Some(replacement)) = (interval.resumed_after_ms, self.replaced.last_mut()) {
+            replacement.resume_after_s = after_ms as f64 / 1_000.0;
+        }
         self.last_interval = self.last_interval.max(snapshot.interval);
         self.last_heard = Instant::now();
         self.finished |= snapshot.finished;
@@ -248,7 +259,7 @@ impl Machine {
             pid: self.ready.pid,
             threads: self.ready.threads,
             requests: self.requests,
-            cpu_ms: self.cpu_ns.unwrap_or(0) / 1_000_000,
+            cpu_ms: (self.cpu_ns_before + self.cpu_ns.unwrap_or(0)) / 1_000_000,
             late_starts: self.late_starts,
             intervals: self.intervals,
             peak_memory_bytes: self.peak_memory_bytes,
@@ -299,6 +310,10 @@ struct Inlet {
     snapshots: mpsc::Sender<Snapshot>,
     done: Arc<AtomicBool>,
     silence_limit: Duration,
+    /// How long a replacement has to be ready, from its launch.
+    ready_timeout: Duration,
+    /// Replacements' launches, each on a thread of its own, report here.
+    launched: (mpsc::Sender<Launched>, mpsc::Receiver<Launched>),
     on_loss: WorkerLossPolicy,
     share_plans: Vec<Plan>,
     /// The run's start and snapshot interval: interval i ends at `start + i * interval`.
@@ -321,6 +336,7 @@ impl Inlet {
                     return;
                 }
             }
+            self.take_launches();
             self.lose_silent_shares();
             self.lose_shares_the_engine_lost();
             let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
@@ -346,18 +362,22 @@ impl Inlet {
         if let Some(reason) = &interval.stop_reason {
             self.ledger.request_stop(reason.clone());
         }
-        // A share that stopped itself, its lease lapsed, did not deliver its load: lost, once
-        // its last interval is in (every request it sent is counted).
-        if let Some(reason) = interval.fenced.as_ref().filter(|_| interval.snapshot.finished) {
-            let reason =
-                format!("share {} ({}, pid {}) {reason}", machine.ready.share, machine.ready.host, machine.ready.pid);
-            if self.on_loss == WorkerLossPolicy::Abort {
-                self.ledger.request_stop(format!("{reason} (--on-worker-loss abort)"));
-            }
-            machine.lost = Some(reason);
-        }
-        drop(machines);
-        let _ = self.snapshots.send(interval.snapshot);
+        // A share that stopped itself, its lease lapsed, did not deliver its load: once its
+        // last interval is in (every request it sent is counted), it is lost as a silent one
+        // is, and replaced under that policy.
+        let fenced = interval.fenced.filter(|_| interval.snapshot.finished);
+        let mut snapshot = interval.snapshot;
+        let Some(fenced) = fenced else {
+            drop(machines);
+            let _ = self.snapshots.send(snapshot);
+            return;
+        };
+        machine.finished = false;
+        snapshot.finished = false;
+        let _ = self.snapshots.send(snapshot);
+        let reason =
+            format!("share {} ({}, pid {}) {fenced}", machine.ready.share, machine.ready.host, machine.ready.pid);
+        self.give_up(machine, reason);
     }
 
     /// A replacement share is ready: the machine is its from now on. (Any other ready message
@@ -366,7 +386,34 @@ impl Inlet {
         let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(machine) = machines.get_mut(ready.share).filter(|m| m.ready.attempt == ready.attempt) {
             machine.ready = ready;
+            machine.awaiting_ready = false;
             machine.last_heard = Instant::now();
+            // Its machine's clock, measured when it was launched.
+            machine.clock = self.link.clock(machine.ready.share).or(machine.clock);
+        }
+    }
+
+    /// Replacements whose launch ended: the machine each runs on, or, when none could take
+    /// it, the share is lost after all.
+    fn take_launches(&self) {
+        while let Ok(launched) = self.launched.1.try_recv() {
+            let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(machine) =
+                machines.get_mut(launched.share).filter(|m| m.ready.attempt == launched.attempt && !m.finished)
+            else {
+                continue;
+            };
+            match launched.machine {
+                Ok(name) => {
+                    if let Some(replacement) = machine.replaced.last_mut() {
+                        replacement.machine = name;
+                    }
+                }
+                Err(why) => {
+                    let reason = machine.replaced.pop().map_or_else(String::new, |r| r.reason);
+                    self.count_out(machine, format!("{reason}; not replaced: {why}"));
+                }
+            }
         }
     }
 
@@ -374,14 +421,27 @@ impl Inlet {
     /// told they are finished so that it writes the results of the others.
     fn lose_silent_shares(&self) {
         let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
-        for machine in machines.iter_mut().filter(|m| !m.finished && m.last_heard.elapsed() > self.silence_limit) {
-            let reason = format!(
-                "share {} ({}, pid {}) sent nothing for {:.1} s",
-                machine.ready.share,
-                machine.ready.host,
-                machine.ready.pid,
-                self.silence_limit.as_secs_f64()
-            );
+        for machine in machines.iter_mut().filter(|m| !m.finished) {
+            let limit = if machine.awaiting_ready { self.ready_timeout } else { self.silence_limit };
+            if machine.last_heard.elapsed() <= limit {
+                continue;
+            }
+            let reason = if machine.awaiting_ready {
+                let on = machine.replaced.last().map_or("", |r| r.machine.as_str());
+                format!(
+                    "share {}'s replacement (on {on}) was not ready {:.1} s after its launch",
+                    machine.ready.share,
+                    limit.as_secs_f64()
+                )
+            } else {
+                format!(
+                    "share {} ({}, pid {}) sent nothing for {:.1} s",
+                    machine.ready.share,
+                    machine.ready.host,
+                    machine.ready.pid,
+                    limit.as_secs_f64()
+                )
+            };
             self.give_up(machine, reason);
         }
     }
@@ -393,8 +453,8 @@ impl Inlet {
             return;
         }
         let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
-        for (share, reason) in lost {
-            if let Some(machine) = machines.get_mut(share).filter(|m| !m.finished) {
+        for LostShare { share, attempt, reason } in lost {
+            if let Some(machine) = machines.get_mut(share).filter(|m| !m.finished && m.ready.attempt == attempt) {
                 self.give_up(machine, reason);
             }
         }
@@ -424,6 +484,11 @@ impl Inlet {
             },
             _ => reason,
         };
+        self.count_out(machine, reason);
+    }
+
+    /// The share is lost for good: the collector is told it has finished.
+    fn count_out(&self, machine: &mut Machine, reason: String) {
         machine.lost = Some(reason);
         machine.finished = true;
         let last = Snapshot {
@@ -439,34 +504,59 @@ impl Inlet {
 impl Inlet {
     /// Starts `machine`'s share again on a spare machine, from [`REPLACEMENT_LEAD`] after now
     /// on. Its earlier attempt's intervals are no longer counted (it may still be sending:
-    /// silent is not dead), the budget it reported spent is not given again.
+    /// silent is not dead), the budget it reported spent is not given again. The launch
+    /// (finding a spare, measuring its clock) runs on a thread of its own: it may take
+    /// seconds, in which the other shares' messages must still be taken.
     fn replace(&self, machine: &mut Machine, reason: &str) -> Result<(), String> {
         let share = machine.ready.share;
         let mut plan = self.share_plans.get(share).cloned().ok_or("the coordinator has no plan to resume")?;
+        if plan.scenarios.iter().any(|scenario| scenario.after.is_some()) {
+            // A scenario that starts after another ends counts its schedule from that end,
+            // which a replacement does not know: it would send that scenario's load again.
+            return Err("the plan chains scenarios with `after`, which a replacement cannot resume".into());
+        }
         let lost_at = self.start.elapsed();
         let resume_after = lost_at + REPLACEMENT_LEAD;
         let attempt = machine.ready.attempt + 1;
         let segment = plan.options.execution_segment.as_mut().ok_or("the share's plan has no execution segment")?;
         segment.resume =
             Some(ShareResume { attempt, after_ms: resume_after.as_millis() as u64, requests_sent: machine.requests });
-        let spare = self.link.replace_share(share, &plan.to_json_pretty())?;
+        let (link, launched, plan) = (self.link.clone(), self.launched.0.clone(), plan.to_json_pretty());
+        std::thread::Builder::new()
+            .name("horde-replace".into())
+            .spawn(move || {
+                let machine = link.replace_share(share, &plan);
+                let _ = launched.send(Launched { share, attempt, machine });
+            })
+            .map_err(|err| format!("no thread to launch it on: {err}"))?;
         machine.replaced.push(ShareReplacement {
             reason: reason.to_string(),
             host: machine.ready.host.clone(),
             pid: machine.ready.pid,
             lost_at_s: lost_at.as_secs_f64(),
             last_interval: machine.last_interval,
+            // Planned; the replacement's intervals say when it took over.
             resume_after_s: resume_after.as_secs_f64(),
-            machine: spare,
+            // Named once launched.
+            machine: String::new(),
         });
         machine.ready.attempt = attempt;
+        machine.awaiting_ready = true;
+        machine.cpu_ns_before += machine.cpu_ns.take().unwrap_or(0);
         machine.merged = ShareLog::default();
         machine.log = None;
-        // Its silence counts from its launch: a replacement not heard from in time is lost
-        // in turn (and replaced again while spares last).
+        // Its wait counts from its launch: a replacement not ready in time is lost in turn
+        // (and replaced again while spares last).
         machine.last_heard = Instant::now();
         Ok(())
     }
+}
+
+/// What a replacement's launch came to: the machine it runs on, or why none could take it.
+struct Launched {
+    share: usize,
+    attempt: u32,
+    machine: Result<String, String>,
 }
 
 /// How far after its loss a replacement share takes over: about the time a warm worker needs
@@ -527,7 +617,127 @@ mod tests {
             peak_memory_bytes: None,
             fenced: None,
             log,
+            resumed_after_ms: None,
         }
+    }
+
+    /// A link whose spare takes `launch` to find, and whose engine reports `lost` once.
+    struct SlowSpares {
+        launch: Duration,
+        lost: Mutex<Vec<LostShare>>,
+        launches: Mutex<Vec<String>>,
+    }
+
+    impl CoordinatorLink for SlowSpares {
+        fn receive(&self, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
+            std::thread::sleep(timeout);
+            Ok(None)
+        }
+        fn start(&self, _at: SystemTime) -> Result<(), String> {
+            Ok(())
+        }
+        fn stop(&self, _reason: &str) {}
+        fn lost_shares(&self) -> Vec<LostShare> {
+            std::mem::take(&mut *self.lost.lock().unwrap())
+        }
+        fn replace_share(&self, _share: usize, plan: &str) -> Result<String, String> {
+            std::thread::sleep(self.launch);
+            self.launches.lock().unwrap().push(plan.to_string());
+            Ok("spare".into())
+        }
+    }
+
+    fn inlet(link: Arc<SlowSpares>, shares: usize) -> (Inlet, mpsc::Receiver<Snapshot>) {
+        let plan = crate::cluster::tests::http_plan(2);
+        let plans = crate::cluster::share_plans(&plan, &["a".into(), "b".into()], &[1, 1], None).unwrap();
+        let machines = (0..shares).map(|share| Machine::new(None, ShareReady { share, ..ready() })).collect::<Vec<_>>();
+        let (snapshots, received) = mpsc::channel();
+        let inlet = Inlet {
+            link,
+            machines: Arc::new(Mutex::new(machines)),
+            ledger: RunLedger::new(None, &[], shares, Stripe::whole()),
+            snapshots,
+            done: Arc::new(AtomicBool::new(false)),
+            silence_limit: Duration::from_secs(10),
+            ready_timeout: Duration::from_secs(30),
+            launched: mpsc::channel(),
+            on_loss: WorkerLossPolicy::Replace,
+            share_plans: plans,
+            start: Instant::now(),
+            interval: Duration::from_secs(1),
+        };
+        (inlet, received)
+    }
+
+    /// A loss reported twice (the task failed, and its worker left) replaces the share once; a
+    /// report about the lost attempt arriving after the replacement does not lose it; and the
+    /// seconds a spare takes to find do not hold the inlet (the other shares' silence would
+    /// run on meanwhile).
+    #[test]
+    fn a_lost_share_is_replaced_once_without_holding_the_inlet() {
+        let lost = |attempt| LostShare { share: 0, attempt, reason: "gone".into() };
+        let link = Arc::new(SlowSpares {
+            launch: Duration::from_millis(300),
+            lost: Mutex::new(vec![lost(0), lost(0)]),
+            launches: Mutex::new(Vec::new()),
+        });
+        let (inlet, _received) = inlet(link.clone(), 2);
+        let began = Instant::now();
+        inlet.lose_shares_the_engine_lost();
+        assert!(began.elapsed() < Duration::from_millis(100), "the inlet waited {:?}", began.elapsed());
+        {
+            let machines = inlet.machines.lock().unwrap();
+            assert_eq!((machines[0].ready.attempt, machines[0].replaced.len()), (1, 1));
+            assert!(machines[0].awaiting_ready && !machines[0].finished && machines[0].lost.is_none());
+            assert_eq!(machines[0].replaced[0].machine, "", "named once launched");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        inlet.take_launches();
+        *link.lost.lock().unwrap() = vec![lost(0)];
+        inlet.lose_shares_the_engine_lost();
+        let machines = inlet.machines.lock().unwrap();
+        assert_eq!(machines[0].replaced[0].machine, "spare");
+        assert!(machines[0].lost.is_none() && machines[1].lost.is_none());
+        let launches = link.launches.lock().unwrap();
+        assert_eq!(launches.len(), 1);
+        assert!(launches[0].contains("\"attempt\": 1"), "{}", launches[0]);
+    }
+
+    /// A launch that finds no spare loses the share after all, saying why.
+    #[test]
+    fn a_share_without_a_spare_is_lost_saying_why() {
+        struct NoSpares;
+        impl CoordinatorLink for NoSpares {
+            fn receive(&self, _timeout: Duration) -> Result<Option<Vec<u8>>, String> {
+                Ok(None)
+            }
+            fn start(&self, _at: SystemTime) -> Result<(), String> {
+                Ok(())
+            }
+            fn stop(&self, _reason: &str) {}
+        }
+        let (mut inlet, received) = inlet(
+            Arc::new(SlowSpares {
+                launch: Duration::ZERO,
+                lost: Mutex::new(Vec::new()),
+                launches: Mutex::new(Vec::new()),
+            }),
+            2,
+        );
+        inlet.link = Arc::new(NoSpares);
+        {
+            let mut machines = inlet.machines.lock().unwrap();
+            inlet.give_up(&mut machines[1], "share 1 went quiet".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        inlet.take_launches();
+        let machines = inlet.machines.lock().unwrap();
+        assert_eq!(
+            machines[1].lost.as_deref(),
+            Some("share 1 went quiet; not replaced: no spare machine to replace it with")
+        );
+        assert!(machines[1].finished && machines[1].replaced.is_empty());
+        assert!(received.try_recv().unwrap().finished, "the collector is told it is done");
     }
 
     /// The share's own count of what it sent, against what reached the coordinator.

@@ -55,8 +55,8 @@ pub trait CoordinatorLink: Send + Sync {
     /// Asks every share to stop (the run was interrupted, stopped, or hit its limit).
     fn stop(&self, reason: &str);
     /// The shares the distributed engine knows are gone (a worker that died or left the
-    /// cluster, a share's task that failed), each reported once: its index and why.
-    fn lost_shares(&self) -> Vec<(usize, String)> {
+    /// cluster, a share's task that failed), each reported once.
+    fn lost_shares(&self) -> Vec<LostShare> {
         Vec::new()
     }
     /// Asks one share to stop, whether or not it still runs: one given up while the others go
@@ -74,6 +74,16 @@ pub trait CoordinatorLink: Send + Sync {
     fn clock(&self, _share: usize) -> Option<ShareClock> {
         None
     }
+}
+
+/// A share the distributed engine reports gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostShare {
+    pub share: usize,
+    /// Which of its attempts (0, then one more each time it was replaced): a report about an
+    /// attempt already replaced is old news, and must not count its replacement lost.
+    pub attempt: u32,
+    pub reason: String,
 }
 
 /// A machine's wall clock against the coordinator's, measured by round trips: the one with the
@@ -291,7 +301,7 @@ mod tests {
         (0..count).map(|i| format!("tcp://127.0.0.1:{}", 9000 + i)).collect()
     }
 
-    fn http_plan(users: u64) -> Plan {
+    pub(super) fn http_plan(users: u64) -> Plan {
         let json = format!(
             r#"{{"version": 1, "name": "p", "protocol": {{"base_url": "http://127.0.0.1:1"}},
                "scenarios": [{{"name": "s", "steps": [{{"type": "request", "name": "r", "method": "GET", "url": "/"}}],

@@ -81,13 +81,15 @@ impl ShareRole {
     }
 
     /// The collector's tap that relays the share's intervals; `started_late` is how long after
-    /// the given start the share let its users go.
-    pub fn relay(&self, ledger: Arc<RunLedger>, started_late: Duration) -> ShareRelay {
+    /// the given start the share let its users go, `resumed_after` when a replacement took
+    /// over, after the run's start.
+    pub fn relay(&self, ledger: Arc<RunLedger>, started_late: Duration, resumed_after: Option<Duration>) -> ShareRelay {
         ShareRelay {
             link: self.link.clone(),
             share: self.share,
             attempt: self.attempt,
             started_late,
+            resumed_after,
             ledger,
             pending: BTreeMap::new(),
             last_sent: 0,
@@ -119,6 +121,8 @@ pub(crate) struct ShareRelay {
     attempt: u32,
     /// Sent with every interval: the coordinator reports it as the share's start skew.
     started_late: Duration,
+    /// Sent with every interval of a replacement: when it took over.
+    resumed_after: Option<Duration>,
     /// Where a scenario of this share stops the run: the coordinator stops every share.
     ledger: Arc<RunLedger>,
     /// Intervals some workers have handed in, not sent yet.
@@ -150,6 +154,7 @@ impl ShareRelay {
             peak_memory_bytes: peak_memory(),
             fenced: self.ledger.lease_lapsed().map(fenced_reason),
             log: finished.then_some(self.log),
+            resumed_after_ms: self.resumed_after.map(|after| after.as_millis() as u64),
         }));
         if let Err(problem) = self.link.send(&message.encode()) {
             self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
@@ -242,7 +247,7 @@ mod tests {
     fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
         let role = ShareRole { link, share: 1, attempt: 0, resume_after: None, segment: "1/2:1".into() };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
-        (role.relay(ledger.clone(), Duration::from_micros(42)), ledger)
+        (role.relay(ledger.clone(), Duration::from_micros(42), None), ledger)
     }
 
     #[test]
