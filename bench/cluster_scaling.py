@@ -18,8 +18,14 @@ ephemeral source ports). nginx's own count must equal horde's. Memory per user: 
 peak memory at 100,000 users minus at 1,000 per share, over the difference; beside a local
 run's (15,000 users minus 1,000).
 
+`grants`: what row grants cost (`--on-worker-loss replace` bounds each share's queue rows by
+the coordinator's grants): 4 closed-model users taking a queue row per request as fast as
+nginx answers, for 5 s on `--cluster local:2`, with `replace` (and a spare) against the default
+`continue` (no grants), interleaved ABBA. Requests sent and the feeds that waited for a grant.
+
     python3 bench/cluster_scaling.py cpu [--requests 400000] [--reps 3]
     python3 bench/cluster_scaling.py users [--users 100000]
+    python3 bench/cluster_scaling.py grants [--reps 4]
 """
 
 import argparse
@@ -222,6 +228,44 @@ def print_users(args, results):
     print()
 
 
+def grants(args):
+    work = Path(tempfile.mkdtemp(prefix="horde-cluster-grants-"))
+    nginx, url = start_nginx(work)
+    rows = work / "rows.csv"
+    rows.write_text("id\n" + "".join(f"{i}\n" for i in range(400_000)))
+    plan = {"version": 1, "protocol": {"base_url": url},
+            "feeders": [{"name": "rows", "source": {"type": "csv", "path": str(rows)}}],
+            "scenarios": [{"name": "rows",
+                           "steps": [{"type": "feed", "feeder": "rows"},
+                                     {"type": "request", "name": "row", "method": "GET", "url": "/?id=${id}"}],
+                           "injection": [{"type": "constant_concurrent_users", "users": 4, "duration_ms": 5000}]}]}
+    (work / "plan.json").write_text(json.dumps(plan))
+    counts = {"replace": [], "continue": []}
+    try:
+        for rep in range(args.reps):
+            order = ["replace", "continue"] if rep % 2 == 0 else ["continue", "replace"]
+            for which in order:
+                flags = ["--spares", "1", "--on-worker-loss", "replace"] if which == "replace" else []
+                summary, _, _, _ = run_horde(["run", str(work / "plan.json"), "--cluster", "local:2", *flags],
+                                             work / f"{which}-{rep}")
+                waits = [m.get("row_waits", 0) for m in summary["machines"]]
+                counts[which].append(summary["global"]["count"])
+                print(f"# {which} {rep}: {summary['global']['count']} requests, feeds that waited {waits}",
+                      file=sys.stderr)
+    finally:
+        stop_nginx(nginx)
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    print(f"### {date}: row grants, 4 users feeding a queue row per request for 5 s on `--cluster local:2`, "
+          f"{args.reps} runs each, interleaved\n")
+    print(f"Command: `python3 bench/cluster_scaling.py grants --reps {args.reps}`\n")
+    print("| policy | requests (each run) | median |")
+    print("|---|---|---|")
+    for which, runs in counts.items():
+        print(f"| {which} | {', '.join(f'{c:,}' for c in runs)} | {statistics.median(runs):,.0f} |")
+    ratio = statistics.median(counts["replace"]) / statistics.median(counts["continue"])
+    print(f"\n**with grants / without: {ratio:.3f}x the requests.**")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="part", required=True)
@@ -234,8 +278,10 @@ def main():
     p.add_argument("--shares", type=int, default=6)
     p.add_argument("--ramp", type=int, default=60, help="seconds")
     p.add_argument("--hold", type=int, default=40, help="seconds")
+    p = sub.add_parser("grants")
+    p.add_argument("--reps", type=int, default=4)
     args = parser.parse_args()
-    {"cpu": cpu, "users": users}[args.part](args)
+    {"cpu": cpu, "users": users, "grants": grants}[args.part](args)
 
 
 if __name__ == "__main__":

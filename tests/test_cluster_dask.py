@@ -353,6 +353,53 @@ def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(ng
     assert "Traceback" not in stderr, stderr
 
 
+def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging_nginx, tmp_path):
+    # Row grants: each share takes queue rows only up to what the coordinator granted with its
+    # beats, so the replacement starts past every row the killed worker could have taken
+    # (reported or not), and no row reaches the server twice.
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id\n" + "".join(f"{i}\n" for i in range(20_000)))
+    plan = {
+        "version": 1,
+        "protocol": {"base_url": logging_nginx.url},
+        "feeders": [{"name": "rows", "source": {"type": "csv", "path": str(rows)}}],
+        "scenarios": [{
+            "name": "rows",
+            "steps": [{"type": "feed", "feeder": "rows"},
+                      {"type": "request", "name": "row", "method": "GET", "url": "/granted?id=${id}"}],
+            "injection": [{"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}],
+        }],
+    }
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(plan))
+    results = tmp_path / "granted"
+    logged_before = logging_nginx.log.read_text().count("\n") if logging_nginx.log.exists() else 0
+    process = subprocess.Popen(["horde", "run", str(path), "--cluster", "local:2", "--spares", "1",
+                                "--on-worker-loss", "replace", "--results-dir", str(results)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (_live_summary(results) or {}).get("machines"), timeout=60,
+                   what="the coordinator's first merged interval")
+        os.kill(_live_summary(results)["machines"][1]["pid"], signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=90)
+    finally:
+        stop_process(process)
+    assert process.returncode == 6, stderr
+    ids = [int(uri.split("id=")[1]) for uri in logging_nginx.log.read_text().splitlines()[logged_before:]
+           if uri.startswith("/granted?")]
+    # Every row at most once at the server, the killed worker's unreported ones included.
+    assert len(ids) == len(set(ids)), sorted(i for i in set(ids) if ids.count(i) > 1)[:10]
+    summary = json.loads((results / "summary.json").read_text())
+    kept, replaced = summary["machines"]
+    assert kept["requests"] == 400
+    [loss] = replaced["replaced"]
+    # The lost attempt had been granted 4,096 takes at first and had used about 50 a second.
+    assert 4_096 - 150 <= loss["rows_skipped"] <= 4_096, loss
+    assert "feeder rows granted to the lost attempt skipped (none used twice)" in stdout + stderr, stdout
+    # The replacement's rows come after the skipped ones: its takes started past them.
+    assert max(ids) > 2 * 4_096, max(ids)
+
+
 def _paced_run_on_two_workers(nginx, results, path, duration, *flags):
     """`horde http` at 100 requests a second over `local:2`, started in the background."""
     return subprocess.Popen(["horde", "http", nginx.url + path, "--rate", "100", "-c", "2", "-d", duration,

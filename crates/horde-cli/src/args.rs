@@ -528,6 +528,7 @@ impl SegmentArgs {
             segment: segment.clone(),
             sequence: self.execution_segment_sequence.clone().or(plan_sequence),
             resume: None,
+            row_grants: None,
         });
     }
 }

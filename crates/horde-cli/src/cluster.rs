@@ -96,7 +96,10 @@ pub(crate) fn coordinate_hosts(
     on_loss: horde_engine::cluster::WorkerLossPolicy,
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
-    let plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
+    let mut plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
+    if on_loss == horde_engine::cluster::WorkerLossPolicy::Replace {
+        horde_engine::cluster::bound_rows_by_grants(&mut plans);
+    }
     let plans_json: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans_json).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
     let options = CoordinatorOptions { on_loss, share_plans: plans, ..CoordinatorOptions::new(machines.len()) };

@@ -410,11 +410,22 @@ impl LoweringContext {
     /// error with the file and line, before anything is sent.
     fn load_feeders(&mut self, plan: &Plan) {
         let seed = crate::segment::shared_seed(plan).unwrap_or_else(rand::random);
+        let row_grants = plan.options.execution_segment.as_ref().and_then(|segment| segment.row_grants.as_ref());
+        if let Some(grants) = row_grants.filter(|grants| grants.from.len() != plan.feeders.len()) {
+            self.errors.push(PlanError::new(
+                "options.execution_segment.row_grants.from",
+                format!("{} counts for {} feeders: one per feeder of the plan", grants.from.len(), plan.feeders.len()),
+            ));
+        }
         for (i, feeder) in plan.feeders.iter().enumerate() {
             let row_id = self.row(format!("feed {}", feeder.name).into());
             let file = feeder.source.path().map(|p| self.resolve_file(p));
             match FeederRuntime::load(feeder, file, row_id, seed ^ i as u64, self.share.work.clone()) {
                 Ok(runtime) => {
+                    // A replacement share starts after every row its lost attempt may have used.
+                    if let Some(&from) = row_grants.and_then(|grants| grants.from.get(i)) {
+                        runtime.skip_takes(from);
+                    }
                     self.feeder_sources.push(runtime.origin.clone());
                     self.feeders.push(Arc::new(runtime));
                 }

@@ -276,6 +276,9 @@ pub(crate) trait CollectorTap: Send {
     fn stop_requested(&mut self) -> Option<String> {
         None
     }
+    /// Called at every turn of the collector (every 20 ms at most), for what cannot wait for
+    /// the next interval.
+    fn poll(&mut self) {}
     /// The collector has told the workers to stop (once, with the run's status then).
     fn stopping(&mut self, _status: RunStatus) {}
     /// Just before the sink is called.
@@ -311,6 +314,7 @@ pub(crate) fn collect(
     let mut tap_told_of_stop = false;
     while !intervals.all_finished() {
         let now = Instant::now();
+        tap.poll();
         if !stop_sent {
             if control.is_interrupted() {
                 status = RunStatus::Interrupted;

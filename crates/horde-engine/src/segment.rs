@@ -400,8 +400,12 @@ mod tests {
         )
         .unwrap();
         plan.scenarios[0].injection = injection;
-        plan.options.execution_segment =
-            Some(ExecutionSegmentOptions { segment: segment.into(), sequence: Some(sequence.into()), resume: None });
+        plan.options.execution_segment = Some(ExecutionSegmentOptions {
+            segment: segment.into(),
+            sequence: Some(sequence.into()),
+            resume: None,
+            row_grants: None,
+        });
         plan
     }
 

@@ -52,6 +52,8 @@ fn share_interval(share: usize, rows: usize, interval: u64) -> ShareInterval {
         fenced: None,
         log: None,
         resumed_after_ms: None,
+        rows_taken: Vec::new(),
+        row_waits: 0,
         started_late_ns: None,
         peak_memory_bytes: None,
     }

@@ -305,6 +305,11 @@ pub struct MachineStats {
     /// some of its intervals were lost on the way, and the results lack them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+    /// Under row grants (`--on-worker-loss replace` with queue or shuffle feeders): how many
+    /// feeds found the rows granted so far used up and waited for the coordinator's next
+    /// grant (every attempt's). Many mean the share was held back by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_waits: Option<u64>,
 }
 
 /// A share given up on one machine and started again on another.
@@ -325,6 +330,10 @@ pub struct ShareReplacement {
     pub resume_after_s: f64,
     /// The machine the replacement was started on, as the distributed engine names it.
     pub machine: String,
+    /// Queue and shuffle rows granted to the lost attempt that it had not reported taking:
+    /// the replacement starts after them, so none is used twice (nor ever, in this run).
+    #[serde(default)]
+    pub rows_skipped: u64,
 }
 
 /// How long a share's interval snapshots took to reach the coordinator after their interval

@@ -31,6 +31,20 @@ pub enum ShareMessage {
     Ready(ShareReady),
     /// One snapshot interval of the share.
     Interval(Box<ShareInterval>),
+    /// A feed of the share found its row grants used up: its takes so far, sent at once
+    /// rather than with the next interval, for the coordinator to grant more now.
+    RowsWanted(ShareRowsWanted),
+}
+
+/// A share's takes of each feeder under row grants, between two intervals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareRowsWanted {
+    pub share: usize,
+    pub attempt: u32,
+    /// Its takes of each of the plan's feeders so far.
+    pub rows_taken: Vec<u64>,
+    /// How many takes so far found the grant used up.
+    pub row_waits: u64,
 }
 
 /// A share that is ready to start, and where it runs.
@@ -75,6 +89,11 @@ pub struct ShareInterval {
     /// A replacement's takeover, in ms after the run's start on its own clock: when it began
     /// the lost share's schedule (later than it was told if it was ready only then).
     pub resumed_after_ms: Option<u64>,
+    /// Under row grants: the share's takes of each of the plan's feeders so far (empty
+    /// otherwise), for the coordinator's next grants.
+    pub rows_taken: Vec<u64>,
+    /// Under row grants: how many takes so far found the grant used up and waited.
+    pub row_waits: u64,
 }
 
 /// What a share sent over a run: its intervals and the requests they counted.
@@ -117,6 +136,7 @@ impl ShareMessage {
         let mut histograms = HistogramCodec::new();
         let body = match self {
             ShareMessage::Ready(ready) => WireBody::Ready(ready.clone()),
+            ShareMessage::RowsWanted(wanted) => WireBody::RowsWanted(wanted.clone()),
             ShareMessage::Interval(interval) => {
                 WireBody::Interval(Box::new(WireInterval::from(interval, &mut histograms)))
             }
@@ -138,6 +158,7 @@ impl ShareMessage {
         let mut histograms = HistogramCodec::new();
         Ok(match message.body {
             WireBody::Ready(ready) => ShareMessage::Ready(ready),
+            WireBody::RowsWanted(wanted) => ShareMessage::RowsWanted(wanted),
             WireBody::Interval(interval) => ShareMessage::Interval(Box::new(interval.decode(&mut histograms)?)),
         })
     }
@@ -162,6 +183,7 @@ struct WireMessage {
 enum WireBody {
     Ready(ShareReady),
     Interval(Box<WireInterval>),
+    RowsWanted(ShareRowsWanted),
 }
 
 /// HdrHistogram's cookie of a V2 histogram compressed with deflate (its standard compressed
@@ -402,6 +424,10 @@ struct WireErrorCount {
     last_interval: u64,
 }
 
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
 #[derive(Serialize, Deserialize)]
 struct WireInterval {
     share: usize,
@@ -422,6 +448,10 @@ struct WireInterval {
     log: Option<ShareLog>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     resumed_after_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rows_taken: Vec<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    row_waits: u64,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     groups: Vec<WireGroup>,
@@ -457,6 +487,8 @@ impl WireInterval {
             fenced: interval.fenced.clone(),
             log: interval.log,
             resumed_after_ms: interval.resumed_after_ms,
+            rows_taken: interval.rows_taken.clone(),
+            row_waits: interval.row_waits,
             rows: s.requests.iter().map(|(name, recorder)| WireRow::from(name, recorder, h)).collect(),
             groups: s
                 .groups
@@ -557,6 +589,8 @@ impl WireInterval {
             fenced: self.fenced,
             log: self.log,
             resumed_after_ms: self.resumed_after_ms,
+            rows_taken: self.rows_taken,
+            row_waits: self.row_waits,
         })
     }
 }
@@ -667,6 +701,8 @@ mod tests {
             fenced: None,
             log: Some(ShareLog { intervals: 3, requests: 1234 }),
             resumed_after_ms: Some(2_500),
+            rows_taken: vec![12, 0],
+            row_waits: 3,
         }
     }
 
@@ -734,6 +770,9 @@ mod tests {
         assert!(matches!(err, WireError::Version { .. }), "{err}");
         assert!(err.to_string().contains("0.0.0-other"), "{err}");
         assert!(matches!(ShareMessage::decode(b"{\"format\":1"), Err(WireError::Malformed(_))));
+        let wanted =
+            ShareMessage::RowsWanted(ShareRowsWanted { share: 1, attempt: 2, rows_taken: vec![4096, 0], row_waits: 7 });
+        assert_eq!(ShareMessage::decode(&wanted.encode()).unwrap(), wanted);
     }
 
     #[test]

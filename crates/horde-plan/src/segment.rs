@@ -8,8 +8,12 @@
 //! assert_eq!(segment.to_string(), "1/3:2/3");
 //! let sequence: ExecutionSegmentSequence = "0,1/3,2/3,1".parse().unwrap();
 //! assert_eq!(sequence.to_string(), "0,1/3,2/3,1");
-//! let options =
-//!     ExecutionSegmentOptions { segment: "1/3:2/3".into(), sequence: Some("0,1/3,2/3,1".into()), resume: None };
+//! let options = ExecutionSegmentOptions {
+//!     segment: "1/3:2/3".into(),
+//!     sequence: Some("0,1/3,2/3,1".into()),
+//!     resume: None,
+//!     row_grants: None,
+//! };
 //! let segmentation = options.resolve().unwrap();
 //! assert_eq!((segmentation.index, segmentation.weights()), (1, vec![1, 1, 1]));
 //! ```
@@ -51,6 +55,27 @@ pub struct ExecutionSegmentOptions {
     /// segment, from a later point of the run's schedule. Set by a coordinator, not by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume: Option<ShareResume>,
+    /// Bounds on the rows the share takes of each queue and shuffle feeder, which its
+    /// coordinator raises as the run goes (`--on-worker-loss replace`): the coordinator then
+    /// knows every row a lost share could have used, and its replacement starts after them.
+    /// Set by a coordinator, not by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_grants: Option<RowGrants>,
+}
+
+/// Where a share's takes of each feeder start, and how many it may make before its
+/// coordinator grants more. Counts are the share's own takes (its c-th take is the c-th row
+/// of its stripe), one per feeder of the plan, in the plan's order; feeders other than queue
+/// and shuffle ignore theirs.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RowGrants {
+    /// The takes earlier attempts of the share may have made: this one starts after them
+    /// (all 0 for the first attempt).
+    pub from: Vec<u64>,
+    /// Takes granted past `from` before the coordinator's first grant arrives.
+    #[schemars(range(min = 1))]
+    pub initial: u64,
 }
 
 /// Where a replacement share takes over its segment. The schedule stays absolute: what was due
@@ -358,8 +383,12 @@ mod tests {
     use super::*;
 
     fn resolve(segment: &str, sequence: Option<&str>) -> Result<Segmentation, Vec<String>> {
-        let options =
-            ExecutionSegmentOptions { segment: segment.into(), sequence: sequence.map(Into::into), resume: None };
+        let options = ExecutionSegmentOptions {
+            segment: segment.into(),
+            sequence: sequence.map(Into::into),
+            resume: None,
+            row_grants: None,
+        };
         options.resolve().map_err(|errors| errors.iter().map(ToString::to_string).collect())
     }
 

@@ -123,6 +123,17 @@ impl CoordinatorLink for PyShareHosts {
         })
     }
 
+    fn grant_rows(&self, share: usize, bounds: &[u64]) {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                if let Err(err) = self.coordinator.call_method1(py, "grant_rows", (share, bounds.to_vec())) {
+                    // The share then waits at its last grant: slower, never a row used twice.
+                    err.print(py);
+                }
+            })
+        })
+    }
+
     fn stop_share(&self, share: usize, reason: &str) {
         off_main_thread(|| {
             Python::attach(|py| {
@@ -207,9 +218,14 @@ impl ShareRunner {
         ShareRunner { stop: Arc::new(Mutex::new(None)), lease: Arc::new(ShareLease::new(term)) }
     }
 
-    /// The coordinator's beat was heard: the lease holds for its term from now.
-    fn beat(&self) {
+    /// The coordinator's beat was heard: the lease holds for its term from now, and the
+    /// share may take up to `rows[i]` rows of the plan's feeder i (its row grants), if given.
+    #[pyo3(signature = (rows=None))]
+    fn beat(&self, rows: Option<Vec<u64>>) {
         self.lease.extend();
+        if let Some(rows) = rows {
+            self.lease.grant_rows(&rows);
+        }
     }
 
     /// Seconds since the coordinator's last beat once the lease has lapsed; None while held.

@@ -297,6 +297,16 @@ fn machine_lines(out: &mut String, summary: &Summary) {
                 printable(&r.machine),
                 r.resume_after_s
             );
+            if r.rows_skipped > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {} feeder rows granted to the lost attempt skipped (none used twice)",
+                    r.rows_skipped
+                );
+            }
+        }
+        if let Some(waits) = m.row_waits.filter(|&waits| waits > 0) {
+            let _ = writeln!(out, "  {waits} feeds waited for the coordinator's next row grant");
         }
     }
 }

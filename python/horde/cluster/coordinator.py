@@ -73,6 +73,9 @@ class Coordinator:
         self._attempts: list[int] = []
         # The attempt each worker ran: a loss reported for it names that attempt.
         self._attempt_on: dict[str, int] = {}
+        # Each share's row grants, as the engine last gave them: sent with every beat (a beat
+        # lost on the way is made up by the next).
+        self._row_grants: dict[int, list[int]] = {}
         self._lost_lock = threading.Lock()
         self._futures: list = []
         self._offsets: dict[str, ClockOffset] = {}
@@ -176,6 +179,13 @@ class Coordinator:
                 return None
             time.sleep(0.1)
 
+    def grant_rows(self, index: int, bounds: list[int]) -> None:
+        """The engine grants share ``index`` takes of each feeder up to ``bounds``: sent to it
+        at once, in a beat of its own (its feeds may be waiting), and with every beat after."""
+        self._row_grants[index] = list(bounds)
+        if index < len(self._machines):
+            self._send_beat(index, self._machines[index])
+
     def stop_share(self, index: int, reason: str) -> None:
         """Stops one share the engine gave up, and forgets its task (a task pinned to a worker
         that left would otherwise run again if a worker came back at that address, dask#7346)."""
@@ -235,16 +245,19 @@ class Coordinator:
     def _beat(self) -> None:
         """Tells every share, each BEAT_EVERY_S, that the coordinator lives; without it a share
         stops by itself (share.BEAT_TIMEOUT_S)."""
-        loop = self._client.loop.asyncio_loop
         while not self._closed.wait(BEAT_EVERY_S):
-            # One call a worker, none waited for: a worker that hangs delays no other's beat.
-            for address in self._machines:
-                try:
-                    beat = self._client.run(share.beat, self._run_id, workers=[address], wait=False,
-                                            on_error="ignore", asynchronous=True)
-                    asyncio.run_coroutine_threadsafe(beat, loop)
-                except Exception:  # noqa: BLE001 - a beat that cannot be sent is a missed beat, no more
-                    pass
+            for index, address in enumerate(list(self._machines)):
+                self._send_beat(index, address)
+
+    def _send_beat(self, index: int, address: str) -> None:
+        """One beat to one worker, with its share's row grants, not waited for: a worker that
+        hangs delays no other's beat."""
+        try:
+            beat = self._client.run(share.beat, self._run_id, self._row_grants.get(index), workers=[address],
+                                    wait=False, on_error="ignore", asynchronous=True)
+            asyncio.run_coroutine_threadsafe(beat, self._client.loop.asyncio_loop)
+        except Exception:  # noqa: BLE001 - a beat that cannot be sent is a missed beat, no more
+            pass
 
     def _broadcast_stop(self, reason: str) -> None:
         self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")

@@ -139,13 +139,13 @@ def start(run_id: str, starts: dict, dask_worker=None) -> None:
         state.started.set()
 
 
-async def beat(run_id: str) -> None:
+async def beat(run_id: str, rows: list[int] | None = None) -> None:
     """The coordinator is alive (run every BEAT_EVERY_S on the worker's event loop; a coroutine,
-    so that the coordinator need not wait for it)."""
+    so that the coordinator need not wait for it); ``rows``: the share's row grants, if any."""
     with _lock:
         state = _shares.get(run_id)
     if state is not None:
-        state.runner.beat()
+        state.runner.beat(rows)
 
 
 def stop(run_id: str, reason: str) -> None:

@@ -6,7 +6,7 @@ use crate::lower::Program;
 use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
-use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRowsWanted};
 use horde_metrics::{
     MachineStats, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
 };
@@ -92,7 +92,13 @@ pub fn run_coordinated(
     link.start(started_at).map_err(ClusterError::Link)?;
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
 
-    let machines = ready.into_iter().map(|ready| Machine::new(link.clock(ready.share), ready)).collect();
+    let machines = ready
+        .into_iter()
+        .map(|ready| {
+            let grants = options.share_plans.get(ready.share).and_then(RowLedger::of);
+            Machine { rows: grants, ..Machine::new(link.clock(ready.share), ready) }
+        })
+        .collect();
     let machines: Arc<Mutex<Vec<Machine>>> = Arc::new(Mutex::new(machines));
     let ledger = RunLedger::new(None, &[], shares, Stripe::whole());
     let (snapshots, received) = mpsc::channel();
@@ -168,6 +174,8 @@ fn wait_until_ready(
                     share.share, share.host, share.pid, options.shares
                 )))
             }
+            // No feed runs before the start: another run's, or a late one of this one's.
+            ShareMessage::RowsWanted(_) => {}
             ShareMessage::Interval(interval) => {
                 return Err(ClusterError::Wire(format!(
                     "share {} sent an interval before the start: it belongs to another run",
@@ -199,6 +207,8 @@ struct Machine {
     awaiting_ready: bool,
     /// The CPU time of its attempts already replaced (`cpu_ns` is the current one's).
     cpu_ns_before: u64,
+    /// Its row grants, when its plan has them.
+    rows: Option<RowLedger>,
     /// What the coordinator merged of the current attempt, to check against its log.
     merged: ShareLog,
     /// The current attempt's own count of what it sent, with its last interval.
@@ -224,6 +234,7 @@ impl Machine {
             replaced: Vec::new(),
             awaiting_ready: false,
             cpu_ns_before: 0,
+            rows: None,
             merged: ShareLog::default(),
             log: None,
         }
@@ -273,7 +284,69 @@ impl Machine {
             replaced: self.replaced.clone(),
             log_requests: self.log.map(|log| log.requests),
             verified: self.log.map(|log| log == self.merged),
+            row_waits: self.rows.as_ref().map(|rows| rows.waits_before + rows.waits),
         }
+    }
+}
+
+/// The coordinator's account of one share's row grants: how far each feeder's takes may go.
+/// The largest bound ever granted is where a replacement starts: no attempt can have used a
+/// row past it, whichever of its messages were lost.
+struct RowLedger {
+    /// Each feeder's takes, as last reported.
+    taken: Vec<u64>,
+    /// The most takes of each feeder in one interval: the headroom grows with them.
+    most_per_interval: Vec<u64>,
+    /// The largest bound granted each feeder, the plan's first one included.
+    granted: Vec<u64>,
+    /// The takes granted at first, and the least headroom later.
+    initial: u64,
+    /// Takes that waited for a grant: the current attempt's, and the earlier ones'.
+    waits: u64,
+    waits_before: u64,
+}
+
+impl RowLedger {
+    fn of(plan: &Plan) -> Option<RowLedger> {
+        let grants = plan.options.execution_segment.as_ref()?.row_grants.as_ref()?;
+        Some(RowLedger {
+            taken: grants.from.clone(),
+            most_per_interval: vec![0; grants.from.len()],
+            granted: grants.from.iter().map(|from| from.saturating_add(grants.initial)).collect(),
+            initial: grants.initial,
+            waits: 0,
+            waits_before: 0,
+        })
+    }
+
+    /// A share's interval reported its takes: each feeder is granted its takes plus four
+    /// intervals' worth at the most it has taken in one (at least the first grant), which
+    /// lasts until a grant made a beat or two later arrives. Whether any bound rose.
+    fn took(&mut self, taken: &[u64], waits: u64) -> bool {
+        self.waits = waits;
+        let mut raised = false;
+        for (i, &now) in taken.iter().enumerate().take(self.taken.len()) {
+            let in_interval = now.saturating_sub(self.taken[i]);
+            self.most_per_interval[i] = self.most_per_interval[i].max(in_interval);
+            self.taken[i] = self.taken[i].max(now);
+            let bound = self.taken[i].saturating_add(self.initial.max(4 * self.most_per_interval[i]));
+            if bound > self.granted[i] {
+                self.granted[i] = bound;
+                raised = true;
+            }
+        }
+        raised
+    }
+
+    /// A replacement starts after every row granted so far: what it skips of them (granted,
+    /// never reported taken), and where its takes start.
+    fn replace(&mut self) -> (u64, Vec<u64>) {
+        let skipped = self.granted.iter().zip(&self.taken).map(|(granted, taken)| granted.saturating_sub(*taken)).sum();
+        let from = self.granted.clone();
+        self.taken.clone_from(&from);
+        self.granted = from.iter().map(|from| from.saturating_add(self.initial)).collect();
+        self.waits_before += std::mem::take(&mut self.waits);
+        (skipped, from)
     }
 }
 
@@ -328,6 +401,7 @@ impl Inlet {
                 Ok(Some(bytes)) => match ShareMessage::decode(&bytes) {
                     Ok(ShareMessage::Interval(interval)) => self.took(*interval),
                     Ok(ShareMessage::Ready(ready)) => self.replacement_ready(ready),
+                    Ok(ShareMessage::RowsWanted(wanted)) => self.rows_wanted(&wanted),
                     Err(err) => self.ledger.request_stop(err.to_string()),
                 },
                 Ok(None) => {}
@@ -359,6 +433,11 @@ impl Inlet {
             machine.snapshot_delays.add(Instant::now().saturating_duration_since(ended));
         }
         machine.took(&interval);
+        if let Some(rows) = machine.rows.as_mut().filter(|_| !interval.rows_taken.is_empty()) {
+            if rows.took(&interval.rows_taken, interval.row_waits) {
+                self.link.grant_rows(machine.ready.share, &rows.granted);
+            }
+        }
         if let Some(reason) = &interval.stop_reason {
             self.ledger.request_stop(reason.clone());
         }
@@ -378,6 +457,19 @@ impl Inlet {
         let reason =
             format!("share {} ({}, pid {}) {fenced}", machine.ready.share, machine.ready.host, machine.ready.pid);
         self.give_up(machine, reason);
+    }
+
+    /// A share's feeds wait for rows: granted at once from its takes so far.
+    fn rows_wanted(&self, wanted: &ShareRowsWanted) {
+        let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(machine) = machines.get_mut(wanted.share).filter(|m| m.ready.attempt == wanted.attempt) else {
+            return;
+        };
+        if let Some(rows) = machine.rows.as_mut() {
+            if rows.took(&wanted.rows_taken, wanted.row_waits) {
+                self.link.grant_rows(wanted.share, &rows.granted);
+            }
+        }
     }
 
     /// A replacement share is ready: the machine is its from now on. (Any other ready message
@@ -521,6 +613,14 @@ impl Inlet {
         let segment = plan.options.execution_segment.as_mut().ok_or("the share's plan has no execution segment")?;
         segment.resume =
             Some(ShareResume { attempt, after_ms: resume_after.as_millis() as u64, requests_sent: machine.requests });
+        let rows_skipped = match (machine.rows.as_mut(), segment.row_grants.as_mut()) {
+            (Some(rows), Some(grants)) => {
+                let (skipped, from) = rows.replace();
+                grants.from = from;
+                skipped
+            }
+            _ => 0,
+        };
         let (link, launched, plan) = (self.link.clone(), self.launched.0.clone(), plan.to_json_pretty());
         std::thread::Builder::new()
             .name("horde-replace".into())
@@ -539,6 +639,7 @@ impl Inlet {
             resume_after_s: resume_after.as_secs_f64(),
             // Named once launched.
             machine: String::new(),
+            rows_skipped,
         });
         machine.ready.attempt = attempt;
         machine.awaiting_ready = true;
@@ -618,6 +719,8 @@ mod tests {
             fenced: None,
             log,
             resumed_after_ms: None,
+            rows_taken: Vec::new(),
+            row_waits: 0,
         }
     }
 
@@ -738,6 +841,32 @@ mod tests {
         );
         assert!(machines[1].finished && machines[1].replaced.is_empty());
         assert!(received.try_recv().unwrap().finished, "the collector is told it is done");
+    }
+
+    /// Grants follow the takes with headroom, never go down, and a replacement starts where
+    /// the largest grant ended, whatever was reported.
+    #[test]
+    fn row_grants_bound_what_a_lost_share_could_have_used() {
+        let mut plan = crate::cluster::tests::http_plan(2);
+        plan.options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
+            segment: "0:1".into(),
+            sequence: None,
+            resume: None,
+            row_grants: Some(horde_plan::RowGrants { from: vec![0, 0], initial: 100 }),
+        });
+        let mut rows = RowLedger::of(&plan).unwrap();
+        assert_eq!(rows.granted, [100, 100]);
+        // 20 takes of feeder 0: the least headroom.
+        assert!(rows.took(&[20, 0], 0) && rows.granted == [120, 100]);
+        // 60 in the next interval: four intervals' worth of it.
+        assert!(rows.took(&[80, 0], 2));
+        assert_eq!(rows.granted, [80 + 240, 100]);
+        // None in the next: the bound does not go down.
+        assert!(!rows.took(&[80, 0], 2) && rows.granted == [320, 100]);
+        let (skipped, from) = rows.replace();
+        assert_eq!((skipped, from.as_slice()), (320 - 80 + 100, &[320, 100][..]));
+        assert_eq!((rows.taken.as_slice(), rows.granted.as_slice()), (&[320, 100][..], &[420, 200][..]));
+        assert_eq!(rows.waits_before, 2);
     }
 
     /// The share's own count of what it sent, against what reached the coordinator.

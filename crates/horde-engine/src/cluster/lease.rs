@@ -8,7 +8,15 @@
 //! at once when it resumes, and would send its missed arrivals in a burst before any watchdog
 //! woke.
 
+//!
+//! A beat may also carry row grants (`options.execution_segment.row_grants`): how many rows
+//! of each queue and shuffle feeder the share may take by now. The coordinator knows every
+//! grant it gave, so it knows the rows a lost share could have used, whatever of its last
+//! messages were lost: its replacement starts after them.
+
+use crate::session::feeder::FeederRuntime;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 pub struct ShareLease {
@@ -18,12 +26,35 @@ pub struct ShareLease {
     until_ns: AtomicU64,
     /// How long a beat holds the lease.
     term: Duration,
+    /// The plan's feeders, in its order, once the share's run has loaded them: what row
+    /// grants bound.
+    feeders: OnceLock<Vec<Arc<FeederRuntime>>>,
 }
 
 impl ShareLease {
     /// A lease held for `term` from now: the first beat must come within it.
     pub fn new(term: Duration) -> ShareLease {
-        ShareLease { origin: Instant::now(), until_ns: AtomicU64::new(term.as_nanos() as u64), term }
+        ShareLease {
+            origin: Instant::now(),
+            until_ns: AtomicU64::new(term.as_nanos() as u64),
+            term,
+            feeders: OnceLock::new(),
+        }
+    }
+
+    /// The share's feeders, whose takes the grants of later beats raise.
+    pub(crate) fn attach_feeders(&self, feeders: Vec<Arc<FeederRuntime>>) {
+        let _ = self.feeders.set(feeders);
+    }
+
+    /// A beat's row grants: up to `bounds[i]` takes of the plan's feeder i (grants are never
+    /// lowered; feeders without a bound ignore theirs).
+    pub fn grant_rows(&self, bounds: &[u64]) {
+        if let Some(feeders) = self.feeders.get() {
+            for (feeder, &bound) in feeders.iter().zip(bounds) {
+                feeder.grant_takes(bound);
+            }
+        }
     }
 
     /// A beat was heard: the lease holds for its term from now. (A lapsed lease stays

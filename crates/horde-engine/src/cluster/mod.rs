@@ -69,6 +69,10 @@ pub trait CoordinatorLink: Send + Sync {
     fn replace_share(&self, _share: usize, _plan: &str) -> Result<String, String> {
         Err("no spare machine to replace it with".into())
     }
+    /// Grants share `share` takes of each of the plan's feeders up to `bounds` (row grants),
+    /// with the beats from now on. A link without beats has no grants: its shares' plans must
+    /// have none.
+    fn grant_rows(&self, _share: usize, _bounds: &[u64]) {}
     /// Share `share`'s machine clock against the coordinator's, as the link measured it to
     /// convert the start; None when it did not (one machine's clock, or unknown).
     fn clock(&self, _share: usize) -> Option<ShareClock> {
@@ -145,7 +149,7 @@ pub fn share_plans(
         let mut share = plan.clone();
         let segment = format!("{}:{}", point(bounds[index]), point(bounds[index + 1]));
         share.options.execution_segment =
-            Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()), resume: None });
+            Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()), resume: None, row_grants: None });
         share.options.workers = share.options.workers.or(threads);
         let schedule = Share::of(&share).schedule;
         let users: u64 =
@@ -284,6 +288,27 @@ impl ClusterError {
             self,
             ClusterError::WeightCount { .. } | ClusterError::ZeroWeight { .. } | ClusterError::WeightsTooFine { .. }
         )
+    }
+}
+
+/// The takes of each queue and shuffle feeder a share may make before its coordinator's
+/// first grant, and the least headroom of later grants: rows a replacement may skip per feeder
+/// (a few thousand of a file of millions); a share faster than that waits a beat at the start.
+pub const FIRST_ROW_GRANT: u64 = 4096;
+
+/// Bounds each share's takes of the plan's queue and shuffle feeders by row grants
+/// (`options.execution_segment.row_grants`), raised by its coordinator's beats: what a run
+/// whose lost shares are replaced needs, so that a replacement starts after every row the lost
+/// share could have used. A plan without such feeders is left as it is.
+pub fn bound_rows_by_grants(plans: &mut [Plan]) {
+    for plan in plans {
+        if !plan.feeders.iter().any(|feeder| feeder.strategy.runs_out()) {
+            continue;
+        }
+        let feeders = plan.feeders.len();
+        if let Some(segment) = plan.options.execution_segment.as_mut() {
+            segment.row_grants = Some(horde_plan::RowGrants { from: vec![0; feeders], initial: FIRST_ROW_GRANT });
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use crate::process_usage::{peak_memory, process_cpu_time, reset_peak_memory};
 use crate::run::{run_program, CollectorTap, Role, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::start_line::RunStart;
-use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRowsWanted};
 use horde_metrics::{RequestLogOutput, Sink, Snapshot};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,7 +30,19 @@ pub fn run_share(
         Some(resume) => (resume.attempt, Some(Duration::from_millis(resume.after_ms))),
         None => (0, None),
     };
-    let role = ShareRole { link, share, attempt, resume_after, segment: segment.segment };
+    // Under row grants (a share that may be replaced), each queue and shuffle feeder may take
+    // what the plan grants at first, then what the coordinator's beats grant.
+    let granted_feeders = match (&segment.row_grants, link.lease()) {
+        (Some(grants), Some(lease)) => {
+            for (feeder, &from) in program.feeders.iter().zip(&grants.from) {
+                feeder.limit_takes(from.saturating_add(grants.initial));
+            }
+            lease.attach_feeders(program.feeders.clone());
+            program.feeders.clone()
+        }
+        _ => Vec::new(),
+    };
+    let role = ShareRole { link, share, attempt, resume_after, segment: segment.segment, granted_feeders };
     // The process (a distributed engine's worker) may have run other shares: its peak memory
     // is measured from here, for this one's.
     reset_peak_memory();
@@ -45,6 +57,9 @@ pub(crate) struct ShareRole {
     /// A replacement's takeover, after the run's start.
     resume_after: Option<Duration>,
     segment: String,
+    /// The plan's feeders when their rows are granted (else none): their takes are reported
+    /// with every interval, for the coordinator's next grants.
+    granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
 }
 
 impl ShareRole {
@@ -90,6 +105,8 @@ impl ShareRole {
             attempt: self.attempt,
             started_late,
             resumed_after,
+            granted_feeders: self.granted_feeders.clone(),
+            waits_told: 0,
             ledger,
             pending: BTreeMap::new(),
             last_sent: 0,
@@ -123,6 +140,10 @@ pub(crate) struct ShareRelay {
     started_late: Duration,
     /// Sent with every interval of a replacement: when it took over.
     resumed_after: Option<Duration>,
+    /// Feeders whose takes are reported with every interval (row grants).
+    granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
+    /// The feeds that had waited for a grant when the coordinator was last told.
+    waits_told: u64,
     /// Where a scenario of this share stops the run: the coordinator stops every share.
     ledger: Arc<RunLedger>,
     /// Intervals some workers have handed in, not sent yet.
@@ -155,6 +176,8 @@ impl ShareRelay {
             fenced: self.ledger.lease_lapsed().map(fenced_reason),
             log: finished.then_some(self.log),
             resumed_after_ms: self.resumed_after.map(|after| after.as_millis() as u64),
+            rows_taken: self.rows_taken(),
+            row_waits: self.row_waits(),
         }));
         if let Err(problem) = self.link.send(&message.encode()) {
             self.send_failed.get_or_insert(format!("the coordinator could not be sent an interval: {problem}"));
@@ -162,7 +185,40 @@ impl ShareRelay {
     }
 }
 
+impl ShareRelay {
+    fn rows_taken(&self) -> Vec<u64> {
+        self.granted_feeders.iter().map(|feeder| feeder.taken()).collect()
+    }
+
+    fn row_waits(&self) -> u64 {
+        self.granted_feeders.iter().map(|feeder| feeder.grant_waits()).sum()
+    }
+}
+
 impl CollectorTap for ShareRelay {
+    /// A feed waits for a row grant: the coordinator is told the takes now, not with the next
+    /// interval (a share whose first grant lasts a fraction of a second would stall for the
+    /// rest of it, and up to a beat more).
+    fn poll(&mut self) {
+        if self.granted_feeders.is_empty() {
+            return;
+        }
+        let waits = self.row_waits();
+        if waits == self.waits_told {
+            return;
+        }
+        self.waits_told = waits;
+        let wanted = ShareRowsWanted {
+            share: self.share,
+            attempt: self.attempt,
+            rows_taken: self.rows_taken(),
+            row_waits: waits,
+        };
+        if let Err(problem) = self.link.send(&ShareMessage::RowsWanted(wanted).encode()) {
+            self.send_failed.get_or_insert(format!("the coordinator could not be sent a message: {problem}"));
+        }
+    }
+
     fn snapshot(&mut self, snapshot: &Snapshot) {
         match self.pending.entry(snapshot.interval) {
             std::collections::btree_map::Entry::Vacant(entry) => {
@@ -245,7 +301,14 @@ mod tests {
     }
 
     fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
-        let role = ShareRole { link, share: 1, attempt: 0, resume_after: None, segment: "1/2:1".into() };
+        let role = ShareRole {
+            link,
+            share: 1,
+            attempt: 0,
+            resume_after: None,
+            segment: "1/2:1".into(),
+            granted_feeders: Vec::new(),
+        };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
         (role.relay(ledger.clone(), Duration::from_micros(42), None), ledger)
     }

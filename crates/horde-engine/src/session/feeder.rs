@@ -39,6 +39,11 @@ pub struct FeederRuntime {
     /// Where the source is, for messages.
     pub origin: String,
     records: Records,
+    /// How many takes the share may make of a queue or shuffle feeder, its coordinator's
+    /// grant (`options.execution_segment.row_grants`); `u64::MAX`: unbounded, as in a local run.
+    grant: AtomicU64,
+    /// Takes that found the grant used up, and waited for the next.
+    grant_waits: AtomicU64,
 }
 
 enum Records {
@@ -58,6 +63,9 @@ enum Records {
 #[derive(Debug)]
 pub enum FeedError {
     Exhausted,
+    /// The share has taken every row its coordinator granted so far: the next grant comes
+    /// with the coordinator's next beat.
+    AwaitingGrant,
     /// Reading the file failed mid-run (it changed after it was checked).
     Read(String),
 }
@@ -100,6 +108,8 @@ impl FeederRuntime {
                     row_id,
                     origin,
                     records: Records::Batched(Box::new(Mutex::new(reader))),
+                    grant: AtomicU64::new(u64::MAX),
+                    grant_waits: AtomicU64::new(0),
                 });
             }
             (source, None) => {
@@ -123,7 +133,65 @@ impl FeederRuntime {
             row_id,
             origin,
             records: Records::InMemory { records, order, next: AtomicU64::new(0), rows },
+            grant: AtomicU64::new(u64::MAX),
+            grant_waits: AtomicU64::new(0),
         })
+    }
+
+    /// Whether the share's takes of this feeder can be bounded by grants: a queue or a
+    /// shuffle, whose rows go out once each.
+    pub fn rows_are_granted(&self) -> bool {
+        self.strategy.runs_out()
+    }
+
+    /// Starts the takes after the first `takes` (those an earlier attempt of the share may
+    /// have made: they are skipped, never used twice). Before the run.
+    pub fn skip_takes(&self, takes: u64) {
+        match &self.records {
+            Records::InMemory { next, .. } => next.store(takes, Ordering::Relaxed),
+            Records::Batched(_) => {
+                let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(0);
+                for _ in 0..takes {
+                    if self.take(&mut rng).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bounds the takes to `bound` (counted from the first, skipped ones included) until a
+    /// grant raises it. Before the run; for queue and shuffle feeders only.
+    pub fn limit_takes(&self, bound: u64) {
+        if self.rows_are_granted() {
+            self.grant.store(bound, Ordering::Relaxed);
+        }
+    }
+
+    /// The coordinator granted takes up to `bound`: never lowered, and an unbounded feeder
+    /// stays unbounded.
+    pub fn grant_takes(&self, bound: u64) {
+        self.grant.fetch_max(bound, Ordering::Relaxed);
+    }
+
+    /// A take found the grant used up, and waits for the next.
+    pub fn waited_for_grant(&self) {
+        self.grant_waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many takes found the grant used up.
+    pub fn grant_waits(&self) -> u64 {
+        self.grant_waits.load(Ordering::Relaxed)
+    }
+
+    /// The next take's number (`next` of an in-memory queue), within the grant.
+    fn claim(&self, next: &AtomicU64) -> Result<u64, FeedError> {
+        let bound = self.grant.load(Ordering::Relaxed);
+        if bound == u64::MAX {
+            return Ok(next.fetch_add(1, Ordering::Relaxed));
+        }
+        next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |take| (take < bound).then_some(take + 1))
+            .map_err(|_| FeedError::AwaitingGrant)
     }
 
     /// The next record by the feeder's strategy; `rng` is the user's, for `random`.
@@ -135,7 +203,7 @@ impl FeederRuntime {
                     FeederStrategy::Random => rng.random_range(0..count),
                     FeederStrategy::Circular => rows.global(next.fetch_add(1, Ordering::Relaxed)) % count,
                     FeederStrategy::Queue | FeederStrategy::Shuffle => {
-                        let taken = rows.global(next.fetch_add(1, Ordering::Relaxed));
+                        let taken = rows.global(self.claim(next)?);
                         if taken >= count {
                             return Err(FeedError::Exhausted);
                         }
@@ -149,6 +217,9 @@ impl FeederRuntime {
             }
             Records::Batched(reader) => {
                 let mut reader = reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if reader.taken >= self.grant.load(Ordering::Relaxed) {
+                    return Err(FeedError::AwaitingGrant);
+                }
                 reader.take(rng)
             }
         }
@@ -545,6 +616,37 @@ mod tests {
         (0..takes)
             .map(|_| runtime.take(&mut rng).ok().map(|record| record[0].as_ref().unwrap().as_text().into_owned()))
             .collect()
+    }
+
+    /// A granted queue hands out rows up to its grant, then waits; a later attempt skips the
+    /// takes an earlier one may have made; in memory and read in batches alike.
+    #[test]
+    fn a_granted_queue_stops_at_its_grant_and_a_replacement_skips_ahead() {
+        let dir = temp_dir("granted");
+        let file = csv_file(&dir, 10);
+        for batch in [None, Some(3)] {
+            let source = FeederSource::Csv { path: file.display().to_string() };
+            let queue = load(feeder(source, FeederStrategy::Queue, batch)).unwrap();
+            queue.skip_takes(2);
+            queue.limit_takes(5);
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+            let taken: Vec<_> =
+                (0..3).map(|_| queue.take(&mut rng).unwrap()[0].clone().unwrap().as_text().into_owned()).collect();
+            assert_eq!(taken, ["2", "3", "4"], "batch {batch:?}");
+            assert!(matches!(queue.take(&mut rng), Err(FeedError::AwaitingGrant)));
+            assert_eq!(queue.taken(), 5);
+            queue.grant_takes(4);
+            assert!(matches!(queue.take(&mut rng), Err(FeedError::AwaitingGrant)), "a grant never goes down");
+            queue.grant_takes(6);
+            assert_eq!(ids(&queue, 2), [Some("5".to_string()), None]);
+        }
+        // A feeder without a bound ignores grants.
+        let circular =
+            load(feeder(FeederSource::Csv { path: file.display().to_string() }, FeederStrategy::Circular, None))
+                .unwrap();
+        circular.limit_takes(1);
+        circular.grant_takes(1);
+        assert_eq!(ids(&circular, 12).iter().flatten().count(), 12);
     }
 
     fn csv_file(dir: &Path, rows: usize) -> PathBuf {

@@ -5,18 +5,21 @@ use super::{Flow, VirtualUser};
 use crate::failure::Failure;
 use crate::lower::{ChoiceProgram, ConditionProgram, LoopProgram, RetryKind, RetryProgram, StepProgram, Template};
 use crate::session::expression::{abridged, EvalError};
-use crate::session::feeder::{FeedError, FeederRuntime};
+use crate::session::feeder::{FeedError, FeederRuntime, Record};
 use crate::session::Value;
 use horde_plan::OnFeederExhausted;
 use rand::Rng;
 use std::sync::Arc;
 use tokio::time::Instant;
 
+/// How often a user waiting for its share's next row grant looks again.
+const GRANT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl VirtualUser {
     /// Takes the feeder's next record (or `count` of them, each variable then a list).
-    pub(crate) fn feed(&mut self, feeder: &Arc<FeederRuntime>, slots: &[usize], count: u32) -> Flow {
+    pub(crate) async fn feed(&mut self, feeder: &Arc<FeederRuntime>, slots: &[usize], count: u32) -> Flow {
         if count == 1 {
-            match feeder.take(&mut self.session.rng) {
+            match self.take_record(feeder).await {
                 Ok(record) => {
                     for (slot, value) in slots.iter().zip(record.iter()) {
                         self.session.variables[*slot] = value.clone();
@@ -28,7 +31,7 @@ impl VirtualUser {
         }
         let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(count as usize); slots.len()];
         for _ in 0..count {
-            let record = match feeder.take(&mut self.session.rng) {
+            let record = match self.take_record(feeder).await {
                 Ok(record) => record,
                 Err(error) => return self.feed_failed(feeder, error),
             };
@@ -42,10 +45,28 @@ impl VirtualUser {
         Flow::Next
     }
 
+    /// The feeder's next record. A share that has taken every row its coordinator granted
+    /// (a replaceable share of a distributed run) waits for the next grant, which comes with
+    /// the coordinator's beat: no row is used that the coordinator does not know may be.
+    async fn take_record(&mut self, feeder: &FeederRuntime) -> Result<Record, FeedError> {
+        loop {
+            match feeder.take(&mut self.session.rng) {
+                Err(FeedError::AwaitingGrant) if !self.ctx.limits.stop_requested() => {
+                    feeder.waited_for_grant();
+                    // Boxed: only a user that waits holds the timer.
+                    Box::pin(tokio::time::sleep(GRANT_POLL)).await;
+                }
+                taken => return taken,
+            }
+        }
+    }
+
     /// A feeder used up: a KO `feeder_exhausted` in its row, and this user ends; with
     /// `stop_run`, the whole run stops.
     fn feed_failed(&mut self, feeder: &FeederRuntime, error: FeedError) -> Flow {
         let failure = match error {
+            // The run stops while the user waits for a grant: nothing failed.
+            FeedError::AwaitingGrant => return Flow::ExitUser,
             FeedError::Exhausted => Failure::unsent(
                 "feeder_exhausted",
                 format!("feeder {:?} ({}) has no records left: each was taken once", feeder.name, feeder.origin),

@@ -212,7 +212,7 @@ impl VirtualUser {
                     }
                     flow
                 }
-                StepProgram::Feed { feeder, slots, count } => self.feed(feeder, slots, *count),
+                StepProgram::Feed { feeder, slots, count } => self.feed(feeder, slots, *count).await,
                 StepProgram::Set { values, row_id } => self.set(values, *row_id),
                 StepProgram::Unset(slots) => {
                     for slot in slots {
