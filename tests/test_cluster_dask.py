@@ -314,6 +314,13 @@ def test_a_lost_worker_leaves_the_others_to_deliver_their_share_and_fails_the_co
     assert kept["delivered"] and kept["requests"] == 300 and "lost" not in kept
     assert not lost["delivered"] and "left the Dask cluster" in lost["lost"]
     assert summary["global"]["count"] == kept["requests"] + lost["requests"] <= served
+    # What it did not deliver, from its own schedule: its half of the throttle's 100 a second
+    # (`--rate`) from its last counted interval's end to the run's end.
+    [missed] = lost["missed"]
+    assert missed["from_s"] == pytest.approx(lost["requests"] / 50, abs=0.1), missed
+    assert missed["to_s"] == 6, missed
+    assert missed["throttle_slots"] == 50 * (6 - missed["from_s"]) and missed["arrivals"] == 0, missed
+    assert f"its load not delivered ({missed['throttle_slots']} requests of the throttle from" in stderr, stderr
 
 
 def test_abort_stops_every_worker_and_allow_worker_loss_leaves_the_exit_code_alone(nginx, tmp_path):
@@ -349,6 +356,10 @@ def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(ng
     # The killed worker's requests after its last interval reached nginx but no count.
     assert 0 <= served - summary["global"]["count"] <= 60
     assert "a share was lost and replaced, its load from interval 1 to" in stderr, stderr
+    # What was due between its last counted interval and the takeover: 50 a second.
+    [missed] = replaced["missed"]
+    assert missed["from_s"] == loss["last_interval"] and missed["to_s"] <= loss["resume_after_s"] + 0.01, missed
+    assert abs(missed["throttle_slots"] - 50 * (loss["resume_after_s"] - loss["last_interval"])) <= 2, missed
     # The stop sent to the dead worker fails quietly.
     assert "Traceback" not in stderr, stderr
 

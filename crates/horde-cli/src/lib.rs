@@ -540,21 +540,30 @@ fn execute(program: Program, run: &RunOutputs, gate: &args::GateArgs, front_end:
         let failed = finished.summary.thresholds.iter().filter(|t| !t.passed()).count();
         status!("horde: {failed} of {} thresholds failed", finished.summary.thresholds.len());
     }
-    let lost: Vec<&str> = finished.summary.machines.iter().filter_map(|m| m.lost.as_deref()).collect();
-    for reason in &lost {
-        status!("error: a share was lost, its load not delivered: {}", printable_lines(reason));
+    let lost: Vec<&horde_metrics::MachineStats> =
+        finished.summary.machines.iter().filter(|m| m.lost.is_some()).collect();
+    for m in &lost {
+        // Its last window: the one to the run's end (earlier ones were replacements').
+        let missed = m.missed.last().map(missed_load).unwrap_or_default();
+        status!(
+            "error: a share was lost, its load not delivered{missed}: {}",
+            printable_lines(m.lost.as_deref().unwrap_or_default())
+        );
     }
     // A share replaced on another machine (--on-worker-loss replace) still missed what was
     // due until the takeover: horde did not deliver the whole load either.
     let replaced: Vec<&horde_metrics::ShareReplacement> =
         finished.summary.machines.iter().flat_map(|m| &m.replaced).collect();
-    for r in &replaced {
-        status!(
-            "error: a share was lost and replaced, its load from interval {} to {:.1} s not delivered: {}",
-            r.last_interval,
-            r.resume_after_s,
-            printable_lines(&r.reason)
-        );
+    for m in &finished.summary.machines {
+        for (i, r) in m.replaced.iter().enumerate() {
+            let missed = m.missed.get(i).map(missed_load).unwrap_or_default();
+            status!(
+                "error: a share was lost and replaced, its load from interval {} to {:.1} s not delivered{missed}: {}",
+                r.last_interval,
+                r.resume_after_s,
+                printable_lines(&r.reason)
+            );
+        }
     }
     if output.quiet {
         // Scripts and CI read the last line of stdout to find the results.
@@ -772,4 +781,20 @@ pub(crate) fn run_into_with(
         }
     }
     Ok(FinishedRun { status: result.status, summary, dir: dir.to_path_buf(), write_error })
+}
+
+/// A lost share's missed load, as the error line gives it: ` (120 arrivals, 8.0 user-seconds
+/// from 2.0 s to 8.0 s)`, the parts its schedule has (throttle slots, arrivals, user time).
+fn missed_load(missed: &horde_metrics::MissedLoad) -> String {
+    let mut parts = Vec::new();
+    if missed.throttle_slots > 0 {
+        parts.push(format!("{} requests of the throttle", missed.throttle_slots));
+    }
+    if missed.arrivals > 0 || (missed.user_seconds == 0.0 && missed.throttle_slots == 0) {
+        parts.push(format!("{} arrivals", missed.arrivals));
+    }
+    if missed.user_seconds > 0.0 {
+        parts.push(format!("{:.1} user-seconds", missed.user_seconds));
+    }
+    format!(" ({} from {:.1} s to {:.1} s)", parts.join(", "), missed.from_s, missed.to_s)
 }

@@ -33,8 +33,8 @@ pub use request_log::{RequestLogFormat, RequestLogOutput, RequestRecord, JTL_HEA
 pub use sql::{SqlPhaseReport, SqlProgress, SqlVerification};
 pub use summary::{
     AttemptStats, ConnectionStats, DistributionBucket, ErrorSummary, GeneratorStats, GroupStats, LatencyStats,
-    MachineStats, Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats, SessionFunctionStats,
-    ShareReplacement, SnapshotDelay, SummaryOptions, UserStats,
+    MachineStats, MissedLoad, Percentile, PhaseStats, RequestLatency, RequestStats, SchedulingStats,
+    SessionFunctionStats, ShareReplacement, SnapshotDelay, SummaryOptions, UserStats,
 };
 pub use threshold::{RowVerdict, ThresholdMonitor, ThresholdResult, ThresholdStatus, WindowCounts};
 pub use timeseries::{CompletedInterval, IntervalSample, PendingIntervals, PhaseMeans, ALL_REQUESTS};

@@ -292,6 +292,11 @@ pub struct MachineStats {
     /// long, the link to it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// The load it did not deliver: one window per loss (to its replacement's takeover, or to
+    /// the run's planned end), from its own schedule. Absent with `--on-worker-loss abort`
+    /// (the whole run stops) and while it is being computed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<MissedLoad>,
     /// Each time the share was given up and started again on another machine
     /// (`--on-worker-loss replace`), in order. What its schedule had due between the lost
     /// attempt's last interval and the replacement's takeover was not delivered.
@@ -310,6 +315,22 @@ pub struct MachineStats {
     /// grant (every attempt's). Many mean the share was held back by them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_waits: Option<u64>,
+}
+
+/// The load a share's schedule had due while no machine ran it: from the end of its last
+/// interval counted to its replacement's takeover, or to the run's planned end.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Default)]
+pub struct MissedLoad {
+    /// The window, in seconds after the run's start.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Open-model arrivals (users that would have started) in it.
+    pub arrivals: u64,
+    /// Closed-model users' time in it: users that would have been running, times seconds.
+    pub user_seconds: f64,
+    /// The throttle's slots in it: requests it would have let the share send (`--rate`).
+    #[serde(default)]
+    pub throttle_slots: u64,
 }
 
 /// A share given up on one machine and started again on another.

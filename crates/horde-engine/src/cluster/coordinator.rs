@@ -8,7 +8,7 @@ use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
 use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRowsWanted};
 use horde_metrics::{
-    MachineStats, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
+    MachineStats, MissedLoad, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
 };
 use horde_plan::{Plan, ShareResume};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -203,6 +203,8 @@ struct Machine {
     finished: bool,
     lost: Option<String>,
     replaced: Vec<ShareReplacement>,
+    /// The load it did not deliver, one window per loss, as computed (on a thread of its own).
+    missed: Vec<MissedLoad>,
     /// A replacement launched and not ready yet: given the ready timeout, not the silence limit.
     awaiting_ready: bool,
     /// The CPU time of its attempts already replaced (`cpu_ns` is the current one's).
@@ -232,6 +234,7 @@ impl Machine {
             finished: false,
             lost: None,
             replaced: Vec::new(),
+            missed: Vec::new(),
             awaiting_ready: false,
             cpu_ns_before: 0,
             rows: None,
@@ -281,6 +284,7 @@ impl Machine {
             silent_s: suspect.then_some(silent.as_secs_f64()),
             delivered: self.finished && self.lost.is_none() && self.replaced.is_empty(),
             lost: self.lost.clone(),
+            missed: self.missed.clone(),
             replaced: self.replaced.clone(),
             log_requests: self.log.map(|log| log.requests),
             verified: self.log.map(|log| log == self.merged),
@@ -579,8 +583,13 @@ impl Inlet {
         self.count_out(machine, reason);
     }
 
-    /// The share is lost for good: the collector is told it has finished.
+    /// The share is lost for good: the collector is told it has finished. Unless the run
+    /// stops with it, what its schedule had due up to the run's planned end is not delivered.
     fn count_out(&self, machine: &mut Machine, reason: String) {
+        if self.on_loss != WorkerLossPolicy::Abort {
+            let planned_end = self.share_plans.first().and_then(|plan| plan.options.max_duration_ms);
+            self.count_missed(machine, planned_end.map_or(Duration::MAX, Duration::from_millis));
+        }
         machine.lost = Some(reason);
         machine.finished = true;
         let last = Snapshot {
@@ -629,6 +638,7 @@ impl Inlet {
                 let _ = launched.send(Launched { share, attempt, machine });
             })
             .map_err(|err| format!("no thread to launch it on: {err}"))?;
+        self.count_missed(machine, resume_after);
         machine.replaced.push(ShareReplacement {
             reason: reason.to_string(),
             host: machine.ready.host.clone(),
@@ -650,6 +660,24 @@ impl Inlet {
         // (and replaced again while spares last).
         machine.last_heard = Instant::now();
         Ok(())
+    }
+}
+
+impl Inlet {
+    /// Counts what `machine`'s schedule had due from the end of its last counted interval to
+    /// `to`, on a thread of its own (a long schedule takes a while to walk), into its `missed`.
+    fn count_missed(&self, machine: &Machine, to: Duration) {
+        let Some(plan) = self.share_plans.get(machine.ready.share).cloned() else { return };
+        let from = self.interval * machine.last_interval as u32;
+        let (share, machines) = (machine.ready.share, self.machines.clone());
+        let _ = std::thread::Builder::new().name("horde-missed-load".into()).spawn(move || {
+            let missed = super::missed::load_due(&plan, from, to);
+            let mut machines = machines.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(machine) = machines.get_mut(share) {
+                machine.missed.push(missed);
+                machine.missed.sort_by(|a, b| a.from_s.total_cmp(&b.from_s));
+            }
+        });
     }
 }
 

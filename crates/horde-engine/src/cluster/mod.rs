@@ -12,6 +12,7 @@
 
 mod coordinator;
 mod lease;
+mod missed;
 mod share;
 pub mod spool;
 
