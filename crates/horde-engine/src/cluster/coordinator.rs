@@ -207,6 +207,9 @@ struct Machine {
     missed: Vec<MissedLoad>,
     /// A replacement launched and not ready yet: given the ready timeout, not the silence limit.
     awaiting_ready: bool,
+    /// A replacement runs, and the load missed until its takeover is counted once it says when
+    /// that was (with its first interval).
+    missed_to_count: bool,
     /// The CPU time of its attempts already replaced (`cpu_ns` is the current one's).
     cpu_ns_before: u64,
     /// Its row grants, when its plan has them.
@@ -236,6 +239,7 @@ impl Machine {
             replaced: Vec::new(),
             missed: Vec::new(),
             awaiting_ready: false,
+            missed_to_count: false,
             cpu_ns_before: 0,
             rows: None,
             merged: ShareLog::default(),
@@ -437,6 +441,12 @@ impl Inlet {
             machine.snapshot_delays.add(Instant::now().saturating_duration_since(ended));
         }
         machine.took(&interval);
+        if let Some(resumed_after_ms) = interval.resumed_after_ms.filter(|_| machine.missed_to_count) {
+            machine.missed_to_count = false;
+            if let Some(lost) = machine.replaced.last() {
+                self.count_missed(machine.ready.share, lost.last_interval, Duration::from_millis(resumed_after_ms));
+            }
+        }
         if let Some(rows) = machine.rows.as_mut().filter(|_| !interval.rows_taken.is_empty()) {
             if rows.took(&interval.rows_taken, interval.row_waits) {
                 self.link.grant_rows(machine.ready.share, &rows.granted);
@@ -504,6 +514,7 @@ impl Inlet {
                     if let Some(replacement) = machine.replaced.last_mut() {
                         replacement.machine = name;
                     }
+                    machine.missed_to_count = true;
                 }
                 Err(why) => {
                     let reason = machine.replaced.pop().map_or_else(String::new, |r| r.reason);
@@ -588,7 +599,8 @@ impl Inlet {
     fn count_out(&self, machine: &mut Machine, reason: String) {
         if self.on_loss != WorkerLossPolicy::Abort {
             let planned_end = self.share_plans.first().and_then(|plan| plan.options.max_duration_ms);
-            self.count_missed(machine, planned_end.map_or(Duration::MAX, Duration::from_millis));
+            let to = planned_end.map_or(Duration::MAX, Duration::from_millis);
+            self.count_missed(machine.ready.share, machine.last_interval, to);
         }
         machine.lost = Some(reason);
         machine.finished = true;
@@ -638,7 +650,7 @@ impl Inlet {
                 let _ = launched.send(Launched { share, attempt, machine });
             })
             .map_err(|err| format!("no thread to launch it on: {err}"))?;
-        self.count_missed(machine, resume_after);
+        machine.missed_to_count = false;
         machine.replaced.push(ShareReplacement {
             reason: reason.to_string(),
             host: machine.ready.host.clone(),
@@ -664,12 +676,13 @@ impl Inlet {
 }
 
 impl Inlet {
-    /// Counts what `machine`'s schedule had due from the end of its last counted interval to
-    /// `to`, on a thread of its own (a long schedule takes a while to walk), into its `missed`.
-    fn count_missed(&self, machine: &Machine, to: Duration) {
-        let Some(plan) = self.share_plans.get(machine.ready.share).cloned() else { return };
-        let from = self.interval * machine.last_interval as u32;
-        let (share, machines) = (machine.ready.share, self.machines.clone());
+    /// Counts what share `share`'s schedule had due from the end of interval `last_interval`
+    /// (the last one counted of the attempt lost) to `to`, into its `missed`: on a thread of
+    /// its own, as a long schedule takes a while to walk.
+    fn count_missed(&self, share: usize, last_interval: u64, to: Duration) {
+        let Some(plan) = self.share_plans.get(share).cloned() else { return };
+        let from = self.interval * last_interval as u32;
+        let machines = self.machines.clone();
         let _ = std::thread::Builder::new().name("horde-missed-load".into()).spawn(move || {
             let missed = super::missed::load_due(&plan, from, to);
             let mut machines = machines.lock().unwrap_or_else(PoisonError::into_inner);
