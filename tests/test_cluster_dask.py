@@ -377,8 +377,10 @@ def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging
         "scenarios": [{
             "name": "rows",
             "steps": [{"type": "feed", "feeder": "rows"},
-                      {"type": "request", "name": "row", "method": "GET", "url": "/granted?id=${id}"}],
-            "injection": [{"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}],
+                      {"type": "request", "name": "row", "method": "GET", "url": "/granted?id=${id}&user=${__user_id}"}],
+            # Two users at once, then 100 a second: a replacement makes its at-once user again.
+            "injection": [{"type": "at_once_users", "users": 2},
+                          {"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}],
         }],
     }
     path = tmp_path / "rows.json"
@@ -396,13 +398,17 @@ def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging
     finally:
         stop_process(process)
     assert process.returncode == 6, stderr
-    ids = [int(uri.split("id=")[1]) for uri in logging_nginx.log.read_text().splitlines()[logged_before:]
-           if uri.startswith("/granted?")]
+    queries = [dict(pair.split("=") for pair in uri.split("?")[1].split("&"))
+               for uri in logging_nginx.log.read_text().splitlines()[logged_before:] if uri.startswith("/granted?")]
+    ids = [int(query["id"]) for query in queries]
     # Every row at most once at the server, the killed worker's unreported ones included.
     assert len(ids) == len(set(ids)), sorted(i for i in set(ids) if ids.count(i) > 1)[:10]
+    # Every user number once too: the replacement numbers its users after the whole run's 802.
+    users = [int(query["user"]) for query in queries]
+    assert len(users) == len(set(users)) and max(users) >= 802, sorted(users)[-5:]
     summary = json.loads((results / "summary.json").read_text())
     kept, replaced = summary["machines"]
-    assert kept["requests"] == 400
+    assert kept["requests"] == 401
     [loss] = replaced["replaced"]
     # The lost attempt had been granted 4,096 takes at first and had used about 50 a second.
     assert 4_096 - 150 <= loss["rows_skipped"] <= 4_096, loss

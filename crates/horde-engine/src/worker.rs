@@ -83,6 +83,10 @@ pub(crate) struct WorkerContext {
     measure_from: Instant,
     /// A replacement share's takeover: arrivals and user slots due before it are skipped.
     resume_from: Option<Instant>,
+    /// Where each scenario's user numbers start: 0, or for a replacement share its attempt
+    /// times the scenario's users (it makes its users again, and `${__user_id}`, document ids
+    /// and the users' random streams must not repeat the lost attempt's).
+    user_numbers_from: Vec<u64>,
     seed: u64,
     /// Unique to the run, shared by every worker: CouchDB document ids start with it.
     pub run_token: Arc<str>,
@@ -363,6 +367,11 @@ async fn worker_main(setup: WorkerSetup, run_start: RunStart) {
         late_threshold: Duration::from_micros(options.late_start_threshold_us),
         measure_from: start + Duration::from_millis(options.warmup_ms.unwrap_or(0)),
         resume_from: run_start.resume_from.map(Instant::from_std),
+        user_numbers_from: {
+            let attempt = program.share.resume.as_ref().map_or(0, |resume| u64::from(resume.attempt));
+            let users = |s: &crate::lower::ScenarioProgram| crate::injection::user_indices(&s.injection);
+            program.scenarios.iter().map(|scenario| attempt.saturating_mul(users(scenario))).collect()
+        },
         seed,
         run_token,
         active_users: Cell::new(0),
@@ -577,6 +586,7 @@ async fn run_scenario(ctx: Rc<WorkerContext>, scenario: usize, seed: u64) {
 /// Runs a user already counted by [`WorkerContext::user_started`]. `number` is unique within
 /// the scenario: CouchDB steps derive document ids from it.
 async fn run_started_user(ctx: &Rc<WorkerContext>, scenario: usize, number: u64) -> UserOutcome {
+    let number = ctx.user_numbers_from[scenario] + number;
     let mut user = VirtualUser::new(ctx.clone(), scenario, ctx.user_seed(scenario, number), number);
     let outcome = user.run(&ctx.program.scenarios[scenario].steps).await;
     ctx.user_finished(scenario);
