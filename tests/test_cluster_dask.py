@@ -215,22 +215,30 @@ def test_a_killed_coordinator_leaves_no_worker_sending(nginx, dask_cluster, tmp_
         wait_until(lambda: not any(client.processing().values()), timeout=30, what="the workers to be idle")
 
 
-def test_queue_rows_go_to_one_worker_each(horde, logging_nginx, dask_cluster, tmp_path):
-    rows = tmp_path / "rows.csv"
-    rows.write_text("id\n" + "".join(f"{i}\n" for i in range(500)))
+def _queue_plan(tmp_path, base_url, rows, url, injection):
+    """A plan whose users each take a row of a queue of ``rows`` ids (a CSV file) and send it in
+    one request to ``url`` (a template); its path."""
+    rows_file = tmp_path / "rows.csv"
+    rows_file.write_text("id\n" + "".join(f"{i}\n" for i in range(rows)))
     plan = {
         "version": 1,
-        "protocol": {"base_url": logging_nginx.url},
-        "feeders": [{"name": "rows", "source": {"type": "csv", "path": str(rows)}}],
+        "protocol": {"base_url": base_url},
+        "feeders": [{"name": "rows", "source": {"type": "csv", "path": str(rows_file)}}],
         "scenarios": [{
             "name": "rows",
             "steps": [{"type": "feed", "feeder": "rows"},
-                      {"type": "request", "name": "row", "method": "GET", "url": "/row?id=${id}"}],
-            "injection": [{"type": "constant_users_per_sec", "rate": 100, "duration_ms": 3000}],
+                      {"type": "request", "name": "row", "method": "GET", "url": url}],
+            "injection": injection,
         }],
     }
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(plan))
+    return path
+
+
+def test_queue_rows_go_to_one_worker_each(horde, logging_nginx, dask_cluster, tmp_path):
+    path = _queue_plan(tmp_path, logging_nginx.url, 500, "/row?id=${id}",
+                       [{"type": "constant_users_per_sec", "rate": 100, "duration_ms": 3000}])
     logged_before = logging_nginx.log.read_text().count("\n") if logging_nginx.log.exists() else 0
     result = horde("run", path, "-q", "--cluster", dask_cluster, timeout=RUN_TIMEOUT_S)
     assert result.code == 0, result.stderr
@@ -368,23 +376,10 @@ def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging
     # Row grants: each share takes queue rows only up to what the coordinator granted with its
     # beats, so the replacement starts past every row the killed worker could have taken
     # (reported or not), and no row reaches the server twice.
-    rows = tmp_path / "rows.csv"
-    rows.write_text("id\n" + "".join(f"{i}\n" for i in range(20_000)))
-    plan = {
-        "version": 1,
-        "protocol": {"base_url": logging_nginx.url},
-        "feeders": [{"name": "rows", "source": {"type": "csv", "path": str(rows)}}],
-        "scenarios": [{
-            "name": "rows",
-            "steps": [{"type": "feed", "feeder": "rows"},
-                      {"type": "request", "name": "row", "method": "GET", "url": "/granted?id=${id}&user=${__user_id}"}],
-            # Two users at once, then 100 a second: a replacement makes its at-once user again.
-            "injection": [{"type": "at_once_users", "users": 2},
-                          {"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}],
-        }],
-    }
-    path = tmp_path / "rows.json"
-    path.write_text(json.dumps(plan))
+    # Two users at once, then 100 a second: a replacement makes its at-once user again.
+    path = _queue_plan(tmp_path, logging_nginx.url, 20_000, "/granted?id=${id}&user=${__user_id}",
+                       [{"type": "at_once_users", "users": 2},
+                        {"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}])
     results = tmp_path / "granted"
     logged_before = logging_nginx.log.read_text().count("\n") if logging_nginx.log.exists() else 0
     process = subprocess.Popen(["horde", "run", str(path), "--cluster", "local:2", "--spares", "1",

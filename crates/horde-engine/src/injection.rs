@@ -35,6 +35,27 @@ impl RateSchedule {
         (self.holds && last > 0.0).then(|| start + length + (count - before) / last)
     }
 
+    /// How many of `stripe`'s events (its c-th is the schedule's `stripe.global(c)`-th) come
+    /// before `t` seconds: a share's throttle slots due by then. Event times grow with their
+    /// index, so by doubling, then bisecting.
+    pub(crate) fn stripe_events_before(&self, stripe: &crate::segment::Stripe, t: f64) -> u64 {
+        let due = |c: u64| self.time_of(stripe.global(c) as f64).is_some_and(|time| time < t);
+        let mut high = 1u64;
+        while due(high) && high < 1 << 48 {
+            high *= 2;
+        }
+        let mut low = 0;
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if due(middle) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+
     /// Events in the whole schedule (without the hold).
     pub fn total(&self) -> f64 {
         self.segments.iter().map(|(_, length, from, to)| (from + to) / 2.0 * length).sum()

@@ -96,24 +96,8 @@ impl RunLedger {
     /// deliver, not a burst). Called before any worker leases a slot.
     pub fn skip_throttle_slots_before(&self, after: std::time::Duration) {
         let Some(throttle) = &self.throttle else { return };
-        let after = after.as_secs_f64();
-        let due_before = |c: u64| throttle.schedule.time_of(throttle.share.global(c) as f64).is_some_and(|t| t < after);
-        // The share's slot times grow with their index: the first one not due before `after`,
-        // by doubling then bisecting.
-        let mut high = 1u64;
-        while due_before(high) {
-            high *= 2;
-        }
-        let mut low = 0u64;
-        while low < high {
-            let middle = low + (high - low) / 2;
-            if due_before(middle) {
-                low = middle + 1;
-            } else {
-                high = middle;
-            }
-        }
-        throttle.next_slot.store(low, Ordering::Release);
+        let first_not_skipped = throttle.schedule.stripe_events_before(&throttle.share, after.as_secs_f64());
+        throttle.next_slot.store(first_not_skipped, Ordering::Release);
     }
 
     /// How long a share has gone without its coordinator's beat beyond its lease, if it has.

@@ -4,7 +4,7 @@
 //! the same stripe.
 
 use crate::injection::{arrivals, closed_slots, RateSchedule};
-use crate::segment::{shared_seed, Share, Stripe};
+use crate::segment::{shared_seed, Share};
 use horde_metrics::MissedLoad;
 use horde_plan::{Injection, Plan};
 use std::time::Duration;
@@ -45,32 +45,12 @@ pub(crate) fn load_due(plan: &Plan, from: Duration, to: Duration) -> MissedLoad 
         let from_s = from.as_secs_f64();
         if end > from_s {
             missed.throttle_slots =
-                slots_due_before(&throttle, &share.work, end) - slots_due_before(&throttle, &share.work, from_s);
+                throttle.stripe_events_before(&share.work, end) - throttle.stripe_events_before(&share.work, from_s);
             last_due = last_due.max(Duration::from_secs_f64(end));
         }
     }
     missed.to_s = to.min(last_due).as_secs_f64();
     missed
-}
-
-/// How many of the share's throttle slots (`stripe` of the run's) are due before `t` seconds:
-/// a bisection, as slot times only grow.
-fn slots_due_before(throttle: &RateSchedule, stripe: &Stripe, t: f64) -> u64 {
-    let due = |c: u64| throttle.time_of(stripe.global(c) as f64).is_some_and(|time| time < t);
-    let mut high = 1u64;
-    while due(high) && high < 1 << 48 {
-        high *= 2;
-    }
-    let mut low = 0;
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if due(middle) {
-            low = middle + 1;
-        } else {
-            high = middle;
-        }
-    }
-    low
 }
 
 #[cfg(test)]
