@@ -155,7 +155,8 @@ pub struct AttemptStats {
     pub retried_passes: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+/// For `skip_serializing_if`: counts that say nothing when 0.
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -424,10 +424,6 @@ struct WireErrorCount {
     last_interval: u64,
 }
 
-fn is_zero(count: &u64) -> bool {
-    *count == 0
-}
-
 #[derive(Serialize, Deserialize)]
 struct WireInterval {
     share: usize,
@@ -450,7 +446,7 @@ struct WireInterval {
     resumed_after_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     rows_taken: Vec<u64>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::summary::is_zero")]
     row_waits: u64,
     rows: Vec<WireRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -447,10 +447,8 @@ impl Inlet {
                 self.count_missed(machine.ready.share, lost.last_interval, Duration::from_millis(resumed_after_ms));
             }
         }
-        if let Some(rows) = machine.rows.as_mut().filter(|_| !interval.rows_taken.is_empty()) {
-            if rows.took(&interval.rows_taken, interval.row_waits) {
-                self.link.grant_rows(machine.ready.share, &rows.granted);
-            }
+        if !interval.rows_taken.is_empty() {
+            self.grant_rows(machine, &interval.rows_taken, interval.row_waits);
         }
         if let Some(reason) = &interval.stop_reason {
             self.ledger.request_stop(reason.clone());
@@ -476,12 +474,17 @@ impl Inlet {
     /// A share's feeds wait for rows: granted at once from its takes so far.
     fn rows_wanted(&self, wanted: &ShareRowsWanted) {
         let mut machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(machine) = machines.get_mut(wanted.share).filter(|m| m.ready.attempt == wanted.attempt) else {
-            return;
-        };
+        if let Some(machine) = machines.get_mut(wanted.share).filter(|m| m.ready.attempt == wanted.attempt) {
+            self.grant_rows(machine, &wanted.rows_taken, wanted.row_waits);
+        }
+    }
+
+    /// A share reported its takes (with an interval, or asking): its grants are raised from
+    /// them, and sent to it when they rose.
+    fn grant_rows(&self, machine: &mut Machine, taken: &[u64], waits: u64) {
         if let Some(rows) = machine.rows.as_mut() {
-            if rows.took(&wanted.rows_taken, wanted.row_waits) {
-                self.link.grant_rows(wanted.share, &rows.granted);
+            if rows.took(taken, waits) {
+                self.link.grant_rows(machine.ready.share, &rows.granted);
             }
         }
     }
