@@ -13,6 +13,8 @@ for a fixed time, so its capacity is known: 4 / 20 ms = 200 requests per second.
         --metrics 127.0.0.1:9464                    # Prometheus sees each level, labelled level="N"
     horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT -D loop=false \
         --rate 50,100,200,400 --slo 'errors<1%'
+    horde sweep examples/capacity_sweep.py -D base_url=http://127.0.0.1:PORT \
+        --users 2,4,8 --cluster local:2              # every level split over 2 Dask workers
 
 A closed sweep (--users) keeps that many users looping; an open sweep (--rate) starts that many
 users a second, so each should make one pass (-D loop=false). The sweep replaces the injection

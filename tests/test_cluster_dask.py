@@ -286,13 +286,14 @@ def test_a_run_ended_by_its_duration_counts_what_a_local_run_counts(horde, nginx
     assert 2100 <= merged <= served <= merged + summary["users"]["interrupted"]
 
 
-def run_and_kill_a_worker(nginx, tmp_path, *flags):
-    """A local:2 run of 100 arrivals a second with worker 1 SIGKILLed after the first merged
-    interval: (exit code, stderr, summary, seconds from the kill to the end, nginx's count)."""
+def run_and_kill_a_worker(nginx, tmp_path, *flags, command=None):
+    """A local:2 run of 100 arrivals a second (`horde http`, or `command`) with worker 1
+    SIGKILLed after the first merged interval: (exit code, stderr, summary, seconds from the
+    kill to the end, nginx's count)."""
     results = tmp_path / "lost"
     before = nginx.requests_served()
-    process = subprocess.Popen(["horde", "http", nginx.url + "/lost", "--rate", "100", "-c", "2", "-q",
-                                "--cluster", "local:2", "--results-dir", str(results), *flags],
+    command = command or ["horde", "http", nginx.url + "/lost", "--rate", "100", "-c", "2"]
+    process = subprocess.Popen([*command, "-q", "--cluster", "local:2", "--results-dir", str(results), *flags],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         def machines():
@@ -339,6 +340,33 @@ def test_abort_stops_every_worker_and_allow_worker_loss_leaves_the_exit_code_alo
     assert summary["run"]["status"] == "stopped"
     assert "--on-worker-loss abort" in summary["run"]["stop_reason"]
     assert any("left the Dask cluster" in (m.get("lost") or "") for m in summary["machines"])
+
+
+def test_the_simulation_sets_the_worker_loss_policy_and_a_flag_overrides_it(nginx, tmp_path):
+    # The policy is the plan's (options.cluster), here from setup(); --on-worker-loss wins.
+    simulation = tmp_path / "lost.py"
+    simulation.write_text(f"""
+from horde import constant_users_per_sec, http, param, scenario, setup
+setup(scenario("lost").exec(http("lost").get("/lost")).inject(constant_users_per_sec(100).during(param("seconds", 60))),
+      protocol=http.base_url("{nginx.url}"), on_worker_loss="abort", allow_worker_loss=True)
+""")
+    plan = json.loads(subprocess.run(["horde", "plan", simulation], capture_output=True, text=True,
+                                     check=True).stdout)
+    assert plan["options"]["cluster"] == {"on_worker_loss": "abort", "allow_worker_loss": True}
+    code, stderr, summary, ended_within, _ = run_and_kill_a_worker(
+        nginx, tmp_path, command=["horde", "run", str(simulation)])
+    assert code == 0, stderr
+    assert ended_within < 15 and summary["run"]["status"] == "stopped", (ended_within, summary["run"])
+    assert "--on-worker-loss abort" in summary["run"]["stop_reason"]
+    # The flag over the plan: the other worker goes on to the end of a 4 s run (the plan's
+    # allow_worker_loss still holds).
+    (tmp_path / "lost").rename(tmp_path / "aborted")
+    code, stderr, summary, _, _ = run_and_kill_a_worker(
+        nginx, tmp_path, "--on-worker-loss", "continue", command=["horde", "run", str(simulation), "-D", "seconds=4"])
+    assert code == 0, stderr
+    assert summary["run"]["status"] == "completed", summary["run"]
+    kept, lost = summary["machines"]
+    assert kept["requests"] == 200 and lost["lost"], summary["machines"]
 
 
 def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(nginx, tmp_path):
@@ -427,6 +455,14 @@ def _live_summary(results):
         return None
 
 
+def _process_exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _stop_share_1(results):
     """SIGSTOPs the second share's process once the first merged interval is written; its pid."""
     wait_until(lambda: (_live_summary(results) or {}).get("machines"), timeout=60,
@@ -456,6 +492,10 @@ def test_a_stopped_worker_is_suspect_at_3_s_and_lost_at_10_s_while_the_others_go
         lost_after = time.monotonic() - stopped_at
         # The live results kept moving with the other share's requests meanwhile.
         assert live()["global"]["count"] > count_when_suspect
+        # The hung worker is restarted by its nanny while the run goes on (a fresh process
+        # joins in its place): it does not hold its place until Dask's worker-ttl.
+        wait_until(lambda: not _process_exists(stopped_pid), timeout=12, what="the stopped worker restarted")
+        assert process.poll() is None, "the run should still be going"
         _, stderr = process.communicate(timeout=90)
     finally:
         if stopped_pid is not None:
@@ -582,3 +622,101 @@ def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_
     assert "has horde 0.0.0-other, this machine horde" in result.stderr
     assert "its Python has no horde (no horde on this worker)" in result.stderr
     assert nginx.requests_served() - before == 0
+
+
+def _sweep_dir(results):
+    [directory] = [p for p in results.iterdir() if p.name.startswith("sweep-")]
+    return directory
+
+
+def _level_summaries(directory):
+    """Each run of the sweep in `directory`: (its sweep.json row, its level's summary.json)."""
+    report = json.loads((directory / "sweep.json").read_text())
+    return report, [(level, json.loads((directory / level["results"] / "summary.json").read_text()))
+                    for level in report["levels"]]
+
+
+def test_a_sweep_runs_each_level_on_the_cluster_counted_exactly_by_the_server(horde, nginx, dask_cluster):
+    # Open levels of 60 and 120 arrivals a second for 2 s, one request each: every level is a
+    # coordinated run of its own on the same three workers, merged exactly.
+    before = nginx.requests_served()
+    # Late starts are judged leniently: the generator's limits on this busy machine are not
+    # what this test is about.
+    result = horde("sweep", nginx.url + "/sweep", "--rate", "60,120", "--level-duration", "2s", "--warmup", "0s",
+                   "--late-start-threshold", "50ms", "--cluster", dask_cluster, timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    report, runs = _level_summaries(_sweep_dir(result.results_dir))
+    # A busy machine may start a few arrivals late: that level then runs again.
+    assert [level["level"] for level, _ in runs if level["not_delivered"] is None] == [60, 120], report
+    for level, summary in runs:
+        assert level["requests"] == summary["global"]["count"] == 2 * level["level"], level
+        machines = summary["machines"]
+        assert [m["share"] for m in machines] == [0, 1, 2]
+        assert sum(m["requests"] for m in machines) == level["requests"]
+        assert all(m["verified"] for m in machines), machines
+    # The same three worker processes ran every level.
+    assert len({m["pid"] for _, summary in runs for m in summary["machines"]}) == 3
+    assert nginx.requests_served() - before == sum(level["requests"] for level, _ in runs)
+
+
+def test_a_sweep_level_a_cluster_cannot_split_is_refused_before_any_load(horde, nginx, dask_cluster):
+    before = nginx.requests_served()
+    result = horde("sweep", nginx.url + "/sweep", "--users", "1,3", "--level-duration", "1s",
+                   "--cluster", dask_cluster, timeout=RUN_TIMEOUT_S)
+    assert result.code == 2, result.stderr
+    assert "share 1" in result.stderr and "no virtual user" in result.stderr, result.stderr
+    assert nginx.requests_served() - before == 0
+
+
+def _sweep_killing_a_worker(nginx, tmp_path, *flags):
+    """A sweep of 60 then 120 arrivals a second for 4 s on local:2, share 1's worker SIGKILLed
+    once the first level merged an interval: (exit code, stderr, sweep directory)."""
+    results = tmp_path / "sweep-lost"
+    process = subprocess.Popen(["horde", "sweep", nginx.url + "/sweep-lost", "--rate", "60,120", "--level-duration",
+                                "4s", "--warmup", "0s", "--late-start-threshold", "50ms", "--cluster", "local:2",
+                                "--results", str(results), *flags],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def first_level_machines():
+            try:
+                summary = json.loads(next(results.glob("sweep-*/rate-60/summary.json")).read_text())
+                return summary["machines"] if summary["global"]["count"] > 0 else None
+            except (OSError, ValueError, KeyError, StopIteration):
+                return None
+
+        wait_until(first_level_machines, timeout=60, what="the first level's first merged interval")
+        os.kill(first_level_machines()[1]["pid"], signal.SIGKILL)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        stop_process(process)
+    return process.returncode, stderr, _sweep_dir(results)
+
+
+def test_a_sweep_that_loses_a_worker_stops_and_fails(nginx, tmp_path):
+    code, stderr, directory = _sweep_killing_a_worker(nginx, tmp_path)
+    assert code == 6, stderr
+    report, runs = _level_summaries(directory)
+    # The level that lost it is shown, not delivered; none runs after it on fewer machines.
+    [(level, summary)] = runs
+    assert level["level"] == 60 and "left the Dask cluster" in level["not_delivered"], level
+    assert "level 60 lost a worker" in report["stopped"] and "lost a worker" in stderr, stderr
+    assert any(m.get("lost") for m in summary["machines"])
+
+
+def test_a_sweep_replaces_a_lost_worker_and_runs_its_level_again(nginx, tmp_path):
+    before = nginx.requests_served()
+    code, stderr, directory = _sweep_killing_a_worker(nginx, tmp_path, "--on-worker-loss", "replace", "--spares", "1")
+    assert code == 0, stderr
+    report, runs = _level_summaries(directory)
+    first, *others = runs
+    # The level whose share was replaced did not deliver its load: it ran again, on the worker
+    # kept and the spare, and the next level ran there too.
+    assert first[0]["level"] == 60 and "replaced" in first[0]["not_delivered"], first[0]
+    assert [level["level"] for level, _ in others if level["not_delivered"] is None] == [60, 120], report
+    killed = first[1]["machines"][1]["replaced"][0]["pid"]
+    for level, summary in others:
+        assert level["requests"] == summary["global"]["count"] == 4 * level["level"], level
+        assert killed not in {m["pid"] for m in summary["machines"]}
+    # The killed worker's requests after its last counted interval reached nginx but no count.
+    counted = sum(level["requests"] for level, _ in runs)
+    assert 0 <= nginx.requests_served() - before - counted <= 40

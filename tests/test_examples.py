@@ -21,7 +21,11 @@ def run_example(command, tmp_path, env=None):
 
 
 def summaries(tmp_path):
-    return [json.loads(p.read_text()) for p in sorted(tmp_path.glob("results/*/summary.json"))]
+    return summaries_under(tmp_path, "results/*")
+
+
+def summaries_under(tmp_path, pattern):
+    return [json.loads(p.read_text()) for p in sorted(tmp_path.glob(f"{pattern}/summary.json"))]
 
 
 def test_jsf_journey(target, tmp_path):
@@ -105,6 +109,18 @@ def test_capacity_sweep_runs_as_a_plain_simulation_too(target, tmp_path):
     run_example(["horde", "run", EXAMPLES / "capacity_sweep.py", "-D", f"base_url={target.url}"], tmp_path)
     [summary] = summaries(tmp_path)
     assert summary["global"]["ko"] == 0 and summary["global"]["count"] > 50
+
+
+def test_capacity_sweep_on_a_cluster(target, tmp_path):
+    # Every level split over two Dask worker processes (pip install 'horde[cluster]').
+    run_example(["horde", "sweep", EXAMPLES / "capacity_sweep.py", "-D", f"base_url={target.url}", "-D", "loop=false",
+                 "--rate", "20,40", "--level-duration", "1s", "--warmup", "0s", "--late-start-threshold", "50ms",
+                 "--cluster", "local:2"], tmp_path)
+    levels = summaries_under(tmp_path, "results/sweep-*/rate-*")
+    assert [len(summary["machines"]) for summary in levels] == [2] * len(levels) and len(levels) >= 2
+    # Every request the server saw was counted, but one in flight when its level was cut.
+    counted = sum(summary["global"]["count"] for summary in levels)
+    assert counted <= target.stats()["total"] <= counted + sum(summary["users"]["interrupted"] for summary in levels)
 
 
 @pytest.mark.parametrize("schema", ["document_schema.json", "document_schema.xml"])

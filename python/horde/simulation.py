@@ -117,7 +117,11 @@ class Simulation:
         return self._derive(thresholds=self.thresholds + tuple(threshold_texts(assertions)))
 
     def to_plan(self):
-        options = dict(self.options)
+        options = {}
+        for key, value in self.options:
+            # "cluster.spares" goes to options["cluster"]["spares"].
+            section, _, field = key.rpartition(".")
+            (options.setdefault(section, {}) if section else options)[field] = value
         # Copied whole: the feeders are taken out of the steps, and chains are shared.
         scenarios = copy.deepcopy([plan for p in self.populations for plan in p.to_plans()])
         feeders = collect_feeders(scenarios)
@@ -152,7 +156,25 @@ _OPTION_NAMES = {
     "graceful_stop": ("graceful_stop_ms", lambda v: to_ms(v, "graceful_stop")),
     "throttle": ("throttle", lambda v: _throttle_steps(v if isinstance(v, (list, tuple)) else [v])),
     "late_start_threshold": ("late_start_threshold_us", lambda v: to_us(v, "late_start_threshold")),
+    # A run on several machines (--cluster): the plan's options.cluster, as the flags name it.
+    "on_worker_loss": ("cluster.on_worker_loss", lambda v: _choice(v, "on_worker_loss", _WORKER_LOSS)),
+    "spares": ("cluster.spares", lambda v: _count(v, "spares")),
+    "allow_worker_loss": ("cluster.allow_worker_loss", bool),
 }
+
+_WORKER_LOSS = ("continue", "replace", "abort")
+
+
+def _choice(value, option, choices):
+    if value not in choices:
+        raise DslError(f"setup(): {option}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _count(value, option):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DslError(f"setup(): {option}={value!r} is not a whole number of at least 0")
+    return value
 
 
 def _throttle_steps(steps):
@@ -228,7 +250,9 @@ def setup(*populations, protocol=None, name=None, **options):
     ``percentiles``, ``response_time_bounds_ms``, ``max_requests``, ``workers``,
     ``late_start_threshold`` (seconds: an arrival or throttle slot that starts later than this
     counts as late; 0.001 by default; ``horde sweep`` calls a level whose starts are more than
-    1 % late "load not delivered").
+    1 % late "load not delivered"); and for a run on several machines (``--cluster``,
+    docs/cluster.md) ``on_worker_loss`` ("continue", "replace" or "abort"), ``spares`` and
+    ``allow_worker_loss``, which the flags of the same names override.
 
     >>> from horde import at_once_users, http, scenario
     >>> sim = setup(scenario("s").exec(http("home").get("/")).inject(at_once_users(1)), late_start_threshold=0.005)

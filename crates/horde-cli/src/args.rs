@@ -382,7 +382,7 @@ pub struct SegmentArgs {
     /// Run only this share of the plan: FROM:TO, fractions, decimals or percentages of the
     /// whole (1/3:2/3, 0.5:1, 25%:50%; a lone TO is 0:TO). The processes of a sequence
     /// together send exactly what one process would.
-    #[arg(long, value_name = "FROM:TO", value_parser = execution_segment)]
+    #[arg(long, value_name = "FROM:TO", value_parser = execution_segment, conflicts_with = "cluster")]
     pub execution_segment: Option<String>,
     /// Every process's segments, the same for all of them: the points that cut the run
     /// (0,1/3,2/3,1) [default: 0,FROM,TO,1].
@@ -392,7 +392,7 @@ pub struct SegmentArgs {
     /// and its intervals merged by a coordinator through the spool directory DIR
     /// (horde-engine's cluster/spool.rs). Hidden: the tests run shares as separate processes
     /// with it; users will get --cluster.
-    #[arg(long, value_name = "DIR", hide = true, requires = "execution_segment")]
+    #[arg(long, value_name = "DIR", hide = true, requires = "execution_segment", conflicts_with = "cluster")]
     pub share_spool: Option<PathBuf>,
     /// Internal (issue 26): coordinate SHARES shares started with --share-spool DIR: one start,
     /// their intervals merged into this run's results and thresholds.
@@ -401,13 +401,21 @@ pub struct SegmentArgs {
         value_name = "SHARES:DIR",
         hide = true,
         value_parser = coordinate_spool,
-        conflicts_with_all = ["execution_segment", "share_spool"]
+        conflicts_with_all = ["execution_segment", "share_spool", "cluster"]
     )]
     pub coordinate_spool: Option<(usize, PathBuf)>,
     /// Internal: how long a coordinator waits for every share to be ready (a share waits
     /// twice as long for its start).
     #[arg(long, value_name = "MS", hide = true, default_value_t = 30_000)]
     pub spool_ready_timeout_ms: u64,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// `--cluster` and its flags: the machines of a distributed engine a command runs on
+/// (`horde run`, `horde http`, `horde sweep`).
+#[derive(Args, Debug, Default, Clone)]
+pub struct ClusterArgs {
     /// Run across processes or machines on Dask (pip install 'horde[cluster]',
     /// docs/cluster.md): local:N starts N worker processes on this machine, ssh:HOST,HOST,...
     /// starts a Dask scheduler on the first host and a worker on each other one over SSH,
@@ -417,8 +425,7 @@ pub struct SegmentArgs {
     #[arg(
         long,
         value_name = "local:N|ssh:HOST,HOST,...|tcp://HOST:PORT",
-        value_parser = cluster_address,
-        conflicts_with_all = ["execution_segment", "share_spool", "coordinate_spool"]
+        value_parser = cluster_address
     )]
     pub cluster: Option<String>,
     /// With --cluster: each worker's part of the run in proportion to its weight, one weight
@@ -427,18 +434,20 @@ pub struct SegmentArgs {
     #[arg(long, value_name = "W1,W2,...|cores", value_parser = cluster_weights, requires = "cluster")]
     pub cluster_weights: Option<ClusterWeights>,
     /// With --cluster: what a lost worker (dead, gone from the cluster, silent for 10 s) does
-    /// to the run: the others go on (continue), its share starts again on a spare worker from
-    /// a moment later on (replace; see --spares), or every worker stops (abort).
-    #[arg(long, value_enum, default_value = "continue", requires = "cluster")]
-    pub on_worker_loss: WorkerLoss,
+    /// to the run: the others go on (continue, the default), its share starts again on a
+    /// spare worker from a moment later on (replace; see --spares), or every worker stops
+    /// (abort). Over the plan's options.cluster.on_worker_loss.
+    #[arg(long, value_enum, requires = "cluster")]
+    pub on_worker_loss: Option<WorkerLoss>,
     /// With --cluster: workers kept idle to replace lost ones (--on-worker-loss replace):
     /// local:N starts N more; on an existing cluster, the last N workers in the order of
     /// summary.json's machines[] run no share. A worker that joins during the run (one a
-    /// nanny restarted) is a spare too.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "cluster")]
-    pub spares: u32,
+    /// nanny restarted) is a spare too. Over the plan's options.cluster.spares [default: 0].
+    #[arg(long, value_name = "N", requires = "cluster")]
+    pub spares: Option<u32>,
     /// With --cluster: a lost worker does not fail the command (exit 6); the run's status and
-    /// thresholds decide, and summary.json still names the worker lost.
+    /// thresholds decide, and summary.json still names the worker lost. The plan's
+    /// options.cluster.allow_worker_loss says the same.
     #[arg(long, requires = "cluster")]
     pub allow_worker_loss: bool,
 }
@@ -479,14 +488,38 @@ pub(crate) struct LossHandling {
     pub allowed: bool,
 }
 
-impl SegmentArgs {
-    pub(crate) fn loss_handling(&self) -> LossHandling {
-        let policy = match self.on_worker_loss {
-            WorkerLoss::Continue => horde_engine::cluster::WorkerLossPolicy::Continue,
-            WorkerLoss::Replace => horde_engine::cluster::WorkerLossPolicy::Replace,
-            WorkerLoss::Abort => horde_engine::cluster::WorkerLossPolicy::Abort,
+impl ClusterArgs {
+    /// With `--cluster`, puts the worker-loss flags over the plan's `options.cluster`, so that
+    /// the plan the results keep says what the run did. Without it, nothing changes.
+    pub(crate) fn apply(&self, options: &mut horde_plan::RunOptions) {
+        if self.cluster.is_none() {
+            return;
+        }
+        let mut cluster = options.cluster.unwrap_or_default();
+        if let Some(loss) = self.on_worker_loss {
+            cluster.on_worker_loss = match loss {
+                WorkerLoss::Continue => horde_plan::WorkerLoss::Continue,
+                WorkerLoss::Replace => horde_plan::WorkerLoss::Replace,
+                WorkerLoss::Abort => horde_plan::WorkerLoss::Abort,
+            };
+        }
+        if let Some(spares) = self.spares {
+            cluster.spares = spares;
+        }
+        cluster.allow_worker_loss |= self.allow_worker_loss;
+        options.cluster = Some(cluster);
+    }
+}
+
+impl LossHandling {
+    /// The plan's `options.cluster` (flags already applied) as the coordinator runs it.
+    pub(crate) fn of(options: &horde_plan::ClusterOptions) -> LossHandling {
+        let policy = match options.on_worker_loss {
+            horde_plan::WorkerLoss::Continue => horde_engine::cluster::WorkerLossPolicy::Continue,
+            horde_plan::WorkerLoss::Replace => horde_engine::cluster::WorkerLossPolicy::Replace,
+            horde_plan::WorkerLoss::Abort => horde_engine::cluster::WorkerLossPolicy::Abort,
         };
-        LossHandling { policy, allowed: self.allow_worker_loss }
+        LossHandling { policy, allowed: options.allow_worker_loss }
     }
 }
 
@@ -520,8 +553,9 @@ impl ClusterRole {
 
 impl SegmentArgs {
     /// Puts the flags over the plan's segment: the flag's segment, with the flag's sequence or
-    /// else the plan's.
+    /// else the plan's; and the cluster's flags over its `options.cluster`.
     pub(crate) fn apply(&self, options: &mut horde_plan::RunOptions) {
+        self.cluster.apply(options);
         let Some(segment) = &self.execution_segment else { return };
         let plan_sequence = options.execution_segment.take().and_then(|s| s.sequence);
         options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
@@ -693,6 +727,8 @@ pub struct SweepArgs {
     pub metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub dashboard: DashboardArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     #[command(flatten)]
     pub transport: TransportArgs,
     #[command(flatten)]
@@ -910,4 +946,35 @@ pub struct CqlArgs {
     pub print_plan: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn cluster_flags(argv: &[&str]) -> ClusterArgs {
+        let cli = Cli::try_parse_from(["horde", "run", "sim.py"].iter().chain(argv)).expect("valid flags");
+        let Command::Run(args) = cli.command else { unreachable!("parsed as horde run") };
+        args.segment.cluster
+    }
+
+    #[test]
+    fn the_cluster_flags_go_over_the_plans_policy_and_only_with_a_cluster() {
+        let plan_policy = horde_plan::ClusterOptions {
+            on_worker_loss: horde_plan::WorkerLoss::Abort,
+            spares: 0,
+            allow_worker_loss: true,
+        };
+        let mut options = horde_plan::RunOptions { cluster: Some(plan_policy), ..Default::default() };
+        cluster_flags(&["--cluster", "local:2", "--spares", "2"]).apply(&mut options);
+        assert_eq!(options.cluster, Some(horde_plan::ClusterOptions { spares: 2, ..plan_policy }));
+        cluster_flags(&["--cluster", "local:2", "--on-worker-loss", "replace"]).apply(&mut options);
+        assert_eq!(options.cluster.map(|c| c.on_worker_loss), Some(horde_plan::WorkerLoss::Replace));
+        // A local run keeps the plan as it is; the flags need --cluster.
+        let mut local = horde_plan::RunOptions::default();
+        cluster_flags(&[]).apply(&mut local);
+        assert_eq!(local.cluster, None);
+        assert!(Cli::try_parse_from(["horde", "run", "sim.py", "--spares", "1"]).is_err());
+    }
 }

@@ -19,6 +19,8 @@ pub(crate) struct OpenCluster {
     hosts: Arc<dyn ShareHosts>,
     loss: args::LossHandling,
     weights: Vec<u64>,
+    /// `--cluster-weights` as given, to name it in an error.
+    weights_flag: Option<args::ClusterWeights>,
 }
 
 impl OpenCluster {
@@ -33,24 +35,42 @@ impl Drop for OpenCluster {
     }
 }
 
-/// With `--cluster`, checks that the program can run on it, then connects to its machines
-/// (or starts them).
+/// What a run asks of `--cluster` beyond its plan: the Python session functions its
+/// simulation calls, and whether a request log was asked for.
+#[derive(Default)]
+pub(crate) struct ClusterNeeds<'a> {
+    pub session_function_keys: &'a [String],
+    pub request_log: bool,
+}
+
+impl<'a> ClusterNeeds<'a> {
+    pub fn of(program: &'a Program, exports: &args::ExportArgs) -> Self {
+        ClusterNeeds {
+            session_function_keys: &program.session_function_keys,
+            request_log: exports.request_log.is_some(),
+        }
+    }
+}
+
+/// With `--cluster`, checks that `plan` can run on it, then connects to its machines (or
+/// starts them). The plan's `options.cluster` (the flags applied over it) says how many
+/// spares to keep and what a lost worker does.
 pub(crate) fn open(
-    segment: &args::SegmentArgs,
-    program: &Program,
-    exports: &args::ExportArgs,
+    flags: &args::ClusterArgs,
+    plan: &horde_plan::Plan,
+    needs: ClusterNeeds,
     loader: &dyn SimulationLoader,
 ) -> Result<Option<OpenCluster>, Failure> {
-    let Some(spec) = &segment.cluster else { return Ok(None) };
+    let Some(spec) = &flags.cluster else { return Ok(None) };
     let mut problems = Vec::new();
-    if !program.session_function_keys.is_empty() {
+    if !needs.session_function_keys.is_empty() {
         problems.push(format!(
             "--cluster {spec}: the simulation calls Python session functions ({}), which run only in this process \
              for now: run it without --cluster",
-            program.session_function_keys.join(", ")
+            needs.session_function_keys.join(", ")
         ));
     }
-    if exports.request_log.is_some() {
+    if needs.request_log {
         problems.push(format!(
             "--cluster {spec}: --request-log is not written on a cluster yet (each worker would log its own \
              requests): run without one of the two"
@@ -59,15 +79,21 @@ pub(crate) fn open(
     if !problems.is_empty() {
         return Err(crate::invalid_flags(problems));
     }
-    let hosts = loader.open_cluster(spec, segment.spares).map_err(|err| match err {
+    let settings = plan.options.cluster.unwrap_or_default();
+    let hosts = loader.open_cluster(spec, settings.spares).map_err(|err| match err {
         ClusterOpenError::Invalid(message) => Failure::Invalid(message),
         ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
         ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
     })?;
     // Closed when dropped, from here on: on an error below too.
-    let mut cluster = OpenCluster { hosts, loss: segment.loss_handling(), weights: Vec::new() };
+    let mut cluster = OpenCluster {
+        hosts,
+        loss: args::LossHandling::of(&settings),
+        weights: Vec::new(),
+        weights_flag: flags.cluster_weights.clone(),
+    };
     let machines = cluster.hosts.machines();
-    cluster.weights = match &segment.cluster_weights {
+    cluster.weights = match &flags.cluster_weights {
         None => vec![1; machines.len()],
         Some(args::ClusterWeights::Given(weights)) => weights.clone(),
         Some(args::ClusterWeights::Cores) => cluster
@@ -76,13 +102,34 @@ pub(crate) fn open(
             .map_err(|problem| Failure::Runtime(anyhow::anyhow!("--cluster-weights cores: {problem}")))?,
     };
     // Checked now, before a results directory is made: the weights, a share without users.
-    share_plans(&program.plan, &machines, &cluster.weights, cluster.hosts.threads_per_share()).map_err(|err| {
-        match &segment.cluster_weights {
-            Some(weights) if err.concerns_weights() => Failure::Invalid(format!("--cluster-weights {weights}: {err}")),
-            _ => failure(err),
-        }
-    })?;
+    cluster.split(plan)?;
     Ok(Some(cluster))
+}
+
+impl OpenCluster {
+    /// Whether `plan` can be cut into a share per machine: the weights fit the machines, and
+    /// no share would be without a virtual user.
+    pub fn split(&self, plan: &horde_plan::Plan) -> Result<(), Failure> {
+        let machines = self.hosts.machines();
+        share_plans(plan, &machines, &self.weights, self.hosts.threads_per_share()).map(drop).map_err(|err| {
+            match &self.weights_flag {
+                Some(weights) if err.concerns_weights() => {
+                    Failure::Invalid(format!("--cluster-weights {weights}: {err}"))
+                }
+                _ => failure(err),
+            }
+        })
+    }
+
+    /// How many machines run a share.
+    pub fn machine_count(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Whether a lost worker leaves the command's exit code alone (`--allow-worker-loss`).
+    pub fn worker_loss_allowed(&self) -> bool {
+        self.loss.allowed
+    }
 }
 
 /// Coordinates `program` over the machines of `hosts`: a share each, as `weights` cut them,
@@ -103,7 +150,10 @@ pub(crate) fn coordinate_hosts(
     let plans_json: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans_json).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
     let options = CoordinatorOptions { on_loss, share_plans: plans, ..CoordinatorOptions::new(machines.len()) };
-    horde_engine::cluster::run_coordinated(program, control, sink, hosts, &options).map_err(failure)
+    let result = horde_engine::cluster::run_coordinated(program, control, sink, hosts.clone(), &options);
+    // Before the next run on the same machines (a sweep's next level) is launched.
+    hosts.end_run();
+    result.map_err(failure)
 }
 
 /// How a share that a distributed engine started ended: its run's status, or why it could not

@@ -124,7 +124,7 @@ pub(crate) fn invalid_flags(problems: Vec<String>) -> Failure {
 fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => match (args.trials, args.files.as_slice()) {
-            (Some(_), _) if args.segment.cluster.is_some() => Err(Failure::Invalid(
+            (Some(_), _) if args.segment.cluster.cluster.is_some() => Err(Failure::Invalid(
                 "--trials runs on one machine for now: not with --cluster (run each trial with --cluster instead)"
                     .into(),
             )),
@@ -135,7 +135,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             (None, [file]) => {
                 let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
-                let cluster = cluster::open(&args.segment, &program, &args.exports, loader)?;
+                let needs = cluster::ClusterNeeds::of(&program, &args.exports);
+                let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
                 let run = RunOutputs {
                     name: &results_name(file),
                     output: &args.output,
@@ -157,7 +158,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            let cluster = cluster::open(&args.segment, &program, &args.exports, loader)?;
+            let needs = cluster::ClusterNeeds::of(&program, &args.exports);
+            let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
             let run = RunOutputs {
                 name: &program.plan.name.clone(),
                 output: &args.output,
@@ -444,6 +446,14 @@ fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {
 pub(crate) fn prepare(plan: &Plan, source: &Path) -> Result<Program, Failure> {
     let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
     ready_to_run(&program)?;
+    Ok(program)
+}
+
+/// [`prepare`] for a coordinator of shares: they hold the connections, and each checks its
+/// own machine's open-file limit before it reports ready.
+pub(crate) fn prepare_to_coordinate(plan: &Plan, source: &Path) -> Result<Program, Failure> {
+    let program = lower(plan).map_err(|errors| Failure::Invalid(invalid_plan_message(source, &errors)))?;
+    preflight(&program)?;
     Ok(program)
 }
 

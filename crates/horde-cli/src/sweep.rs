@@ -8,11 +8,18 @@
 //! and if it is still not delivered the sweep stops and says so, rather than blaming the
 //! server. The boundary an automatic search reports is confirmed by a second run of the last
 //! good and the first bad level.
+//!
+//! With `--cluster`, every level runs on the same machines, opened once: each level is a
+//! coordinated run of its own (its own run id, start and merged results). A level that lost a
+//! worker did not deliver its load: with `--on-worker-loss replace` it runs again on the
+//! machines as they now are; otherwise the sweep stops there (the levels after it would run on
+//! fewer machines, and so would not compare), exit 6 unless `--allow-worker-loss`.
 
 use crate::args::SweepArgs;
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
-use crate::{exit, invalid_flags, load_program, prepare, run_into, signals, Failure, SimulationLoader};
+use crate::cluster::{ClusterNeeds, OpenCluster};
+use crate::{exit, invalid_flags, load_program, prepare, signals, Failure, SimulationLoader};
 use horde_metrics::RunStatus;
 use horde_plan::ThresholdSpec;
 use horde_plan::{CoreStep, HttpStep, Injection, Plan, Request, Scenario, Step, MAX_DURATION_MS};
@@ -144,12 +151,17 @@ struct Sweep<'a> {
     live: Option<LiveMetrics>,
     /// `--dashboard`: each level's results as they are written, then the sweep's report.
     results: Option<horde_report::ResultsWatch>,
+    /// `--cluster`: the machines every level runs on.
+    cluster: Option<OpenCluster>,
+    /// A level lost a worker and the sweep stopped there.
+    worker_lost: bool,
 }
 
 pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
     let settings = Settings::from_args(args).map_err(invalid_flags)?;
     let model = settings.model;
     // A simulation's session functions run at every level.
+    let mut function_keys = Vec::new();
     let (mut plan, functions, name) = if args.target.contains("://") {
         let mut plan = url_plan(&args.target, model);
         args.transport.apply(&mut plan.protocol, Some(&args.target)).map_err(invalid_flags)?;
@@ -164,11 +176,13 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
             &crate::PlanFlags { transport: args.transport.clone(), ..Default::default() },
             loader,
         )?;
+        function_keys = program.session_function_keys;
         (program.plan, program.session_functions, crate::results_name(file))
     };
     if args.workers.is_some() {
         plan.options.workers = args.workers;
     }
+    args.cluster.apply(&mut plan.options);
     if let Some(threshold_us) = settings.late_start_threshold_us {
         plan.options.late_start_threshold_us = threshold_us;
     }
@@ -214,13 +228,19 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         stopped: None,
         live: live.map(|(_, live)| live),
         results,
+        cluster: None,
+        worker_lost: false,
     };
-    // The first level must be runnable before anything is created.
+    // The first level must be runnable before anything is created: on this machine, or split
+    // over the cluster's.
     let first = match &settings.levels {
         Some(levels) => levels[0],
         None => sweep.first_auto_level(args),
     };
-    prepare(&sweep.level_plan(first), Path::new("of this sweep"))?;
+    let first_plan = sweep.level_plan(first);
+    let needs = ClusterNeeds { session_function_keys: &function_keys, request_log: false };
+    sweep.cluster = crate::cluster::open(&args.cluster, &first_plan, needs, loader)?;
+    sweep.prepare_level(&first_plan, Path::new("of this sweep"))?;
     sweep.dir = crate::results_directory(&args.output, &format!("sweep-{name}"))?;
     status!("horde sweep: results in {}", sweep.dir.display());
     if let Some(endpoint) = &endpoint {
@@ -247,8 +267,13 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         print_text(&report.render());
     }
     status!("horde sweep: table in {0}/sweep.csv, chart in {0}/sweep.svg", sweep.dir.display());
+    let worker_loss_allowed = sweep.cluster.as_ref().is_some_and(OpenCluster::worker_loss_allowed);
+    // The machines are given back before the verdict is printed.
+    drop(sweep.cluster.take());
     let code = if sweep.interrupted {
         exit::INTERRUPTED
+    } else if sweep.worker_lost && !worker_loss_allowed {
+        exit::WORKER_LOST
     } else if report.levels_judged() == 0 {
         status!("horde sweep: no level was measured: horde could not deliver the load of any on this machine");
         exit::NOTHING_MEASURED
@@ -289,7 +314,9 @@ impl Sweep<'_> {
     }
 
     fn first_auto_level(&self, args: &SweepArgs) -> f64 {
-        let start = args.start.unwrap_or(if self.integer_levels() { 1.0 } else { 10.0 });
+        // On a cluster, every machine's share starts with a user at least.
+        let fewest_users = self.cluster.as_ref().map_or(1, OpenCluster::machine_count) as f64;
+        let start = args.start.unwrap_or(if self.integer_levels() { fewest_users } else { 10.0 });
         if self.integer_levels() {
             start.round().max(1.0)
         } else {
@@ -330,7 +357,7 @@ impl Sweep<'_> {
             self.interrupted = true;
             return Ok(None);
         }
-        let program = match prepare(&self.level_plan(level), Path::new("of this sweep level")) {
+        let program = match self.prepare_level(&self.level_plan(level), Path::new("of this sweep level")) {
             Ok(mut program) => {
                 if let Some(functions) = &self.functions {
                     program.attach_functions(functions.clone());
@@ -338,7 +365,8 @@ impl Sweep<'_> {
                 program
             }
             Err(Failure::Invalid(problem)) => {
-                let stopped = format!("level {} cannot run on this machine: {problem}", format_level(level));
+                let here = if self.cluster.is_some() { "this cluster" } else { "this machine" };
+                let stopped = format!("level {} cannot run on {here}: {problem}", format_level(level));
                 status!("horde sweep: {stopped}");
                 self.stopped = Some(stopped);
                 return Ok(None);
@@ -365,10 +393,16 @@ impl Sweep<'_> {
             live.with_labels(vec![("level".into(), format_level(level)), ("level_run".into(), run.to_string())])
         });
         let live = crate::LiveOutputs { metrics: live, results: self.results.clone() };
-        let finished = run_into(program, &dir, self.progress, self.front_end, live)?;
+        let role = self.cluster.as_ref().map(OpenCluster::role).unwrap_or_default();
+        let extras = crate::exports::Opened::default();
+        let finished = crate::run_into_with(program, &dir, self.progress, self.front_end, live, extras, &role)?;
         finished.results_written()?;
         let arrival_rate = (self.model == Model::Rate).then_some(level);
-        let result = SweepLevel::from_summary(level, &finished.summary, label, arrival_rate, run);
+        let mut result = SweepLevel::from_summary(level, &finished.summary, label, arrival_rate, run);
+        let losses = WorkerLosses::of(&finished.summary);
+        if let Some(why) = losses.not_delivered() {
+            result.not_delivered = Some(why);
+        }
         status!(
             "horde sweep:   {} requests, p50 {:.2} ms, p99 {:.2} ms, errors {:.1} %, {:.1} req/s{}{}",
             result.requests,
@@ -387,10 +421,33 @@ impl Sweep<'_> {
             }
         );
         self.interrupted = finished.status == RunStatus::Interrupted;
+        if !losses.lost.is_empty() && !self.interrupted {
+            let stopped = format!(
+                "level {} lost a worker ({}): the sweep stops, since the levels after it would run on fewer machines \
+                 (--on-worker-loss replace runs a level again on a spare)",
+                format_level(level),
+                losses.lost.join("; ")
+            );
+            status!("horde sweep: {stopped}");
+            self.stopped = Some(stopped);
+            self.worker_lost = true;
+        }
         self.levels.push(result.clone());
         horde_report::write_sweep(&self.report(), &self.dir)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
-        Ok((!self.interrupted).then_some(result))
+        Ok((!self.interrupted && !self.worker_lost).then_some(result))
+    }
+
+    /// A level's program, ready to run here, or to be coordinated over the cluster's machines
+    /// (each checks its own limits; here, that the level splits into a share per machine).
+    fn prepare_level(&self, plan: &Plan, source: &Path) -> Result<horde_engine::Program, Failure> {
+        match &self.cluster {
+            None => prepare(plan, source),
+            Some(cluster) => {
+                cluster.split(plan)?;
+                crate::prepare_to_coordinate(plan, source)
+            }
+        }
     }
 
     /// The plan with every scenario's injection replaced by this level, for warm-up + level.
@@ -466,6 +523,44 @@ impl Sweep<'_> {
         horde_report::write_sweep(&self.report(), &self.dir)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok(())
+    }
+}
+
+/// What a level's run on a cluster lost: shares lost for good, shares replaced on a spare,
+/// shares whose intervals did not all reach the coordinator. Each says which and why.
+#[derive(Default)]
+struct WorkerLosses {
+    lost: Vec<String>,
+    replaced: Vec<String>,
+    unmerged: Vec<String>,
+}
+
+impl WorkerLosses {
+    fn of(summary: &horde_report::Summary) -> WorkerLosses {
+        let mut losses = WorkerLosses::default();
+        for machine in &summary.machines {
+            if let Some(why) = &machine.lost {
+                losses.lost.push(format!("share {} on {}: {why}", machine.share, machine.host));
+            }
+            for replacement in &machine.replaced {
+                losses.replaced.push(format!(
+                    "share {} was lost and replaced, its load until {:.1} s missing",
+                    machine.share, replacement.resume_after_s
+                ));
+            }
+            if machine.verified == Some(false) {
+                losses.unmerged.push(format!("share {}'s intervals did not all reach the coordinator", machine.share));
+            }
+        }
+        losses
+    }
+
+    /// Why the level's load was not wholly delivered (or measured), if it was not: it says
+    /// nothing of the server then, and runs again (measure) unless the sweep stops.
+    fn not_delivered(&self) -> Option<String> {
+        let reasons: Vec<&str> =
+            self.lost.iter().chain(&self.replaced).chain(&self.unmerged).map(String::as_str).collect();
+        (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 }
 

@@ -18,6 +18,7 @@
 //! with its path. It knows nothing of how a plan is run; its only IO is reading the files a
 //! plan comes from or names, bounded ([`input`]).
 
+mod cluster;
 mod duration;
 mod feeder;
 pub mod input;
@@ -30,6 +31,7 @@ mod template;
 mod threshold;
 mod validate;
 
+pub use cluster::{ClusterOptions, WorkerLoss};
 pub use duration::parse_duration;
 pub use feeder::{Feeder, FeederSource, FeederStrategy, OnFeederExhausted};
 pub use protocol::couchdb::CouchdbStep;
@@ -260,6 +262,9 @@ pub struct RunOptions {
     /// segments): it runs only its segment's users, arrivals, budget and feeder rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_segment: Option<ExecutionSegmentOptions>,
+    /// What a run split over several machines (`--cluster`) does when one is lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterOptions>,
 }
 
 impl Default for RunOptions {
@@ -278,6 +283,7 @@ impl Default for RunOptions {
             graceful_stop_ms: None,
             warmup_ms: None,
             execution_segment: None,
+            cluster: None,
         }
     }
 }

@@ -56,6 +56,20 @@ struct PyShareHosts {
     coordinator: Py<PyAny>,
 }
 
+impl PyShareHosts {
+    /// Calls `method` (no arguments, nothing returned); an exception is printed: what it could
+    /// not give back is given back when the cluster or the shares stop on their own.
+    fn call_reporting_errors(&self, method: &str) {
+        off_main_thread(|| {
+            Python::attach(|py| {
+                if let Err(err) = self.coordinator.call_method0(py, method) {
+                    err.print(py);
+                }
+            })
+        })
+    }
+}
+
 impl CoordinatorLink for PyShareHosts {
     fn receive(&self, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
         off_main_thread(|| {
@@ -189,14 +203,12 @@ impl ShareHosts for PyShareHosts {
         })
     }
 
+    fn end_run(&self) {
+        self.call_reporting_errors("end_run");
+    }
+
     fn close(&self) {
-        off_main_thread(|| {
-            Python::attach(|py| {
-                if let Err(err) = self.coordinator.call_method0(py, "close") {
-                    err.print(py);
-                }
-            })
-        })
+        self.call_reporting_errors("close");
     }
 }
 

@@ -30,6 +30,10 @@ BEAT_EVERY_S = 1.0
 # How long a replacement waits for a spare worker to be there (one a nanny restarts after a
 # crash takes about 2 s to join).
 SPARE_WAIT_S = 5.0
+# A worker that does not answer a stop within this is hung (a healthy one answers in
+# milliseconds), and the nanny of a hung worker is given this long to restart it.
+STOP_ANSWER_S = 2.0
+RESTART_TIMEOUT_S = 20.0
 
 
 class ClockOffset:
@@ -59,8 +63,13 @@ class Coordinator:
                                     "must run a share")
         # The machines running a share, in share order; the last ``spares`` workers wait.
         self._machines = ordered[:len(ordered) - spares]
-        # Workers a share ran on and lost: never a spare.
+        # Workers a share ran on and lost: never a spare, in this run or the next ones.
         self._retired: set[str] = set()
+        self._begin_run()
+
+    def _begin_run(self) -> None:
+        """What belongs to one run (a sweep runs one per level on the same machines): its id and
+        topic, its messages, its tasks, its shares' attempts and grants, its clocks, its beat."""
         self._launches = 0
         self._start_ns: int | None = None
         self._run_id = uuid.uuid4().hex[:16]
@@ -81,8 +90,9 @@ class Coordinator:
         self._offsets: dict[str, ClockOffset] = {}
         self._stopping: threading.Thread | None = None
         self._subscribed = False
-        self._closed = threading.Event()
+        self._run_over = threading.Event()
         self._beating: threading.Thread | None = None
+        self._launched = False
 
     # -- what the engine calls ---------------------------------------------------------------
 
@@ -103,6 +113,13 @@ class Coordinator:
         return [cores[address] for address in self._machines]
 
     def launch(self, plans: list[str]) -> None:
+        if self._launched:
+            # The machines' next run (a sweep's next level): the last one's tasks, topic and
+            # beat are given up first.
+            self.end_run()
+            self._begin_run()
+        self._launched = True
+        self._check_machines_present()
         self._offsets = {address: self._measure_clock(address) for address in self._machines}
         # Subscribed before any share is submitted: no ready message is missed.
         self._topic.subscribe(self._client, self._inbox.put)
@@ -188,7 +205,10 @@ class Coordinator:
 
     def stop_share(self, index: int, reason: str) -> None:
         """Stops one share the engine gave up, and forgets its task (a task pinned to a worker
-        that left would otherwise run again if a worker came back at that address, dask#7346)."""
+        that left would otherwise run again if a worker came back at that address, dask#7346).
+        A worker that does not answer the stop (hung, stopped) is restarted by its nanny: it
+        comes back as a fresh worker, a spare for this run and a machine for the next, rather
+        than holding its place until Dask's worker-ttl."""
         if index < len(self._futures):
             self._futures[index].cancel()
         address = self._machines[index]
@@ -196,10 +216,27 @@ class Coordinator:
 
     def _stop_on(self, address: str, reason: str) -> None:
         """Stops this run's share on one worker, which may be dead: a stop that cannot reach
-        it has nothing to stop."""
+        it has nothing to stop. One that does not answer within STOP_ANSWER_S is hung, and
+        restarted."""
+        stop = self._client.run(share.stop, self._run_id, reason, workers=[address], on_error="ignore",
+                                asynchronous=True)
         try:
-            self._client.run(share.stop, self._run_id, reason, workers=[address], on_error="ignore")
-        except OSError:  # distributed's CommClosedError: the worker is gone
+            asyncio.run_coroutine_threadsafe(stop, self._client.loop.asyncio_loop).result(STOP_ANSWER_S)
+        except TimeoutError:
+            self._restart_if_present(address)
+        except Exception:  # noqa: BLE001 - distributed's CommClosedError: the worker is gone
+            pass
+
+    def _restart_if_present(self, address: str) -> None:
+        """Restarts a hung worker the run gave up, if it is still in the cluster, through its
+        nanny (which kills the process if it does not end when asked, then starts a fresh
+        one). A worker without a nanny cannot be restarted: it stays until it answers again or
+        Dask removes it."""
+        try:
+            if self._run_over.is_set() or address not in self._client.scheduler_info(n_workers=-1)["workers"]:
+                return
+            self._client.restart_workers([address], timeout=RESTART_TIMEOUT_S, raise_for_error=False)
+        except Exception:  # noqa: BLE001 - the cluster closing, a worker without a nanny
             pass
 
     def stop(self, reason: str) -> None:
@@ -210,18 +247,38 @@ class Coordinator:
                                               daemon=True)
             self._stopping.start()
 
-    def close(self) -> None:
-        self._closed.set()
+    def end_run(self) -> None:
+        """The run is over: its shares are stopped if they still run (and waited for a little,
+        so that the next run's tasks do not queue behind them), its beat and its topic end. The
+        machines stay for the next run."""
+        self._run_over.set()
         if any(not future.done() for future in self._futures):
             self.stop("the coordinator is done")
         if self._stopping is not None:
             self._stopping.join(STOP_WAIT_S)
+        deadline = time.monotonic() + STOP_WAIT_S
         for future in self._futures:
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.02)
             future.cancel()
         if self._subscribed:
             self._topic.unsubscribe(self._client)
             self._client.unsubscribe_topic("all")
+            self._subscribed = False
+
+    def close(self) -> None:
+        self.end_run()
         self._deployment.close()
+
+    def _check_machines_present(self) -> None:
+        """Every machine of the run is still in the cluster: a task pinned to a worker that
+        left would wait for it for ever. Raised before anything is sent (the engine's launch
+        failure: exit 3, naming the worker)."""
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        gone = [address for address in self._machines if address not in workers]
+        if gone:
+            raise RuntimeError(f"the worker{'s' if len(gone) > 1 else ''} {', '.join(gone)} left the Dask cluster "
+                               "(during an earlier run on it): no share can run there")
 
     # -- Dask's side ---------------------------------------------------------------------------
 
@@ -245,7 +302,7 @@ class Coordinator:
     def _beat(self) -> None:
         """Tells every share, each BEAT_EVERY_S, that the coordinator lives; without it a share
         stops by itself (share.BEAT_TIMEOUT_S)."""
-        while not self._closed.wait(BEAT_EVERY_S):
+        while not self._run_over.wait(BEAT_EVERY_S):
             for index, address in enumerate(list(self._machines)):
                 self._send_beat(index, address)
 

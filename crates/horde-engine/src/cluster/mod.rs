@@ -117,8 +117,11 @@ pub trait ShareHosts: CoordinatorLink {
     /// How many cores each machine has for its share (those its worker process may run on),
     /// in the order of [`ShareHosts::machines`]: the weights of `--cluster-weights cores`.
     fn cores(&self) -> Result<Vec<u64>, String>;
-    /// Gives the machines back once the run is over: its shares are stopped if still running,
-    /// and a cluster started for the run is shut down.
+    /// The run launched last is over: its shares are stopped if still running and its links
+    /// end; the machines stay for another run (a sweep runs one per level).
+    fn end_run(&self);
+    /// Gives the machines back once the command is done with them: the last run ends, and a
+    /// cluster started for the command is shut down.
     fn close(&self);
 }
 
