@@ -720,3 +720,66 @@ def test_a_sweep_replaces_a_lost_worker_and_runs_its_level_again(nginx, tmp_path
     # The killed worker's requests after its last counted interval reached nginx but no count.
     counted = sum(level["requests"] for level, _ in runs)
     assert 0 <= nginx.requests_served() - before - counted <= 40
+
+
+def test_session_functions_run_in_the_workers_that_loaded_the_simulation(horde, logging_nginx, dask_cluster,
+                                                                        tmp_path):
+    # A Python function of the session sets a variable the request's URL carries: each worker
+    # loads the simulation file (at the same path) and runs the functions of its own users.
+    # The hooks are the coordinator's: `after` runs once, here.
+    marker = tmp_path / "after-ran"
+    simulation = tmp_path / "functions.py"
+    simulation.write_text(f"""
+import os
+from horde import after, at_once_users, http, param, scenario, setup
+
+def stamp(session):
+    return session.set("who", f"{{session.user_id}}-{{os.getpid()}}")
+
+@after
+def done(summary):
+    with open({str(marker)!r}, "a") as out:
+        out.write(f"{{os.getpid()}} {{summary['global']['count']}}\\n")
+
+setup(scenario("stamped").exec(stamp, http("stamped").get("/functions?who=${{who}}"))
+      .inject(at_once_users(param("users", 6))),
+      protocol=http.base_url("{logging_nginx.url}"))
+""")
+    logging_nginx.log.write_text("")
+    result = horde("run", simulation, "-D", "users=6", "--cluster", dask_cluster, "-q", timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    summary = result.summary
+    assert summary["global"]["ok"] == summary["global"]["count"] == 6, summary["errors"]
+    stamps = [line.split("who=", 1)[1] for line in logging_nginx.log.read_text().split() if "/functions" in line]
+    # Every user once, each stamped by a worker process (three of them, none of them this one).
+    assert len({s.split("-")[0] for s in stamps}) == len(stamps) == 6, stamps
+    worker_pids = {int(s.split("-")[1]) for s in stamps}
+    assert worker_pids == {m["pid"] for m in summary["machines"]}, (worker_pids, summary["machines"])
+    [after_line] = marker.read_text().splitlines()
+    assert after_line.split() == [str(after_line.split()[0]), "6"] and int(after_line.split()[0]) not in worker_pids
+
+
+def test_a_worker_that_cannot_load_the_simulation_fails_the_run_before_any_load(horde, nginx, dask_cluster,
+                                                                                tmp_path):
+    # As when a module the simulation imports is missing on the workers' machines.
+    simulation = tmp_path / "no_driver.py"
+    simulation.write_text(f"""
+from horde import at_once_users, http, scenario, setup
+
+try:
+    from distributed import get_worker
+    get_worker()
+except (ImportError, ValueError):
+    pass
+else:
+    raise ImportError("No module named 'database_driver'")
+
+setup(scenario("s").exec(lambda session: session, http("x").get("/no-driver")).inject(at_once_users(3)),
+      protocol=http.base_url("{nginx.url}"))
+""")
+    before = nginx.requests_served()
+    result = horde("run", simulation, "--cluster", dask_cluster, "-q", timeout=RUN_TIMEOUT_S)
+    assert result.code == 3, result.stderr
+    assert "could not load the simulation for its session functions" in result.stderr, result.stderr
+    assert "database_driver" in result.stderr and "tcp://127.0.0.1:" in result.stderr, result.stderr
+    assert nginx.requests_served() - before == 0

@@ -120,6 +120,14 @@ def after(function):
     return function
 
 
+def forget_loaded():
+    """Forgets the functions and hooks of the simulations loaded so far: the next one loaded
+    registers its own from the first key (a cluster's worker loads a simulation per run)."""
+    _functions.clear()
+    _hooks["before"].clear()
+    _hooks["after"].clear()
+
+
 def _has_any():
     return bool(_functions or _hooks["before"] or _hooks["after"])
 

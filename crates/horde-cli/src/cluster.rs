@@ -3,7 +3,7 @@
 //! `--coordinate-spool` flags). The engine's shares and coordinator, with their failures as
 //! exit codes.
 
-use crate::loader::{ClusterOpenError, SimulationLoader};
+use crate::loader::{ClusterOpenError, SimulationFile, SimulationLoader};
 use crate::{args, Failure};
 use horde_engine::cluster::spool::{SpoolCoordinatorLink, SpoolShareLink};
 use horde_engine::cluster::{share_plans, ClusterError, CoordinatorOptions, ShareHosts, ShareLink};
@@ -36,17 +36,20 @@ impl Drop for OpenCluster {
 }
 
 /// What a run asks of `--cluster` beyond its plan: the Python session functions its
-/// simulation calls, and whether a request log was asked for.
+/// simulation calls (each worker loads `simulation` to run them), and whether a request log
+/// was asked for.
 #[derive(Default)]
 pub(crate) struct ClusterNeeds<'a> {
     pub session_function_keys: &'a [String],
+    pub simulation: Option<SimulationFile>,
     pub request_log: bool,
 }
 
 impl<'a> ClusterNeeds<'a> {
-    pub fn of(program: &'a Program, exports: &args::ExportArgs) -> Self {
+    pub fn of(program: &'a Program, exports: &args::ExportArgs, simulation: Option<SimulationFile>) -> Self {
         ClusterNeeds {
             session_function_keys: &program.session_function_keys,
+            simulation,
             request_log: exports.request_log.is_some(),
         }
     }
@@ -63,10 +66,12 @@ pub(crate) fn open(
 ) -> Result<Option<OpenCluster>, Failure> {
     let Some(spec) = &flags.cluster else { return Ok(None) };
     let mut problems = Vec::new();
-    if !needs.session_function_keys.is_empty() {
+    // The shares need the functions only if the plan calls them (hooks run here).
+    let simulation = needs.simulation.filter(|_| !needs.session_function_keys.is_empty());
+    if !needs.session_function_keys.is_empty() && simulation.is_none() {
         problems.push(format!(
-            "--cluster {spec}: the simulation calls Python session functions ({}), which run only in this process \
-             for now: run it without --cluster",
+            "--cluster {spec}: the plan calls Python session functions ({}), which live only in the simulation \
+             that defined them: run that simulation (.py), whose file every worker loads",
             needs.session_function_keys.join(", ")
         ));
     }
@@ -80,7 +85,7 @@ pub(crate) fn open(
         return Err(crate::invalid_flags(problems));
     }
     let settings = plan.options.cluster.unwrap_or_default();
-    let hosts = loader.open_cluster(spec, settings.spares).map_err(|err| match err {
+    let hosts = loader.open_cluster(spec, settings.spares, simulation.as_ref()).map_err(|err| match err {
         ClusterOpenError::Invalid(message) => Failure::Invalid(message),
         ClusterOpenError::Unavailable(message) => Failure::Runtime(anyhow::anyhow!("--cluster {spec}: {message}")),
         ClusterOpenError::Interrupted => Failure::Interrupted("while starting the cluster"),
@@ -161,15 +166,31 @@ pub(crate) fn coordinate_hosts(
 pub type ShareOutcome = Result<String, (i32, String)>;
 
 /// Runs a share's plan (JSON, cut by the coordinator) as a share linked to its coordinator by
-/// `link`, its own results in `dir`: what a Dask worker runs for horde.cluster. The plan is
-/// checked as any run's (this machine's open-file limit, the protocols' preflight) before it
-/// reports ready.
-pub fn run_linked_share(plan_json: &str, dir: &Path, link: Arc<dyn ShareLink>) -> ShareOutcome {
+/// `link`, its own results in `dir`: what a Dask worker runs for horde.cluster, with the
+/// simulation's session `functions` when the plan calls any (the worker loaded the
+/// simulation for them). The plan is checked as any run's (this machine's open-file limit,
+/// the protocols' preflight) before it reports ready.
+pub fn run_linked_share(
+    plan_json: &str,
+    dir: &Path,
+    link: Arc<dyn ShareLink>,
+    functions: Option<Arc<dyn horde_engine::SessionFunctions>>,
+) -> ShareOutcome {
     let run = || -> Result<String, Failure> {
         let source = Path::new("the coordinator's plan");
         let plan = horde_plan::Plan::from_json(plan_json)
             .map_err(|errors| Failure::Invalid(crate::invalid_plan_message(source, &errors)))?;
-        let program = crate::prepare(&plan, source)?;
+        let mut program = crate::prepare(&plan, source)?;
+        match functions {
+            Some(functions) => program.attach_functions(functions),
+            None if !program.session_function_keys.is_empty() => {
+                return Err(Failure::Invalid(format!(
+                    "the plan calls session functions ({}), and this worker was given no simulation to load them from",
+                    program.session_function_keys.join(", ")
+                )));
+            }
+            None => {}
+        }
         std::fs::create_dir_all(dir)
             .map_err(|err| Failure::Runtime(anyhow::anyhow!("creating {}: {err}", dir.display())))?;
         let role = args::ClusterRole::LinkedShare(link);
@@ -232,7 +253,10 @@ pub(crate) fn failure(err: ClusterError) -> Failure {
         | ClusterError::ZeroWeight { .. }
         | ClusterError::WeightsTooFine { .. } => Failure::Invalid(err.to_string()),
         ClusterError::Interrupted => Failure::Interrupted("waiting for the shares to be ready"),
-        ClusterError::NotReady { .. } | ClusterError::Wire(_) | ClusterError::Link(_) => {
+        ClusterError::NotReady { .. }
+        | ClusterError::NotStarted { .. }
+        | ClusterError::Wire(_)
+        | ClusterError::Link(_) => {
             Failure::Runtime(anyhow::anyhow!("{err}"))
         }
     }

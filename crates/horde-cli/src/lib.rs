@@ -31,7 +31,7 @@ mod transport;
 mod trials;
 
 pub use cluster::{run_linked_share, ShareOutcome};
-pub use loader::{ClusterOpenError, LoadError, PythonSubprocessLoader, SimulationLoader};
+pub use loader::{ClusterOpenError, LoadError, PythonSubprocessLoader, SimulationFile, SimulationLoader};
 
 use anyhow::Context;
 use args::{Cli, Command, TargetArgs};
@@ -135,7 +135,8 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             (None, [file]) => {
                 let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
-                let needs = cluster::ClusterNeeds::of(&program, &args.exports);
+                let simulation = simulation_file(file, &args.params)?;
+                let needs = cluster::ClusterNeeds::of(&program, &args.exports, simulation);
                 let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
                 let run = RunOutputs {
                     name: &results_name(file),
@@ -158,7 +159,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            let needs = cluster::ClusterNeeds::of(&program, &args.exports);
+            let needs = cluster::ClusterNeeds::of(&program, &args.exports, None);
             let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
             let run = RunOutputs {
                 name: &program.plan.name.clone(),
@@ -429,6 +430,16 @@ pub(crate) fn invalid_plan_message(file: &Path, errors: &[PlanError]) -> String 
         ));
     }
     message
+}
+
+/// `file` with its `-D` parameters when it is a Python simulation (whose session functions a
+/// cluster's shares load), None for a plan file.
+pub(crate) fn simulation_file(file: &Path, params: &[String]) -> Result<Option<SimulationFile>, Failure> {
+    if input_kind(file)? != InputKind::Simulation {
+        return Ok(None);
+    }
+    let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    Ok(Some(SimulationFile { path, params: parse_params(params)? }))
 }
 
 fn parse_params(params: &[String]) -> Result<Vec<(String, String)>, Failure> {

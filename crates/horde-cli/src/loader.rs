@@ -43,14 +43,28 @@ pub trait SimulationLoader {
         None
     }
     /// The machines of `--cluster SPEC` (Dask, in horde.cluster), connected to or started,
-    /// `spares` of them kept to replace lost ones. Only the Python package has Dask: the
-    /// standalone binary refuses the flag.
-    fn open_cluster(&self, spec: &str, _spares: u32) -> Result<std::sync::Arc<dyn ShareHosts>, ClusterOpenError> {
+    /// `spares` of them kept to replace lost ones; `simulation`, when its session functions
+    /// must run in the shares, is loaded by each worker for them. Only the Python package has
+    /// Dask: the standalone binary refuses the flag.
+    fn open_cluster(
+        &self,
+        spec: &str,
+        _spares: u32,
+        _simulation: Option<&SimulationFile>,
+    ) -> Result<std::sync::Arc<dyn ShareHosts>, ClusterOpenError> {
         Err(ClusterOpenError::Invalid(format!(
             "--cluster {spec}: runs on Dask from Python; this standalone binary has no Dask. Run the horde of the \
              Python package, with Dask: pip install 'horde[cluster]'"
         )))
     }
+}
+
+/// A simulation file and its `-D` parameters: what a process loads to get the simulation's
+/// session functions (a share on another machine of `--cluster` reads it at the same path).
+#[derive(Debug, Clone, Default)]
+pub struct SimulationFile {
+    pub path: PathBuf,
+    pub params: Vec<(String, String)>,
 }
 
 /// Why `--cluster` has no machines.

@@ -162,6 +162,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     let model = settings.model;
     // A simulation's session functions run at every level.
     let mut function_keys = Vec::new();
+    let mut simulation = None;
     let (mut plan, functions, name) = if args.target.contains("://") {
         let mut plan = url_plan(&args.target, model);
         args.transport.apply(&mut plan.protocol, Some(&args.target)).map_err(invalid_flags)?;
@@ -177,6 +178,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
             loader,
         )?;
         function_keys = program.session_function_keys;
+        simulation = crate::simulation_file(file, &args.params)?;
         (program.plan, program.session_functions, crate::results_name(file))
     };
     if args.workers.is_some() {
@@ -238,7 +240,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         None => sweep.first_auto_level(args),
     };
     let first_plan = sweep.level_plan(first);
-    let needs = ClusterNeeds { session_function_keys: &function_keys, request_log: false };
+    let needs = ClusterNeeds { session_function_keys: &function_keys, simulation, request_log: false };
     sweep.cluster = crate::cluster::open(&args.cluster, &first_plan, needs, loader)?;
     sweep.prepare_level(&first_plan, Path::new("of this sweep"))?;
     sweep.dir = crate::results_directory(&args.output, &format!("sweep-{name}"))?;

@@ -10,13 +10,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Opens `--cluster SPEC` with `horde.cluster.open_cluster`, `spares` workers kept idle: its
-/// `ClusterInputError` is the user's to fix (exit 2), any other exception a cluster that could
-/// not be had (exit 3).
-pub(crate) fn open_cluster(spec: &str, spares: u32) -> Result<Arc<dyn ShareHosts>, horde_cli::ClusterOpenError> {
+/// Opens `--cluster SPEC` with `horde.cluster.open_cluster`, `spares` workers kept idle, and
+/// the `simulation` each worker loads for its session functions: its `ClusterInputError` is
+/// the user's to fix (exit 2), any other exception a cluster that could not be had (exit 3).
+pub(crate) fn open_cluster(
+    spec: &str,
+    spares: u32,
+    simulation: Option<&horde_cli::SimulationFile>,
+) -> Result<Arc<dyn ShareHosts>, horde_cli::ClusterOpenError> {
     Python::attach(|py| {
-        let opened =
-            py.import("horde.cluster").and_then(|module| module.getattr("open_cluster")?.call1((spec, spares)));
+        let simulation = simulation.map(|file| (file.path.to_string_lossy().into_owned(), file.params.clone()));
+        let opened = py
+            .import("horde.cluster")
+            .and_then(|module| module.getattr("open_cluster")?.call1((spec, spares, simulation)));
         match opened {
             Ok(coordinator) => Ok(Arc::new(PyShareHosts { coordinator: coordinator.unbind() }) as Arc<dyn ShareHosts>),
             Err(err) if err.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => {
@@ -257,10 +263,21 @@ impl ShareRunner {
 
     /// Runs the share's plan (JSON) with its results in `results_dir`; `link` has
     /// `ready(bytes) -> int` (the start, in nanoseconds of this machine's clock) and
-    /// `send(bytes)`. Returns (0, the run's status) or (exit code, why it could not run).
-    fn run(&self, py: Python<'_>, plan_json: String, results_dir: PathBuf, link: Py<PyAny>) -> (i32, String) {
+    /// `send(bytes)`; `with_functions`: the simulation this process loaded last has the
+    /// session functions the plan calls. Returns (0, the run's status) or (exit code, why it
+    /// could not run).
+    #[pyo3(signature = (plan_json, results_dir, link, with_functions=false))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        plan_json: String,
+        results_dir: PathBuf,
+        link: Py<PyAny>,
+        with_functions: bool,
+    ) -> (i32, String) {
         let link = Arc::new(PyShareLink { link, stop: self.stop.clone(), lease: self.lease.clone() });
-        match py.detach(|| horde_cli::run_linked_share(&plan_json, &results_dir, link)) {
+        let functions = if with_functions { crate::loaded_session_functions() } else { None };
+        match py.detach(|| horde_cli::run_linked_share(&plan_json, &results_dir, link, functions)) {
             Ok(status) => (0, status),
             Err((code, message)) => (code, message),
         }

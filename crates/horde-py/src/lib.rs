@@ -54,12 +54,7 @@ impl horde_cli::SimulationLoader for InProcessLoader {
     }
 
     fn session_functions(&self) -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
-        let call = Python::attach(|py| {
-            let module = py.import("horde.session").ok()?;
-            let any = module.getattr("_has_any").and_then(|f| f.call0()?.extract::<bool>()).unwrap_or(false);
-            any.then(|| module.getattr("_call").ok().map(Bound::unbind)).flatten()
-        })?;
-        Some(std::sync::Arc::new(PythonFunctions { call }) as std::sync::Arc<dyn horde_engine::SessionFunctions>)
+        loaded_session_functions()
     }
 
     fn run_python_command(&self, command: &str, flags_json: &str) -> Result<i32, horde_cli::LoadError> {
@@ -85,8 +80,9 @@ impl horde_cli::SimulationLoader for InProcessLoader {
         &self,
         spec: &str,
         spares: u32,
+        simulation: Option<&horde_cli::SimulationFile>,
     ) -> Result<std::sync::Arc<dyn horde_engine::cluster::ShareHosts>, horde_cli::ClusterOpenError> {
-        cluster::open_cluster(spec, spares)
+        cluster::open_cluster(spec, spares, simulation)
     }
 
     fn front_end(&self) -> String {
@@ -99,6 +95,17 @@ impl horde_cli::SimulationLoader for InProcessLoader {
             format!("python {version}")
         })
     }
+}
+
+/// The session functions and hooks of the simulation this interpreter loaded last
+/// (`horde.session`), if it has any.
+pub(crate) fn loaded_session_functions() -> Option<std::sync::Arc<dyn horde_engine::SessionFunctions>> {
+    let call = Python::attach(|py| {
+        let module = py.import("horde.session").ok()?;
+        let any = module.getattr("_has_any").and_then(|f| f.call0()?.extract::<bool>()).unwrap_or(false);
+        any.then(|| module.getattr("_call").ok().map(Bound::unbind)).flatten()
+    })?;
+    Some(std::sync::Arc::new(PythonFunctions { call }) as std::sync::Arc<dyn horde_engine::SessionFunctions>)
 }
 
 /// Runs the simulation's session functions and hooks (`horde.session`) in this interpreter,

@@ -27,17 +27,19 @@ def require_distributed():
     return distributed
 
 
-def open_cluster(spec: str, spares: int = 0):
+def open_cluster(spec: str, spares: int = 0, simulation=None):
     """The machines of ``--cluster SPEC`` (``local:N``, ``ssh:...`` or ``tcp://HOST:PORT``), as
     the coordinator the engine drives (horde-py's ShareHosts), ``spares`` workers kept idle to
-    replace lost ones (``local:N`` starts them in addition to its N)."""
+    replace lost ones (``local:N`` starts them in addition to its N). ``simulation``: (path,
+    [(name, value), ...]), the simulation file each worker loads for the session functions
+    the plan calls, or None."""
     require_distributed()
     from horde.cluster.coordinator import Coordinator
     from horde.cluster.deploy import connect
 
     deployment = connect(spec, spares)
     try:
-        return Coordinator(deployment, spares)
+        return Coordinator(deployment, spares, simulation)
     except BaseException:
         deployment.close()
         raise

@@ -53,8 +53,11 @@ def machine_order(address: str, name) -> tuple:
 
 
 class Coordinator:
-    def __init__(self, deployment: Deployment, spares: int = 0):
+    def __init__(self, deployment: Deployment, spares: int = 0, simulation=None):
         self._deployment = deployment
+        # The simulation (path, parameters) each share loads for its session functions, if
+        # the plan calls any.
+        self._simulation = simulation
         self._client = deployment.client
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
         ordered = sorted(workers, key=lambda address: machine_order(address, workers[address].get("name")))
@@ -129,6 +132,7 @@ class Coordinator:
         self._beating.start()
         for index, (address, plan) in enumerate(zip(self._machines, plans)):
             future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S,
+                                         simulation=self._simulation,
                                          key=f"horde-{self._run_id}-{index}", workers=[address],
                                          allow_other_workers=False, pure=False, retries=0)
             self._attempts.append(0)
@@ -176,6 +180,7 @@ class Coordinator:
         self._launches += 1
         start_ns = None if self._start_ns is None else self._start_ns + offset.offset_ns
         future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S, start_ns,
+                                     simulation=self._simulation,
                                      key=f"horde-{self._run_id}-{index}-r{self._launches}", workers=[spare],
                                      allow_other_workers=False, pure=False, retries=0)
         # Stored before the callback is added: a task that fails at once is then the current one.

@@ -89,14 +89,18 @@ class _Link:
         self.topic.send(self.worker, message)
 
 
-def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, start_ns: int | None = None) -> dict:
+def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, start_ns: int | None = None,
+              simulation=None) -> dict:
     """The task: runs share ``share`` of run ``run_id``, its own results in the worker's local
     directory. Returns the run's status and that directory; raises ShareFailed if it could not
     run. A replacement share is given the run's start (``start_ns``, in this machine's clock)
-    with its task: it goes as soon as it is ready."""
+    with its task: it goes as soon as it is ready. ``simulation`` (path, parameters): the file
+    to load for the session functions the plan calls."""
     from distributed import get_worker
 
     worker = get_worker()
+    if simulation is not None:
+        _load_session_functions(simulation, share, worker.address)
     state = _register(run_id)
     if start_ns is not None:
         state.start_ns = start_ns
@@ -106,7 +110,7 @@ def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, s
     watchdog = threading.Thread(target=state.watch_the_coordinator, name=f"horde-{run_id}-watchdog", daemon=True)
     watchdog.start()
     try:
-        code, text = state.runner.run(plan_json, str(results), link)
+        code, text = state.runner.run(plan_json, str(results), link, simulation is not None)
     finally:
         state.done.set()
         with _lock:
@@ -114,6 +118,24 @@ def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, s
     if code != 0:
         raise ShareFailed(f"share {share} on {worker.address} (exit {code}): {text}")
     return {"status": text, "results": str(results)}
+
+
+def _load_session_functions(simulation, share: int, address: str) -> None:
+    """Loads the simulation file (at the coordinator's path) in this worker process, so that
+    its session functions are registered under the keys the plan names: the same file with
+    the same parameters registers them in the same order. Its hooks (before, after) are the
+    coordinator's to run, not a share's."""
+    from horde import session
+    from horde.errors import SimulationError
+    from horde.loader import load_simulation
+
+    path, params = simulation
+    session.forget_loaded()
+    try:
+        load_simulation(path, dict(params))
+    except SimulationError as error:
+        raise ShareFailed(f"share {share} on {address} could not load the simulation for its session functions: "
+                          f"{error}") from None
 
 
 def cores() -> int:

@@ -142,7 +142,9 @@ pub fn run_coordinated(
     Ok(RunResult { totals, status })
 }
 
-/// Waits for every share's ready message.
+/// Waits for every share's ready message. A share lost meanwhile (its task failed: a plan it
+/// cannot run, a file it cannot read; its worker died) fails the run at once, saying why:
+/// nothing has been sent.
 fn wait_until_ready(
     link: &dyn CoordinatorLink,
     control: &RunControl,
@@ -153,6 +155,9 @@ fn wait_until_ready(
     while ready.iter().any(Option::is_none) {
         if control.is_interrupted() {
             return Err(ClusterError::Interrupted);
+        }
+        if let Some(LostShare { share, reason, .. }) = link.lost_shares().into_iter().next() {
+            return Err(ClusterError::NotStarted { share, reason });
         }
         let left = options.ready_timeout.saturating_sub(began.elapsed());
         if left.is_zero() {
@@ -848,6 +853,22 @@ mod tests {
         let launches = link.launches.lock().unwrap();
         assert_eq!(launches.len(), 1);
         assert!(launches[0].contains("\"attempt\": 1"), "{}", launches[0]);
+    }
+
+    /// A share whose task failed before it was ready fails the run at once, saying why, rather
+    /// than after the ready timeout.
+    #[test]
+    fn a_share_lost_before_the_start_fails_the_run_at_once() {
+        let link = SlowSpares {
+            launch: Duration::ZERO,
+            lost: Mutex::new(vec![LostShare { share: 1, attempt: 0, reason: "no database driver".into() }]),
+            launches: Mutex::new(Vec::new()),
+        };
+        let began = Instant::now();
+        let result = wait_until_ready(&link, &RunControl::new(), &CoordinatorOptions::new(2));
+        assert!(began.elapsed() < Duration::from_secs(1));
+        let err = result.err().expect("not ready");
+        assert_eq!(err.to_string(), "share 1 could not start (no database driver): no load was sent");
     }
 
     /// A launch that finds no spare loses the share after all, saying why.

@@ -210,6 +210,8 @@ pub enum ClusterError {
     NoSegment,
     /// Shares that were not ready in time.
     NotReady { missing: Vec<usize>, waited: Duration },
+    /// A share was lost before the start (its task failed, its worker left), and why.
+    NotStarted { share: usize, reason: String },
     /// A message that does not decode (another horde version, a bug).
     Wire(String),
     /// The link failed.
@@ -232,6 +234,9 @@ impl std::fmt::Display for ClusterError {
         match self {
             ClusterError::NoSegment => {
                 write!(f, "a share runs an execution segment: the plan has none (options.execution_segment)")
+            }
+            ClusterError::NotStarted { share, reason } => {
+                write!(f, "share {share} could not start ({reason}): no load was sent")
             }
             ClusterError::NotReady { missing, waited } => {
                 let missing: Vec<String> = missing.iter().map(usize::to_string).collect();
