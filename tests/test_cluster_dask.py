@@ -783,3 +783,26 @@ setup(scenario("s").exec(lambda session: session, http("x").get("/no-driver")).i
     assert "could not load the simulation for its session functions" in result.stderr, result.stderr
     assert "database_driver" in result.stderr and "tcp://127.0.0.1:" in result.stderr, result.stderr
     assert nginx.requests_served() - before == 0
+
+
+def test_bench_http_splits_each_trial_over_the_cluster(tmp_path, nginx, dask_cluster):
+    # Every trial is a coordinated run over the three workers: a cell that cannot give each a
+    # connection is refused by its parameters before anything runs.
+    def bench(*flags):
+        return subprocess.run(["horde", "bench", "http", nginx.url + "/bench", "--trials", "2", "--warmup", "1",
+                               "--measure", "2", "--iteration-time", "300ms", "--metric", "throughput",
+                               "--cluster", dask_cluster, *flags], capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT_S, cwd=tmp_path)
+
+    before = nginx.requests_served()
+    refused = bench("-L", "c=3,1", "--out", tmp_path / "refused.json")
+    assert refused.returncode == 2, refused.stderr
+    assert "c=1" in refused.stderr and "no virtual user" in refused.stderr, refused.stderr
+    assert nginx.requests_served() == before
+    out = tmp_path / "bench.json"
+    result = bench("-L", "c=3,6", "--out", out)
+    assert result.returncode == 0, result.stderr
+    cells = json.loads(out.read_text())["cells"]
+    assert [c["params"]["c"] for c in cells] == [3, 6]
+    assert all(len(c["trials"]) == 2 and c["stats"]["score"] > 100 for c in cells), cells
+    assert nginx.requests_served() - before >= sum(c["stats"]["score"] * 0.6 * 2 for c in cells) * 0.5

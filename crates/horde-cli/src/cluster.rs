@@ -116,13 +116,10 @@ impl OpenCluster {
     /// no share would be without a virtual user.
     pub fn split(&self, plan: &horde_plan::Plan) -> Result<(), Failure> {
         let machines = self.hosts.machines();
-        share_plans(plan, &machines, &self.weights, self.hosts.threads_per_share()).map(drop).map_err(|err| {
-            match &self.weights_flag {
-                Some(weights) if err.concerns_weights() => {
-                    Failure::Invalid(format!("--cluster-weights {weights}: {err}"))
-                }
-                _ => failure(err),
-            }
+        let split = share_plans(plan, &machines, &self.weights, self.hosts.threads_per_share());
+        split.map(drop).map_err(|err| match &self.weights_flag {
+            Some(weights) if err.concerns_weights() => Failure::Invalid(format!("--cluster-weights {weights}: {err}")),
+            _ => failure(err),
         })
     }
 
@@ -256,8 +253,6 @@ pub(crate) fn failure(err: ClusterError) -> Failure {
         ClusterError::NotReady { .. }
         | ClusterError::NotStarted { .. }
         | ClusterError::Wire(_)
-        | ClusterError::Link(_) => {
-            Failure::Runtime(anyhow::anyhow!("{err}"))
-        }
+        | ClusterError::Link(_) => Failure::Runtime(anyhow::anyhow!("{err}")),
     }
 }

@@ -151,7 +151,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
             )),
         },
         Command::Compare(args) => compare::compare(&args),
-        Command::Bench(args) => bench::bench(&args),
+        Command::Bench(args) => bench::bench(&args, loader),
         Command::Plan { file, params } => {
             let program = load_program(&file, &params, &[], &PlanFlags::default(), loader)?;
             print_text(&(program.plan.to_json_pretty() + "\n"));

@@ -16,9 +16,9 @@
 //! fewer machines, and so would not compare), exit 6 unless `--allow-worker-loss`.
 
 use crate::args::SweepArgs;
+use crate::cluster::{ClusterNeeds, OpenCluster};
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
-use crate::cluster::{ClusterNeeds, OpenCluster};
 use crate::{exit, invalid_flags, load_program, prepare, signals, Failure, SimulationLoader};
 use horde_metrics::RunStatus;
 use horde_plan::ThresholdSpec;
@@ -531,14 +531,14 @@ impl Sweep<'_> {
 /// What a level's run on a cluster lost: shares lost for good, shares replaced on a spare,
 /// shares whose intervals did not all reach the coordinator. Each says which and why.
 #[derive(Default)]
-struct WorkerLosses {
+pub(crate) struct WorkerLosses {
     lost: Vec<String>,
     replaced: Vec<String>,
     unmerged: Vec<String>,
 }
 
 impl WorkerLosses {
-    fn of(summary: &horde_report::Summary) -> WorkerLosses {
+    pub(crate) fn of(summary: &horde_report::Summary) -> WorkerLosses {
         let mut losses = WorkerLosses::default();
         for machine in &summary.machines {
             if let Some(why) = &machine.lost {
@@ -559,7 +559,7 @@ impl WorkerLosses {
 
     /// Why the level's load was not wholly delivered (or measured), if it was not: it says
     /// nothing of the server then, and runs again (measure) unless the sweep stops.
-    fn not_delivered(&self) -> Option<String> {
+    pub(crate) fn not_delivered(&self) -> Option<String> {
         let reasons: Vec<&str> =
             self.lost.iter().chain(&self.replaced).chain(&self.unmerged).map(String::as_str).collect();
         (!reasons.is_empty()).then(|| reasons.join("; "))

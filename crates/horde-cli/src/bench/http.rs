@@ -4,9 +4,11 @@
 use super::matrix;
 use super::result::Trial;
 use super::{PlannedCell, RunOptions, Runner};
-use crate::{invalid_flags, Failure};
+use crate::cluster::{ClusterNeeds, OpenCluster};
+use crate::{invalid_flags, Failure, SimulationLoader};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args, Debug)]
 pub struct HttpBenchArgs {
@@ -27,6 +29,9 @@ pub struct HttpBenchArgs {
     pub name: String,
     #[command(flatten)]
     pub run: RunOptions,
+    /// Each trial split over the workers of a Dask cluster (`--cluster local:N`, ...).
+    #[command(flatten)]
+    pub cluster: crate::args::ClusterArgs,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +83,8 @@ pub struct HttpCell {
     metric: Metric,
     /// Warm-up and measured time of one trial.
     iteration_ms: f64,
+    /// `--cluster`: the machines every trial is split over.
+    cluster: Option<Arc<OpenCluster>>,
 }
 
 pub fn cells(args: &HttpBenchArgs, iteration_ms: f64) -> Result<Vec<PlannedCell>, Failure> {
@@ -105,15 +112,63 @@ pub fn cells(args: &HttpBenchArgs, iteration_ms: f64) -> Result<Vec<PlannedCell>
         let cell = super::empty_cell(&args.name, "http", &params, values, mode, unit, args.metric.describe());
         cells.push(PlannedCell {
             cell,
-            runner: Runner::Http(Box::new(HttpCell { url, connections, metric: args.metric, iteration_ms })),
+            runner: Runner::Http(Box::new(HttpCell {
+                url,
+                connections,
+                metric: args.metric,
+                iteration_ms,
+                cluster: None,
+            })),
         });
     }
     Ok(cells)
 }
 
+/// With `--cluster`, opens the machines every trial of `cells` is split over, once every
+/// cell's plan is known to split (each share needs a connection): a cell that cannot is
+/// refused before anything runs, named by its parameters.
+pub fn open_cluster(
+    args: &HttpBenchArgs,
+    cells: &mut [PlannedCell],
+    warmup: usize,
+    measure: usize,
+    loader: &dyn SimulationLoader,
+) -> Result<(), Failure> {
+    let plans: Vec<(String, horde_plan::Plan)> = cells
+        .iter()
+        .filter_map(|planned| match &planned.runner {
+            Runner::Http(cell) => Some(trial_plan(cell, warmup, measure).map(|plan| (planned.cell.key(), plan))),
+            _ => None,
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((_, first)) = plans.first() else { return Ok(()) };
+    let Some(cluster) = crate::cluster::open(&args.cluster, first, ClusterNeeds::default(), loader)? else {
+        return Ok(());
+    };
+    for (label, plan) in &plans {
+        cluster.split(plan).map_err(|failure| match failure {
+            Failure::Invalid(problem) => Failure::Invalid(format!("{label}: {problem}")),
+            other => other,
+        })?;
+    }
+    let cluster = Arc::new(cluster);
+    for planned in cells.iter_mut() {
+        if let Runner::Http(cell) = &mut planned.runner {
+            cell.cluster = Some(cluster.clone());
+        }
+    }
+    Ok(())
+}
+
 /// One trial: `warmup` iterations' time of warm-up (not recorded), then `measure` iterations'
 /// time measured, in one fresh engine run; one figure per trial.
 pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Result<Trial, Failure> {
+    let plan = trial_plan(cell, warmup, measure)?;
+    plan_trial(&plan, cell.metric, cell.iteration_ms, round, &cell.url, cell.cluster.as_deref())
+}
+
+/// The plan of one trial of `cell`: quick mode's, run for the warm-up and measured time.
+fn trial_plan(cell: &HttpCell, warmup: usize, measure: usize) -> Result<horde_plan::Plan, Failure> {
     let warmup_ms = (cell.iteration_ms * warmup as f64) as u64;
     let measure_ms = ((cell.iteration_ms * measure as f64) as u64).max(1);
     let argv = [
@@ -132,7 +187,7 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
     plan.options.warmup_ms = Some(warmup_ms);
     plan.options.max_duration_ms = Some(warmup_ms + measure_ms);
     plan.options.graceful_stop_ms = None;
-    plan_trial(&plan, cell.metric, cell.iteration_ms, round, &cell.url)
+    Ok(plan)
 }
 
 /// Runs one trial's plan (its warm-up set in `warmup_ms`) in a fresh engine run and reads the
@@ -141,26 +196,38 @@ pub fn trial(cell: &HttpCell, round: usize, warmup: usize, measure: usize) -> Re
 /// The run's snapshot interval is the iteration: each whole measured interval's figure is an
 /// iteration of the trial (read from its time series), so the variance within a trial and
 /// between trials can be told apart as for functions. A trial whose intervals cannot be read
-/// has one iteration, the run's own figure.
+/// has one iteration, the run's own figure. With `cluster`, the trial is split over its
+/// machines; one that lost a worker measured part of its load only, and fails.
 pub fn plan_trial(
     plan: &horde_plan::Plan,
     metric: Metric,
     iteration_ms: f64,
     round: usize,
     what: &str,
+    cluster: Option<&OpenCluster>,
 ) -> Result<Trial, Failure> {
     let mut plan = plan.clone();
     let warmup_ms = plan.options.warmup_ms.unwrap_or(0);
     let measure_ms = plan.options.max_duration_ms.unwrap_or(0).saturating_sub(warmup_ms).max(1);
     plan.options.snapshot_interval_ms = (iteration_ms as u64).max(10);
-    let program = crate::prepare(&plan, Path::new("of horde bench"))?;
+    let source = Path::new("of horde bench");
+    let program = match cluster {
+        None => crate::prepare(&plan, source)?,
+        Some(_) => crate::prepare_to_coordinate(&plan, source)?,
+    };
+    let role = cluster.map(OpenCluster::role).unwrap_or_default();
     let dir = trial_dir()?;
-    let finished = crate::run_into(program, &dir, false, "cli", Default::default());
+    let finished = crate::run_into_with(program, &dir, false, "cli", Default::default(), Default::default(), &role);
     let intervals = std::fs::read_to_string(dir.join("timeseries.jsonl")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let finished = finished?;
     if finished.status == horde_metrics::RunStatus::Interrupted {
         return Err(Failure::Interrupted("during an HTTP trial"));
+    }
+    if let Some(lost) = crate::sweep::WorkerLosses::of(&finished.summary).not_delivered() {
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "{what}: a trial lost a worker and measured only part of its load ({lost}): the benchmark stops"
+        )));
     }
     let global = &finished.summary.global;
     if global.ok == 0 {

@@ -227,8 +227,9 @@ struct PlannedCell {
 }
 
 /// Python benchmark files are loaded by worker processes, never in this one: each trial must be a
-/// fresh interpreter, so the command line's simulation loader is not used.
-pub fn bench(args: &BenchArgs) -> Result<i32, Failure> {
+/// fresh interpreter, so the command line's simulation loader is not used for them; it opens
+/// `horde bench http --cluster`'s machines.
+pub fn bench(args: &BenchArgs, loader: &dyn crate::SimulationLoader) -> Result<i32, Failure> {
     match &args.form {
         Some(BenchForm::Cmd(cmd)) => {
             let settings = settings(&cmd.run).map_err(invalid_flags)?;
@@ -238,7 +239,9 @@ pub fn bench(args: &BenchArgs) -> Result<i32, Failure> {
         }
         Some(BenchForm::Http(http_args)) => {
             let settings = settings(&http_args.run).map_err(invalid_flags)?;
-            let cells = http::cells(http_args, settings.iteration_ms)?;
+            let mut cells = http::cells(http_args, settings.iteration_ms)?;
+            // Open for the whole benchmark (every trial runs on it) and closed when the cells go.
+            http::open_cluster(http_args, &mut cells, settings.warmup, settings.measure, loader)?;
             execute(cells, &http_args.url, "http", &http_args.run, settings, None)
         }
         Some(BenchForm::Compare(compare_args)) => compare::compare(compare_args),
@@ -731,7 +734,7 @@ fn run_trial(
                     errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect::<Vec<_>>().join("; ")
                 )))
             })?;
-            http::plan_trial(&plan, *metric, settings.iteration_ms, round, name).map_err(|e| match e {
+            http::plan_trial(&plan, *metric, settings.iteration_ms, round, name, None).map_err(|e| match e {
                 Failure::Interrupted(_) => TrialError::Interrupted,
                 other => TrialError::Failed(other),
             })

@@ -867,7 +867,7 @@ mod tests {
         let began = Instant::now();
         let result = wait_until_ready(&link, &RunControl::new(), &CoordinatorOptions::new(2));
         assert!(began.elapsed() < Duration::from_secs(1));
-        let err = result.err().expect("not ready");
+        let err = result.expect_err("not ready");
         assert_eq!(err.to_string(), "share 1 could not start (no database driver): no load was sent");
     }
 
