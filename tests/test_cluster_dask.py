@@ -659,6 +659,19 @@ def test_a_sweep_runs_each_level_on_the_cluster_counted_exactly_by_the_server(ho
     assert nginx.requests_served() - before == sum(level["requests"] for level, _ in runs)
 
 
+def test_an_automatic_sweep_starts_with_a_user_on_every_machine(horde, nginx, dask_cluster):
+    # Weights 3,1,1 over the three workers: the first level gives each share a user.
+    result = horde("sweep", nginx.url + "/auto", "--auto", "--max-level", "8", "--bisect", "0", "--level-duration",
+                   "1s", "--warmup", "0s", "--late-start-threshold", "50ms", "--cluster", dask_cluster,
+                   "--cluster-weights", "3,1,1", timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    report, runs = _level_summaries(_sweep_dir(result.results_dir))
+    assert runs[0][0]["level"] >= 3, report
+    for level, summary in runs:
+        assert [m["share"] for m in summary["machines"]] == [0, 1, 2]
+        assert all(m["requests"] > 0 for m in summary["machines"]), (level, summary["machines"])
+
+
 def test_a_sweep_level_a_cluster_cannot_split_is_refused_before_any_load(horde, nginx, dask_cluster):
     before = nginx.requests_served()
     result = horde("sweep", nginx.url + "/sweep", "--users", "1,3", "--level-duration", "1s",
@@ -806,3 +819,39 @@ def test_bench_http_splits_each_trial_over_the_cluster(tmp_path, nginx, dask_clu
     assert [c["params"]["c"] for c in cells] == [3, 6]
     assert all(len(c["trials"]) == 2 and c["stats"]["score"] > 100 for c in cells), cells
     assert nginx.requests_served() - before >= sum(c["stats"]["score"] * 0.6 * 2 for c in cells) * 0.5
+
+
+def test_workers_load_a_simulation_again_with_its_helpers_when_its_parameters_change(horde, logging_nginx,
+                                                                                     dask_cluster, tmp_path):
+    # A chain built at the top of a helper module beside the simulation registers its function
+    # when imported: a worker loading the simulation again (other -D values) imports the helper
+    # again, so the keys follow the coordinator's order and each step calls its own function.
+    (tmp_path / "login_steps.py").write_text("""
+from horde import exec_
+
+def helper_stamp(session):
+    return session.set("h", "helper")
+
+stamped = exec_(helper_stamp)
+""")
+    simulation = tmp_path / "with_helper.py"
+    simulation.write_text(f"""
+from horde import at_once_users, http, param, scenario, setup
+from login_steps import stamped
+
+tag = param("tag", "one")
+
+def own_stamp(session):
+    return session.set("s", "own-" + tag)
+
+setup(scenario("helped").exec(stamped, own_stamp, http("helped").get("/helped?h=${{h}}&s=${{s}}"))
+      .inject(at_once_users(3)),
+      protocol=http.base_url("{logging_nginx.url}"))
+""")
+    for tag in ("one", "two"):
+        logging_nginx.log.write_text("")
+        result = horde("run", simulation, "-D", f"tag={tag}", "--cluster", dask_cluster, "-q", timeout=RUN_TIMEOUT_S)
+        assert result.code == 0, result.stderr
+        assert result.summary["global"]["ok"] == 3, result.summary["errors"]
+        lines = [line for line in logging_nginx.log.read_text().split() if "/helped" in line]
+        assert lines == [f"/helped?h=helper&s=own-{tag}"] * 3, lines

@@ -56,11 +56,13 @@ impl<'a> ClusterNeeds<'a> {
 }
 
 /// With `--cluster`, checks that `plan` can run on it, then connects to its machines (or
-/// starts them). The plan's `options.cluster` (the flags applied over it) says how many
-/// spares to keep and what a lost worker does.
+/// starts them), and checks that `plan` splits over them (unless `split` is false: a sweep
+/// chooses its first level once it knows the machines). The plan's `options.cluster` (the
+/// flags applied over it) says how many spares to keep and what a lost worker does.
 pub(crate) fn open(
     flags: &args::ClusterArgs,
     plan: &horde_plan::Plan,
+    split: bool,
     needs: ClusterNeeds,
     loader: &dyn SimulationLoader,
 ) -> Result<Option<OpenCluster>, Failure> {
@@ -107,7 +109,9 @@ pub(crate) fn open(
             .map_err(|problem| Failure::Runtime(anyhow::anyhow!("--cluster-weights cores: {problem}")))?,
     };
     // Checked now, before a results directory is made: the weights, a share without users.
-    cluster.split(plan)?;
+    if split {
+        cluster.split(plan)?;
+    }
     Ok(Some(cluster))
 }
 

@@ -137,7 +137,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
                 let simulation = simulation_file(file, &args.params)?;
                 let needs = cluster::ClusterNeeds::of(&program, &args.exports, simulation);
-                let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
+                let cluster = cluster::open(&args.segment.cluster, &program.plan, true, needs, loader)?;
                 let run = RunOutputs {
                     name: &results_name(file),
                     output: &args.output,
@@ -160,7 +160,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
             let needs = cluster::ClusterNeeds::of(&program, &args.exports, None);
-            let cluster = cluster::open(&args.segment.cluster, &program.plan, needs, loader)?;
+            let cluster = cluster::open(&args.segment.cluster, &program.plan, true, needs, loader)?;
             let run = RunOutputs {
                 name: &program.plan.name.clone(),
                 output: &args.output,

@@ -233,16 +233,16 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
         cluster: None,
         worker_lost: false,
     };
-    // The first level must be runnable before anything is created: on this machine, or split
-    // over the cluster's.
+    // The machines first (the fewest users an automatic search starts with depends on them),
+    // then the first level, which must be runnable before anything is created: on this
+    // machine, or split over the cluster's.
+    let needs = ClusterNeeds { session_function_keys: &function_keys, simulation, request_log: false };
+    sweep.cluster = crate::cluster::open(&args.cluster, &sweep.plan, false, needs, loader)?;
     let first = match &settings.levels {
         Some(levels) => levels[0],
         None => sweep.first_auto_level(args),
     };
-    let first_plan = sweep.level_plan(first);
-    let needs = ClusterNeeds { session_function_keys: &function_keys, simulation, request_log: false };
-    sweep.cluster = crate::cluster::open(&args.cluster, &first_plan, needs, loader)?;
-    sweep.prepare_level(&first_plan, Path::new("of this sweep"))?;
+    sweep.prepare_level(&sweep.level_plan(first), Path::new("of this sweep"))?;
     sweep.dir = crate::results_directory(&args.output, &format!("sweep-{name}"))?;
     status!("horde sweep: results in {}", sweep.dir.display());
     if let Some(endpoint) = &endpoint {
@@ -316,14 +316,25 @@ impl Sweep<'_> {
     }
 
     fn first_auto_level(&self, args: &SweepArgs) -> f64 {
-        // On a cluster, every machine's share starts with a user at least.
-        let fewest_users = self.cluster.as_ref().map_or(1, OpenCluster::machine_count) as f64;
-        let start = args.start.unwrap_or(if self.integer_levels() { fewest_users } else { 10.0 });
+        let start = args.start.unwrap_or(if self.integer_levels() { self.fewest_users() } else { 10.0 });
         if self.integer_levels() {
             start.round().max(1.0)
         } else {
             start
         }
+    }
+
+    /// The fewest users a closed level can have: 1, or on a cluster, the fewest that give every
+    /// machine's share a user (as many as there are machines with equal weights; more when
+    /// the weights are unequal).
+    fn fewest_users(&self) -> f64 {
+        let Some(cluster) = &self.cluster else { return 1.0 };
+        let machines = cluster.machine_count() as u64;
+        // Bounded: with weights of at most a few thousand in total, a split is found well
+        // before; past the bound, the first level says why it cannot run.
+        (machines..machines.saturating_mul(1000))
+            .find(|&users| cluster.split(&self.level_plan(users as f64)).is_ok())
+            .unwrap_or(machines) as f64
     }
 
     /// A level's verdict: it runs, and runs again if its load was not delivered. None when the

@@ -6,6 +6,7 @@ to each in its own clock; the stop; and, at the end, everything given back."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 import threading
 import time
@@ -128,7 +129,7 @@ class Coordinator:
         self._topic.subscribe(self._client, self._inbox.put)
         self._client.subscribe_topic("all", self._cluster_event)
         self._subscribed = True
-        self._beating = threading.Thread(target=self._beat, name="horde-beat", daemon=True)
+        self._beating = threading.Thread(target=self._beat, args=(self._run_over,), name="horde-beat", daemon=True)
         self._beating.start()
         for index, (address, plan) in enumerate(zip(self._machines, plans)):
             future = self._client.submit(share.run_share, self._run_id, index, plan, SHARE_READY_TIMEOUT_S,
@@ -137,7 +138,8 @@ class Coordinator:
                                          allow_other_workers=False, pure=False, retries=0)
             self._attempts.append(0)
             self._attempt_on[address] = 0
-            future.add_done_callback(lambda done, index=index, address=address: self._share_done(done, index, address))
+            future.add_done_callback(lambda done, index=index, address=address, run=self._run_id:
+                                     self._share_done(done, index, address, run))
             self._futures.append(future)
 
     def receive(self, timeout: float) -> bytes | None:
@@ -185,7 +187,8 @@ class Coordinator:
                                      allow_other_workers=False, pure=False, retries=0)
         # Stored before the callback is added: a task that fails at once is then the current one.
         self._futures[index] = future
-        future.add_done_callback(lambda done, index=index, address=spare: self._share_done(done, index, address))
+        future.add_done_callback(lambda done, index=index, address=spare, run=self._run_id:
+                                 self._share_done(done, index, address, run))
         return spare
 
     def _spare(self) -> str | None:
@@ -217,9 +220,10 @@ class Coordinator:
         if index < len(self._futures):
             self._futures[index].cancel()
         address = self._machines[index]
-        threading.Thread(target=self._stop_on, args=(address, reason), name="horde-stop-share", daemon=True).start()
+        threading.Thread(target=self._stop_on, args=(address, reason, self._run_over), name="horde-stop-share",
+                         daemon=True).start()
 
-    def _stop_on(self, address: str, reason: str) -> None:
+    def _stop_on(self, address: str, reason: str, run_over: threading.Event) -> None:
         """Stops this run's share on one worker, which may be dead: a stop that cannot reach
         it has nothing to stop. One that does not answer within STOP_ANSWER_S is hung, and
         restarted."""
@@ -227,18 +231,18 @@ class Coordinator:
                                 asynchronous=True)
         try:
             asyncio.run_coroutine_threadsafe(stop, self._client.loop.asyncio_loop).result(STOP_ANSWER_S)
-        except TimeoutError:
-            self._restart_if_present(address)
+        except concurrent.futures.TimeoutError:  # the builtin TimeoutError only from Python 3.11
+            self._restart_if_present(address, run_over)
         except Exception:  # noqa: BLE001 - distributed's CommClosedError: the worker is gone
             pass
 
-    def _restart_if_present(self, address: str) -> None:
+    def _restart_if_present(self, address: str, run_over: threading.Event) -> None:
         """Restarts a hung worker the run gave up, if it is still in the cluster, through its
         nanny (which kills the process if it does not end when asked, then starts a fresh
         one). A worker without a nanny cannot be restarted: it stays until it answers again or
         Dask removes it."""
         try:
-            if self._run_over.is_set() or address not in self._client.scheduler_info(n_workers=-1)["workers"]:
+            if run_over.is_set() or address not in self._client.scheduler_info(n_workers=-1)["workers"]:
                 return
             self._client.restart_workers([address], timeout=RESTART_TIMEOUT_S, raise_for_error=False)
         except Exception:  # noqa: BLE001 - the cluster closing, a worker without a nanny
@@ -295,7 +299,7 @@ class Coordinator:
             probe = self._client.run(share.clock_ns, workers=[address], asynchronous=True)
             try:
                 there = asyncio.run_coroutine_threadsafe(probe, loop).result(CLOCK_PROBE_TIMEOUT_S)[address]
-            except TimeoutError:
+            except concurrent.futures.TimeoutError:  # the builtin TimeoutError only from Python 3.11
                 raise RuntimeError(f"the worker {address} did not answer a clock probe within "
                                    f"{CLOCK_PROBE_TIMEOUT_S:.0f} s") from None
             back = time.time_ns()
@@ -304,10 +308,10 @@ class Coordinator:
                 best = sample
         return best
 
-    def _beat(self) -> None:
-        """Tells every share, each BEAT_EVERY_S, that the coordinator lives; without it a share
-        stops by itself (share.BEAT_TIMEOUT_S)."""
-        while not self._run_over.wait(BEAT_EVERY_S):
+    def _beat(self, run_over: threading.Event) -> None:
+        """Tells every share, each BEAT_EVERY_S, that the coordinator lives, until its run is
+        over; without it a share stops by itself (share.BEAT_TIMEOUT_S)."""
+        while not run_over.wait(BEAT_EVERY_S):
             for index, address in enumerate(list(self._machines)):
                 self._send_beat(index, address)
 
@@ -324,10 +328,10 @@ class Coordinator:
     def _broadcast_stop(self, reason: str) -> None:
         self._client.run(share.stop, self._run_id, reason, workers=self._machines, on_error="ignore")
 
-    def _share_done(self, future, index: int, address: str) -> None:
+    def _share_done(self, future, index: int, address: str, run_id: str) -> None:
         """A share's task ended (on the client's event loop): an error loses the share, unless
-        it was an attempt already replaced."""
-        if index < len(self._futures) and self._futures[index] is not future:
+        it was an attempt already replaced, or of a run before this one (a sweep's last level)."""
+        if run_id != self._run_id or (index < len(self._futures) and self._futures[index] is not future):
             return
         if future.status == "error":
             self._lose(index, address, str(future.exception()) or f"share {index} on {address} failed")

@@ -120,22 +120,52 @@ def run_share(run_id: str, share: int, plan_json: str, ready_timeout_s: float, s
     return {"status": text, "results": str(results)}
 
 
+# The simulation whose session functions this process holds: (path, parameters, its file's
+# modification time). Loaded once for the runs that follow (a sweep's levels, a benchmark's
+# trials), so that a share still running keeps its functions, and every run has the keys the
+# first load gave.
+_loaded_simulation: tuple | None = None
+# Held while a simulation loads (not _lock, which the beat takes on the worker's event loop).
+_loading = threading.Lock()
+# What is never imported again: horde and the cluster's own packages.
+_KEPT_PACKAGES = {"horde", "distributed", "dask"}
+
+
 def _load_session_functions(simulation, share: int, address: str) -> None:
     """Loads the simulation file (at the coordinator's path) in this worker process, so that
     its session functions are registered under the keys the plan names: the same file with
     the same parameters registers them in the same order. Its hooks (before, after) are the
-    coordinator's to run, not a share's."""
+    coordinator's to run, not a share's. Another simulation (or this one changed) is loaded
+    afresh: the modules it imports from its own folder are imported again, so that the
+    functions they define are registered again, in the coordinator's order."""
+    global _loaded_simulation
+    import sys
+
     from horde import session
     from horde.errors import SimulationError
     from horde.loader import load_simulation
 
     path, params = simulation
-    session.forget_loaded()
     try:
-        load_simulation(path, dict(params))
-    except SimulationError as error:
-        raise ShareFailed(f"share {share} on {address} could not load the simulation for its session functions: "
-                          f"{error}") from None
+        identity = (path, tuple(sorted(dict(params).items())), os.stat(path).st_mtime_ns)
+    except OSError as error:
+        raise ShareFailed(f"share {share} on {address} cannot read the simulation {path} for its session "
+                          f"functions: {error}") from None
+    with _loading:
+        if identity == _loaded_simulation:
+            return
+        session.forget_loaded()
+        folder = os.path.dirname(os.path.abspath(path)) + os.sep
+        for name, module in list(sys.modules.items()):
+            if name.split(".")[0] not in _KEPT_PACKAGES and (getattr(module, "__file__", None) or "").startswith(folder):
+                del sys.modules[name]
+        _loaded_simulation = None
+        try:
+            load_simulation(path, dict(params))
+        except SimulationError as error:
+            raise ShareFailed(f"share {share} on {address} could not load the simulation for its session "
+                              f"functions: {error}") from None
+        _loaded_simulation = identity
 
 
 def cores() -> int:

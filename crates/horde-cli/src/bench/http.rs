@@ -142,7 +142,10 @@ pub fn open_cluster(
         })
         .collect::<Result<_, _>>()?;
     let Some((_, first)) = plans.first() else { return Ok(()) };
-    let Some(cluster) = crate::cluster::open(&args.cluster, first, ClusterNeeds::default(), loader)? else {
+    // The worker-loss flags, as a run's plan carries them.
+    let mut first = first.clone();
+    args.cluster.apply(&mut first.options);
+    let Some(cluster) = crate::cluster::open(&args.cluster, &first, false, ClusterNeeds::default(), loader)? else {
         return Ok(());
     };
     for (label, plan) in &plans {
