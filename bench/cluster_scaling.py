@@ -23,9 +23,16 @@ the coordinator's grants): 4 closed-model users taking a queue row per request a
 nginx answers, for 5 s on `--cluster local:2`, with `replace` (and a spare) against the default
 `continue` (no grants), interleaved ABBA. Requests sent and the feeds that waited for a grant.
 
+`functions`: a scenario that calls a Python session function per request (the simulation's
+own function, read and set one variable) with 20 closed-model users for 5 s, locally (2
+worker threads, one per core, one interpreter) against `--cluster local:2` (each worker process loads the
+simulation and runs its users' functions in its own interpreter), interleaved ABBA. Requests
+per second and CPU per request during the run.
+
     python3 bench/cluster_scaling.py cpu [--requests 400000] [--reps 3]
     python3 bench/cluster_scaling.py users [--users 100000]
     python3 bench/cluster_scaling.py grants [--reps 4]
+    python3 bench/cluster_scaling.py functions [--reps 3]
 """
 
 import argparse
@@ -266,6 +273,55 @@ def grants(args):
     print(f"\n**with grants / without: {ratio:.3f}x the requests.**")
 
 
+FUNCTIONS_SIMULATION = """
+from horde import at_once_users, exec_, http, scenario, setup
+
+def next_number(session):
+    return session.set("n", int(session.get("n", "0")) + 1)
+
+loop = [http("item").get("/?n=${{n}}"), exec_(next_number)]
+setup(scenario("s").set(n="0").during(5, loop).inject(at_once_users(20)), protocol=http.base_url("{base}"),
+      max_duration=7)
+"""
+
+
+def functions(args):
+    work = Path(tempfile.mkdtemp(prefix="horde-cluster-functions-"))
+    nginx, url = start_nginx(work)
+    simulation = work / "functions.py"
+    simulation.write_text(FUNCTIONS_SIMULATION.format(base=url))
+    rows = {"local": [], "cluster": []}
+    try:
+        for rep in range(args.reps):
+            order = ["local", "cluster"] if rep % 2 == 0 else ["cluster", "local"]
+            for which in order:
+                # Locally, one thread per core (2 here).
+                flags = [] if which == "local" else ["--cluster", "local:2"]
+                summary, _, _, _ = run_horde(["run", str(simulation), *flags], work / f"{which}-{rep}")
+                count = summary["global"]["count"]
+                if summary["global"]["ko"]:
+                    sys.exit(f"{which}: {summary['global']['ko']} KO: {summary['errors']}")
+                in_run_ms = summary["generator"]["cpu_ms"] + sum(m["cpu_ms"] for m in summary.get("machines", []))
+                row = {"rps": count * 1000 / summary["run"]["duration_ms"], "cpu_us": in_run_ms * 1000 / count}
+                rows[which].append(row)
+                print(f"# {which} {rep}: {count} requests, {row}", file=sys.stderr)
+    finally:
+        stop_nginx(nginx)
+    median = {which: {key: statistics.median(r[key] for r in rs) for key in ("rps", "cpu_us")}
+              for which, rs in rows.items()}
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    print(f"### {date}: a Python session function per request, 20 users for 5 s, local (2 threads) vs "
+          f"`--cluster local:2`, median of {args.reps}, interleaved\n")
+    print(f"Command: `python3 bench/cluster_scaling.py functions --reps {args.reps}`\n")
+    print("| run | req/s (each run) | median req/s | CPU/request during the run (us) |")
+    print("|---|---|---|---|")
+    for which in ("local", "cluster"):
+        runs = ", ".join(f"{r['rps']:,.0f}" for r in rows[which])
+        print(f"| {which} | {runs} | {median[which]['rps']:,.0f} | {median[which]['cpu_us']:.1f} |")
+    print(f"\n**cluster / local: {median['cluster']['rps'] / median['local']['rps']:.3f}x the requests per second, "
+          f"{median['cluster']['cpu_us'] / median['local']['cpu_us']:.3f}x the CPU per request.**")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="part", required=True)
@@ -280,8 +336,10 @@ def main():
     p.add_argument("--hold", type=int, default=40, help="seconds")
     p = sub.add_parser("grants")
     p.add_argument("--reps", type=int, default=4)
+    p = sub.add_parser("functions")
+    p.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    {"cpu": cpu, "users": users, "grants": grants}[args.part](args)
+    {"cpu": cpu, "users": users, "grants": grants, "functions": functions}[args.part](args)
 
 
 if __name__ == "__main__":
