@@ -77,6 +77,11 @@ def nginx_requests(url):
         return int(answer.read().decode().splitlines()[2].split()[2])
 
 
+def medians(rows, keys):
+    """{run kind: {key: the median over its repetitions}} of {run kind: [row, ...]}."""
+    return {which: {key: statistics.median(r[key] for r in runs) for key in keys} for which, runs in rows.items()}
+
+
 def machine_timing(summary):
     """(start skew across the shares in us, the largest clock error in us, mean and max snapshot
     delay in ms) of a split run."""
@@ -113,8 +118,7 @@ def cpu(args):
                 print(f"# {which} {rep}: {row}", file=sys.stderr)
     finally:
         stop_nginx(nginx)
-    median = {which: {key: statistics.median(r[key] for r in rs) for key in ("in_run_us", "tree_us", "wall", "rps")}
-              for which, rs in rows.items()}
+    median = medians(rows, ("in_run_us", "tree_us", "wall", "rps"))
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     print(f"### {date}: `horde http -c 20 -n {args.requests:,}`, local (2 threads) vs `--cluster local:2`, "
           f"median of {args.reps}, interleaved\n")
@@ -307,8 +311,7 @@ def functions(args):
                 print(f"# {which} {rep}: {count} requests, {row}", file=sys.stderr)
     finally:
         stop_nginx(nginx)
-    median = {which: {key: statistics.median(r[key] for r in rs) for key in ("rps", "cpu_us")}
-              for which, rs in rows.items()}
+    median = medians(rows, ("rps", "cpu_us"))
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     print(f"### {date}: a Python session function per request, 20 users for 5 s, local (2 threads) vs "
           f"`--cluster local:2`, median of {args.reps}, interleaved\n")
