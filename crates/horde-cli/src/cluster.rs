@@ -260,3 +260,42 @@ pub(crate) fn failure(err: ClusterError) -> Failure {
         | ClusterError::Link(_) => Failure::Runtime(anyhow::anyhow!("{err}")),
     }
 }
+
+/// What a coordinated run lost: shares lost for good, shares replaced on a spare,
+/// shares whose intervals did not all reach the coordinator. Each says which and why.
+#[derive(Default)]
+pub(crate) struct WorkerLosses {
+    /// Shares lost for good: a sweep stops at them.
+    pub lost: Vec<String>,
+    replaced: Vec<String>,
+    unmerged: Vec<String>,
+}
+
+impl WorkerLosses {
+    pub(crate) fn of(summary: &horde_report::Summary) -> WorkerLosses {
+        let mut losses = WorkerLosses::default();
+        for machine in &summary.machines {
+            if let Some(why) = &machine.lost {
+                losses.lost.push(format!("share {} on {}: {why}", machine.share, machine.host));
+            }
+            for replacement in &machine.replaced {
+                losses.replaced.push(format!(
+                    "share {} was lost and replaced, its load until {:.1} s missing",
+                    machine.share, replacement.resume_after_s
+                ));
+            }
+            if machine.verified == Some(false) {
+                losses.unmerged.push(format!("share {}'s intervals did not all reach the coordinator", machine.share));
+            }
+        }
+        losses
+    }
+
+    /// Why the run's load was not wholly delivered (or measured), if it was not: a sweep's
+    /// level or a benchmark's trial that says nothing of the server.
+    pub(crate) fn not_delivered(&self) -> Option<String> {
+        let reasons: Vec<&str> =
+            self.lost.iter().chain(&self.replaced).chain(&self.unmerged).map(String::as_str).collect();
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+}

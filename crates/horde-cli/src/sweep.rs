@@ -16,7 +16,7 @@
 //! fewer machines, and so would not compare), exit 6 unless `--allow-worker-loss`.
 
 use crate::args::SweepArgs;
-use crate::cluster::{ClusterNeeds, OpenCluster};
+use crate::cluster::{ClusterNeeds, OpenCluster, WorkerLosses};
 use crate::output::{print_text, status};
 use crate::quick::parse_duration_ms;
 use crate::{exit, invalid_flags, load_program, prepare, signals, Failure, SimulationLoader};
@@ -536,44 +536,6 @@ impl Sweep<'_> {
         horde_report::write_sweep(&self.report(), &self.dir)
             .map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the sweep report: {e}")))?;
         Ok(())
-    }
-}
-
-/// What a level's run on a cluster lost: shares lost for good, shares replaced on a spare,
-/// shares whose intervals did not all reach the coordinator. Each says which and why.
-#[derive(Default)]
-pub(crate) struct WorkerLosses {
-    lost: Vec<String>,
-    replaced: Vec<String>,
-    unmerged: Vec<String>,
-}
-
-impl WorkerLosses {
-    pub(crate) fn of(summary: &horde_report::Summary) -> WorkerLosses {
-        let mut losses = WorkerLosses::default();
-        for machine in &summary.machines {
-            if let Some(why) = &machine.lost {
-                losses.lost.push(format!("share {} on {}: {why}", machine.share, machine.host));
-            }
-            for replacement in &machine.replaced {
-                losses.replaced.push(format!(
-                    "share {} was lost and replaced, its load until {:.1} s missing",
-                    machine.share, replacement.resume_after_s
-                ));
-            }
-            if machine.verified == Some(false) {
-                losses.unmerged.push(format!("share {}'s intervals did not all reach the coordinator", machine.share));
-            }
-        }
-        losses
-    }
-
-    /// Why the level's load was not wholly delivered (or measured), if it was not: it says
-    /// nothing of the server then, and runs again (measure) unless the sweep stops.
-    pub(crate) fn not_delivered(&self) -> Option<String> {
-        let reasons: Vec<&str> =
-            self.lost.iter().chain(&self.replaced).chain(&self.unmerged).map(String::as_str).collect();
-        (!reasons.is_empty()).then(|| reasons.join("; "))
     }
 }
 

@@ -227,7 +227,7 @@ pub fn plan_trial(
     if finished.status == horde_metrics::RunStatus::Interrupted {
         return Err(Failure::Interrupted("during an HTTP trial"));
     }
-    if let Some(lost) = crate::sweep::WorkerLosses::of(&finished.summary).not_delivered() {
+    if let Some(lost) = crate::cluster::WorkerLosses::of(&finished.summary).not_delivered() {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "{what}: a trial lost a worker and measured only part of its load ({lost}): the benchmark stops"
         )));
