@@ -29,10 +29,17 @@ worker threads, one per core, one interpreter) against `--cluster local:2` (each
 simulation and runs its users' functions in its own interpreter), interleaved ABBA. Requests
 per second and CPU per request during the run.
 
+`log`: what `--request-log` costs on a cluster against what it costs locally: `horde http -c 20
+-n N` locally (2 threads) and on `--cluster local:2`, each with and without a JSONL request log,
+interleaved. Requests per second and CPU per request of the whole command (the shares format
+their records, deflate them and send them through the Dask scheduler to the coordinator,
+which writes them); the log must hold exactly N lines.
+
     python3 bench/cluster_scaling.py cpu [--requests 400000] [--reps 3]
     python3 bench/cluster_scaling.py users [--users 100000]
     python3 bench/cluster_scaling.py grants [--reps 4]
     python3 bench/cluster_scaling.py functions [--reps 3]
+    python3 bench/cluster_scaling.py log [--requests 200000] [--reps 3]
 """
 
 import argparse
@@ -325,6 +332,56 @@ def functions(args):
           f"{median['cluster']['cpu_us'] / median['local']['cpu_us']:.3f}x the CPU per request.**")
 
 
+LOG_KINDS = ("local", "local + log", "cluster", "cluster + log")
+
+
+def request_log(args):
+    work = Path(tempfile.mkdtemp(prefix="horde-cluster-log-"))
+    nginx, url = start_nginx(work)
+    rows = {kind: [] for kind in LOG_KINDS}
+    try:
+        for rep in range(args.reps):
+            for kind in (LOG_KINDS if rep % 2 == 0 else tuple(reversed(LOG_KINDS))):
+                results = work / f"{kind.replace(' + ', '-')}-{rep}"
+                log = work / f"requests-{rep}.jsonl"
+                flags = ["--workers", "2"] if kind.startswith("local") else ["--cluster", "local:2"]
+                if kind.endswith("log"):
+                    flags += ["--request-log", str(log)]
+                summary, tree_cpu, wall, _ = run_horde(["http", url + "/", "-c", "20", "-n", str(args.requests), *flags],
+                                                    results)
+                count = summary["global"]["count"]
+                if count != args.requests:
+                    sys.exit(f"{kind}: horde counted {count} of {args.requests}")
+                row = {"rps": count * 1000 / summary["run"]["duration_ms"], "tree_us": tree_cpu * 1e6 / count,
+                       "wall": wall}
+                if kind.endswith("log"):
+                    with open(log, "rb") as lines:
+                        logged = sum(1 for _ in lines)
+                    if logged != count:
+                        sys.exit(f"{kind}: the log holds {logged} lines for {count} requests")
+                    row["log_mb"] = log.stat().st_size / 1e6
+                    log.unlink()
+                rows[kind].append(row)
+                print(f"# {kind} {rep}: {row}", file=sys.stderr)
+    finally:
+        stop_nginx(nginx)
+    median = medians(rows, ("rps", "tree_us", "wall"))
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    print(f"### {date}: `--request-log` on `--cluster local:2` and locally, `horde http -c 20 -n "
+          f"{args.requests:,}`, median of {args.reps}, interleaved\n")
+    print(f"Command: `python3 bench/cluster_scaling.py log --requests {args.requests} --reps {args.reps}`\n")
+    print("| run | req/s | CPU/request, whole command (us) | wall (s) |")
+    print("|---|---|---|---|")
+    for kind in LOG_KINDS:
+        m = median[kind]
+        print(f"| {kind} | {m['rps']:,.0f} | {m['tree_us']:.2f} | {m['wall']:.1f} |")
+    local = median["local + log"]["tree_us"] / median["local"]["tree_us"]
+    cluster = median["cluster + log"]["tree_us"] / median["cluster"]["tree_us"]
+    print(f"\n**The log's CPU per request: {local:.3f}x locally, {cluster:.3f}x on the cluster; requests per "
+          f"second with the log on the cluster {median['cluster + log']['rps'] / median['cluster']['rps']:.3f}x "
+          f"without.** Every log held exactly {args.requests:,} lines.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="part", required=True)
@@ -341,8 +398,11 @@ def main():
     p.add_argument("--reps", type=int, default=4)
     p = sub.add_parser("functions")
     p.add_argument("--reps", type=int, default=3)
+    p = sub.add_parser("log")
+    p.add_argument("--requests", type=int, default=200_000)
+    p.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    {"cpu": cpu, "users": users, "grants": grants, "functions": functions}[args.part](args)
+    {"cpu": cpu, "users": users, "grants": grants, "functions": functions, "log": request_log}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ cluster of its own for the run, is exercised by the rest. Every run has a timeou
 shared cluster is closed with the module."""
 
 import contextlib
+import csv
 import json
 import os
 import signal
@@ -249,6 +250,53 @@ def test_queue_rows_go_to_one_worker_each(horde, logging_nginx, dask_cluster, tm
     assert [m["requests"] for m in summary["machines"]] == [100, 100, 100]
     # Every id of the file at most once, and the ones used are rows of the file.
     assert set(ids) <= {str(i) for i in range(500)}
+
+
+def test_the_request_log_of_a_cluster_run_has_each_request_the_server_saw_once(horde, logging_nginx,
+                                                                              dask_cluster, tmp_path):
+    # Each row's id in its URL: the log's URLs are compared with nginx's, request for request.
+    path = _queue_plan(tmp_path, logging_nginx.url, 600, "/logged?id=${id}",
+                       [{"type": "constant_users_per_sec", "rate": 150, "duration_ms": 3000}])
+    logged_before = logging_nginx.log.read_text().count("\n") if logging_nginx.log.exists() else 0
+    log = tmp_path / "requests.jsonl"
+    result = horde("run", path, "-q", "--cluster", dask_cluster, "--request-log", log, timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    served = sorted(uri for uri in logging_nginx.log.read_text().splitlines()[logged_before:]
+                    if uri.startswith("/logged?"))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == len(served) == result.summary["global"]["count"] == 450
+    assert sorted(r["url"].removeprefix(logging_nginx.url) for r in records) == served
+    # Users are numbered run-wide: 450 arrivals, 450 users, whichever worker ran them.
+    assert len({r["user"] for r in records}) == 450
+    assert all(r["ok"] and r["status"] == 200 and r["scenario"] == "rows" for r in records)
+
+
+def test_a_jtl_request_log_of_a_cluster_run_has_one_header(horde, nginx, dask_cluster, tmp_path):
+    log = tmp_path / "requests.jtl"
+    before = nginx.requests_served()
+    result = horde("http", nginx.url + "/jtl", "-n", "600", "-c", "6", "-q", "--cluster", dask_cluster,
+                   "--request-log", log, timeout=RUN_TIMEOUT_S)
+    assert result.code == 0, result.stderr
+    header, *lines = log.read_text().splitlines()
+    assert header.startswith("timeStamp,elapsed,label,responseCode")
+    assert not any(line.startswith("timeStamp") for line in lines)
+    with open(log, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == nginx.requests_served() - before == result.summary["global"]["count"] == 600
+    assert all(row["success"] == "true" and row["responseCode"] == "200" for row in rows)
+    # threadName: each of the 6 users, over the three workers.
+    assert {row["threadName"].rsplit(" ", 1)[1] for row in rows} == {f"1-{user}" for user in range(1, 7)}
+
+
+def test_a_lost_workers_requests_are_logged_as_far_as_they_were_counted(nginx, tmp_path):
+    log = tmp_path / "lost.jsonl"
+    code, stderr, summary, _, served = run_and_kill_a_worker(nginx, tmp_path, "-d", "6s", "--request-log", str(log))
+    assert code == 6, stderr
+    kept, lost = summary["machines"]
+    records = log.read_text().splitlines()
+    # The log and the results agree: the lost worker's records up to its last counted interval.
+    assert len(records) == summary["global"]["count"] == kept["requests"] + lost["requests"] <= served
+    assert lost["requests"] > 0
 
 
 def test_trials_and_a_bad_address_refuse_a_cluster(horde, nginx, tmp_path):

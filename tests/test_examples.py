@@ -260,7 +260,7 @@ def test_every_example_is_covered():
                "sql_experiment.sh", "signup_checked_in_db.py", "bcrypt_log_rounds.py", "bench_on_machines.sh",
                "sql_over_tls.py", "record_and_import.sh", "secret_headers.py", "think_times.py", "oauth_login.py",
                "cassandra_eventually.py", "ycsb_cassandra.sh", "cluster_run.py", "live_dashboard.sh",
-               "upload_own_files.py", "uploads", "ycsb_in_a_scenario.py"}
+               "upload_own_files.py", "uploads", "ycsb_in_a_scenario.py", "bench_connections.sh"}
     assert {p.name for p in EXAMPLES.iterdir()} == covered
 
 
@@ -636,11 +636,31 @@ def test_ycsb_cassandra(cassandra, tmp_path):
     assert cassandra.execute("SELECT count(*) FROM example_ycsb.usertable")[0][0] == 1000
 
 
+def test_bench_connections(nginx, tmp_path):
+    # Short trials: the example's shape, not a measurement.
+    before = nginx.requests_served()
+    completed = run_example(["bash", EXAMPLES / "bench_connections.sh", nginx.url + "/", tmp_path / "bench",
+                             "--trials", "2", "--warmup", "1", "--measure", "2", "--iteration-time", "200ms"],
+                            tmp_path)
+    for name in ("one-process", "local-2"):
+        result = json.loads((tmp_path / "bench" / f"{name}.json").read_text())
+        assert [c["params"]["c"] for c in result["cells"]] == [2, 8]
+        assert all(len(c["trials"]) == 2 and c["stats"]["score"] > 100 for c in result["cells"]), result["cells"]
+    assert "one-process" in completed.stdout and "local-2" in completed.stdout
+    assert (tmp_path / "bench" / "compare.html").stat().st_size > 1000
+    assert nginx.requests_served() - before > 1000
+
+
 def test_cluster_run(target, tmp_path):
     # Two Dask worker processes (pip install 'horde[cluster]'), started for the run.
     run_example(["horde", "run", EXAMPLES / "cluster_run.py", "--cluster", "local:2", "-D", f"base_url={target.url}",
-                 "-D", "rate=50", "-D", "seconds=2"], tmp_path)
+                 "-D", "rate=50", "-D", "seconds=2", "--request-log", tmp_path / "requests.jsonl"], tmp_path)
     [summary] = summaries(tmp_path)
     assert summary["global"]["ko"] == 0, summary["errors"]
     assert summary["global"]["count"] == target.stats()["total"] == 100
     assert [m["requests"] for m in summary["machines"]] == [50, 50]
+    # The request log: every request of both workers, each row once, each URL stamped by the
+    # worker process whose user ran the session function.
+    urls = [json.loads(line)["url"] for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert len(urls) == len({url.split("row=")[1].split("&")[0] for url in urls}) == 100
+    assert {int(url.split("sent_by=")[1]) for url in urls} == {m["pid"] for m in summary["machines"]}

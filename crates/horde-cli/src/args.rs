@@ -563,6 +563,7 @@ impl SegmentArgs {
             sequence: self.execution_segment_sequence.clone().or(plan_sequence),
             resume: None,
             row_grants: None,
+            request_log: None,
         });
     }
 }

@@ -36,22 +36,16 @@ impl Drop for OpenCluster {
 }
 
 /// What a run asks of `--cluster` beyond its plan: the Python session functions its
-/// simulation calls (each worker loads `simulation` to run them), and whether a request log
-/// was asked for.
+/// simulation calls (each worker loads `simulation` to run them).
 #[derive(Default)]
 pub(crate) struct ClusterNeeds<'a> {
     pub session_function_keys: &'a [String],
     pub simulation: Option<SimulationFile>,
-    pub request_log: bool,
 }
 
 impl<'a> ClusterNeeds<'a> {
-    pub fn of(program: &'a Program, exports: &args::ExportArgs, simulation: Option<SimulationFile>) -> Self {
-        ClusterNeeds {
-            session_function_keys: &program.session_function_keys,
-            simulation,
-            request_log: exports.request_log.is_some(),
-        }
+    pub fn of(program: &'a Program, simulation: Option<SimulationFile>) -> Self {
+        ClusterNeeds { session_function_keys: &program.session_function_keys, simulation }
     }
 }
 
@@ -75,12 +69,6 @@ pub(crate) fn open(
             "--cluster {spec}: the plan calls Python session functions ({}), which live only in the simulation \
              that defined them: run that simulation (.py), whose file every worker loads",
             needs.session_function_keys.join(", ")
-        ));
-    }
-    if needs.request_log {
-        problems.push(format!(
-            "--cluster {spec}: --request-log is not written on a cluster yet (each worker would log its own \
-             requests): run without one of the two"
         ));
     }
     if !problems.is_empty() {
@@ -147,15 +135,27 @@ pub(crate) fn coordinate_hosts(
     hosts: Arc<dyn ShareHosts>,
     weights: &[u64],
     on_loss: horde_engine::cluster::WorkerLossPolicy,
+    request_log: Option<RequestLogOutput>,
 ) -> Result<RunResult, Failure> {
     let machines = hosts.machines();
     let mut plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
     if on_loss == horde_engine::cluster::WorkerLossPolicy::Replace {
         horde_engine::cluster::bound_rows_by_grants(&mut plans);
     }
+    // Each share sends its records here, in the file's format.
+    for plan in &mut plans {
+        if let (Some(segment), Some(log)) = (&mut plan.options.execution_segment, &request_log) {
+            segment.request_log = Some(log.format.into());
+        }
+    }
     let plans_json: Vec<String> = plans.iter().map(|plan| plan.to_json_pretty()).collect();
     hosts.launch(&plans_json).map_err(|problem| Failure::Runtime(anyhow::anyhow!("starting the shares: {problem}")))?;
-    let options = CoordinatorOptions { on_loss, share_plans: plans, ..CoordinatorOptions::new(machines.len()) };
+    let options = CoordinatorOptions {
+        on_loss,
+        share_plans: plans,
+        request_log: request_log.map(|log| log.chunks),
+        ..CoordinatorOptions::new(machines.len())
+    };
     let result = horde_engine::cluster::run_coordinated(program, control, sink, hosts.clone(), &options);
     // Before the next run on the same machines (a sweep's next level) is launched.
     hosts.end_run();

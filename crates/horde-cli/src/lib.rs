@@ -136,7 +136,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
                 let flags = PlanFlags { transport: args.transport.clone(), segment: args.segment.clone() };
                 let program = load_program(file, &args.params, &args.thresholds.thresholds, &flags, loader)?;
                 let simulation = simulation_file(file, &args.params)?;
-                let needs = cluster::ClusterNeeds::of(&program, &args.exports, simulation);
+                let needs = cluster::ClusterNeeds::of(&program, simulation);
                 let cluster = cluster::open(&args.segment.cluster, &program.plan, true, needs, loader)?;
                 let run = RunOutputs {
                     name: &results_name(file),
@@ -159,7 +159,7 @@ fn dispatch(cli: Cli, loader: &dyn SimulationLoader) -> Result<i32, Failure> {
         }
         Command::Http(args) => {
             let program = quick::program(&args).map_err(invalid_flags)?;
-            let needs = cluster::ClusterNeeds::of(&program, &args.exports, None);
+            let needs = cluster::ClusterNeeds::of(&program, None);
             let cluster = cluster::open(&args.segment.cluster, &program.plan, true, needs, loader)?;
             let run = RunOutputs {
                 name: &program.plan.name.clone(),
@@ -788,7 +788,7 @@ pub(crate) fn run_into_with(
                 .map_err(cluster::failure)
         }
         args::ClusterRole::Hosts { hosts, loss, weights } => {
-            cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone(), weights, loss.policy)
+            cluster::coordinate_hosts(program, &control, &mut sink, hosts.clone(), weights, loss.policy, log_output)
         }
     };
     signals::stop_routing();

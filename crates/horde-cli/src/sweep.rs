@@ -236,7 +236,7 @@ pub fn sweep(args: &SweepArgs, loader: &dyn SimulationLoader) -> Result<i32, Fai
     // The machines first (the fewest users an automatic search starts with depends on them),
     // then the first level, which must be runnable before anything is created: on this
     // machine, or split over the cluster's.
-    let needs = ClusterNeeds { session_function_keys: &function_keys, simulation, request_log: false };
+    let needs = ClusterNeeds { session_function_keys: &function_keys, simulation };
     sweep.cluster = crate::cluster::open(&args.cluster, &sweep.plan, false, needs, loader)?;
     let first = match &settings.levels {
         Some(levels) => levels[0],

@@ -405,6 +405,7 @@ mod tests {
             sequence: Some(sequence.into()),
             resume: None,
             row_grants: None,
+            request_log: None,
         });
         plan
     }

@@ -52,6 +52,25 @@ impl RequestLogFormat {
     }
 }
 
+/// A share of a distributed run logs in the format of the coordinator's file.
+impl From<horde_plan::ShareRequestLog> for RequestLogFormat {
+    fn from(format: horde_plan::ShareRequestLog) -> RequestLogFormat {
+        match format {
+            horde_plan::ShareRequestLog::Jsonl => RequestLogFormat::Jsonl,
+            horde_plan::ShareRequestLog::Jtl => RequestLogFormat::Jtl,
+        }
+    }
+}
+
+impl From<RequestLogFormat> for horde_plan::ShareRequestLog {
+    fn from(format: RequestLogFormat) -> horde_plan::ShareRequestLog {
+        match format {
+            RequestLogFormat::Jsonl => horde_plan::ShareRequestLog::Jsonl,
+            RequestLogFormat::Jtl => horde_plan::ShareRequestLog::Jtl,
+        }
+    }
+}
+
 /// One exchange (or a request never sent) as the log sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestRecord<'a> {

@@ -34,6 +34,18 @@ pub enum ShareMessage {
     /// A feed of the share found its row grants used up: its takes so far, sent at once
     /// rather than with the next interval, for the coordinator to grant more now.
     RowsWanted(ShareRowsWanted),
+    /// Records of the run's request log (`--request-log`), whole lines in the log's format,
+    /// sent before the interval that counts them.
+    Requests(ShareRequests),
+}
+
+/// Request log records of a share, as its workers wrote them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareRequests {
+    pub share: usize,
+    pub attempt: u32,
+    /// Whole lines of the log's format (no header).
+    pub records: Vec<u8>,
 }
 
 /// A share's takes of each feeder under row grants, between two intervals.
@@ -137,6 +149,7 @@ impl ShareMessage {
         let body = match self {
             ShareMessage::Ready(ready) => WireBody::Ready(ready.clone()),
             ShareMessage::RowsWanted(wanted) => WireBody::RowsWanted(wanted.clone()),
+            ShareMessage::Requests(requests) => WireBody::Requests(WireRequests::from(requests)),
             ShareMessage::Interval(interval) => {
                 WireBody::Interval(Box::new(WireInterval::from(interval, &mut histograms)))
             }
@@ -159,6 +172,7 @@ impl ShareMessage {
         Ok(match message.body {
             WireBody::Ready(ready) => ShareMessage::Ready(ready),
             WireBody::RowsWanted(wanted) => ShareMessage::RowsWanted(wanted),
+            WireBody::Requests(requests) => ShareMessage::Requests(requests.decode()?),
             WireBody::Interval(interval) => ShareMessage::Interval(Box::new(interval.decode(&mut histograms)?)),
         })
     }
@@ -184,6 +198,40 @@ enum WireBody {
     Ready(ShareReady),
     Interval(Box<WireInterval>),
     RowsWanted(ShareRowsWanted),
+    Requests(WireRequests),
+}
+
+/// Request log records on the wire: deflated (a log's lines repeat their names and URLs, and
+/// shrink several times), then base64 in the JSON message.
+#[derive(Serialize, Deserialize)]
+struct WireRequests {
+    share: usize,
+    attempt: u32,
+    deflated: String,
+}
+
+impl WireRequests {
+    fn from(requests: &ShareRequests) -> WireRequests {
+        let mut deflater =
+            flate2::write::ZlibEncoder::new(Vec::with_capacity(requests.records.len() / 4 + 64), Compression::fast());
+        std::io::Write::write_all(&mut deflater, &requests.records).expect("deflating into memory does not fail");
+        let deflated = deflater.finish().expect("deflating into memory does not fail");
+        WireRequests {
+            share: requests.share,
+            attempt: requests.attempt,
+            deflated: base64::engine::general_purpose::STANDARD.encode(deflated),
+        }
+    }
+
+    fn decode(self) -> Result<ShareRequests, WireError> {
+        let malformed = |problem: String| WireError::Malformed(format!("request log records: {problem}"));
+        let deflated =
+            base64::engine::general_purpose::STANDARD.decode(self.deflated).map_err(|e| malformed(e.to_string()))?;
+        let mut records = Vec::with_capacity(deflated.len() * 4);
+        std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&deflated[..]), &mut records)
+            .map_err(|e| malformed(e.to_string()))?;
+        Ok(ShareRequests { share: self.share, attempt: self.attempt, records })
+    }
 }
 
 /// HdrHistogram's cookie of a V2 histogram compressed with deflate (its standard compressed
@@ -597,6 +645,20 @@ mod tests {
     use crate::couchdb::CouchdbStepKind;
     use crate::recorder::RequestTiming;
     use proptest::prelude::*;
+
+    #[test]
+    fn request_log_records_arrive_byte_for_byte_and_smaller() {
+        let records: Vec<u8> = (0..2000)
+            .flat_map(|i| {
+                format!("{{\"epoch_ms\":{},\"name\":\"home \\u00e9\",\"user\":{i}}}\n", 1_700_000_000_000u64 + i)
+                    .into_bytes()
+            })
+            .collect();
+        let message = ShareMessage::Requests(ShareRequests { share: 2, attempt: 1, records: records.clone() });
+        let encoded = message.encode();
+        assert!(encoded.len() < records.len() / 3, "{} bytes for {}", encoded.len(), records.len());
+        assert_eq!(ShareMessage::decode(&encoded).unwrap(), message);
+    }
 
     /// What one request of a generated snapshot was: its row, latency, outcome, whether it
     /// opened a connection, and whether it was sent at all.

@@ -61,7 +61,7 @@ pub use protocol::{CheckSource, Step};
 pub use secrets::{redacted_url, REDACTED, SECRET_HEADERS};
 pub use segment::{
     ExecutionSegment, ExecutionSegmentOptions, ExecutionSegmentSequence, Fraction, RowGrants, Segmentation,
-    ShareResume, MAX_SEGMENT_DENOMINATOR,
+    ShareRequestLog, ShareResume, MAX_SEGMENT_DENOMINATOR,
 };
 pub use step::{Chain, Child, ChildPath, CoreStep, SwitchCase, WeightedCase};
 pub use template::{

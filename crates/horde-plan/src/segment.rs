@@ -13,6 +13,7 @@
 //!     sequence: Some("0,1/3,2/3,1".into()),
 //!     resume: None,
 //!     row_grants: None,
+//!     request_log: None,
 //! };
 //! let segmentation = options.resolve().unwrap();
 //! assert_eq!((segmentation.index, segmentation.weights()), (1, vec![1, 1, 1]));
@@ -61,6 +62,21 @@ pub struct ExecutionSegmentOptions {
     /// Set by a coordinator, not by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_grants: Option<RowGrants>,
+    /// The run keeps a request log (`--request-log`): the share sends its records, in this
+    /// format, to its coordinator with its intervals, and the coordinator writes them all to
+    /// the one file. Set by a coordinator, not by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_log: Option<ShareRequestLog>,
+}
+
+/// The format of the request log a share's records go to (the file's, on the coordinator).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ShareRequestLog {
+    /// A JSON object per request.
+    Jsonl,
+    /// JMeter's CSV results.
+    Jtl,
 }
 
 /// Where a share's takes of each feeder start, and how many it may make before its
@@ -388,6 +404,7 @@ mod tests {
             sequence: sequence.map(Into::into),
             resume: None,
             row_grants: None,
+            request_log: None,
         };
         options.resolve().map_err(|errors| errors.iter().map(ToString::to_string).collect())
     }

@@ -6,7 +6,7 @@ use crate::lower::Program;
 use crate::run::{collect, CollectorRun, CollectorTap, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::segment::Stripe;
-use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRowsWanted};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRequests, ShareRowsWanted};
 use horde_metrics::{
     MachineStats, MissedLoad, RunStatus, ShareReplacement, Sink, Snapshot, SnapshotDelay, ThresholdMonitor, Totals,
 };
@@ -36,6 +36,9 @@ pub struct CoordinatorOptions {
     /// Each share's plan, as launched: a replacement runs its lost share's, resumed
     /// (`WorkerLossPolicy::Replace`; without them a lost share cannot be replaced).
     pub share_plans: Vec<Plan>,
+    /// Where the request log records the shares send go (the file's writer), when the run
+    /// keeps one: the current attempt's records of a share not lost, as its intervals are.
+    pub request_log: Option<mpsc::Sender<Vec<u8>>>,
 }
 
 /// What a lost share (its worker dead, gone from the cluster, or silent) does to the run.
@@ -66,6 +69,7 @@ impl CoordinatorOptions {
             silence_limit: Duration::from_secs(10),
             on_loss: WorkerLossPolicy::Continue,
             share_plans: Vec::new(),
+            request_log: None,
         }
     }
 }
@@ -114,6 +118,7 @@ pub fn run_coordinated(
         launched: mpsc::channel(),
         on_loss: options.on_loss,
         share_plans: options.share_plans.clone(),
+        request_log: options.request_log.clone(),
         start,
         interval: Duration::from_millis(program.plan.options.snapshot_interval_ms),
     };
@@ -179,8 +184,9 @@ fn wait_until_ready(
                     share.share, share.host, share.pid, options.shares
                 )))
             }
-            // No feed runs before the start: another run's, or a late one of this one's.
-            ShareMessage::RowsWanted(_) => {}
+            // No feed runs before the start, no request is logged: another run's, or a late
+            // one of this one's.
+            ShareMessage::RowsWanted(_) | ShareMessage::Requests(_) => {}
             ShareMessage::Interval(interval) => {
                 return Err(ClusterError::Wire(format!(
                     "share {} sent an interval before the start: it belongs to another run",
@@ -402,6 +408,8 @@ struct Inlet {
     launched: (mpsc::Sender<Launched>, mpsc::Receiver<Launched>),
     on_loss: WorkerLossPolicy,
     share_plans: Vec<Plan>,
+    /// Where the shares' request log records go (the run's file), if it keeps one.
+    request_log: Option<mpsc::Sender<Vec<u8>>>,
     /// The run's start and snapshot interval: interval i ends at `start + i * interval`.
     start: Instant,
     interval: Duration,
@@ -415,6 +423,7 @@ impl Inlet {
                     Ok(ShareMessage::Interval(interval)) => self.took(*interval),
                     Ok(ShareMessage::Ready(ready)) => self.replacement_ready(ready),
                     Ok(ShareMessage::RowsWanted(wanted)) => self.rows_wanted(&wanted),
+                    Ok(ShareMessage::Requests(requests)) => self.log_requests(requests),
                     Err(err) => self.ledger.request_stop(err.to_string()),
                 },
                 Ok(None) => {}
@@ -474,6 +483,19 @@ impl Inlet {
         let reason =
             format!("share {} ({}, pid {}) {fenced}", machine.ready.share, machine.ready.host, machine.ready.pid);
         self.give_up(machine, reason);
+    }
+
+    /// Request log records of a share: written if its intervals are counted.
+    fn log_requests(&self, requests: ShareRequests) {
+        let Some(log) = &self.request_log else { return };
+        let machines = self.machines.lock().unwrap_or_else(PoisonError::into_inner);
+        let counted =
+            machines.get(requests.share).is_some_and(|m| m.ready.attempt == requests.attempt && m.lost.is_none());
+        drop(machines);
+        if counted {
+            // The writer is gone only when the file failed; its owner reports that.
+            let _ = log.send(requests.records);
+        }
     }
 
     /// A share's feeds wait for rows: granted at once from its takes so far.
@@ -815,6 +837,7 @@ mod tests {
             launched: mpsc::channel(),
             on_loss: WorkerLossPolicy::Replace,
             share_plans: plans,
+            request_log: None,
             start: Instant::now(),
             interval: Duration::from_secs(1),
         };
@@ -853,6 +876,34 @@ mod tests {
         let launches = link.launches.lock().unwrap();
         assert_eq!(launches.len(), 1);
         assert!(launches[0].contains("\"attempt\": 1"), "{}", launches[0]);
+    }
+
+    /// Request log records are written as the intervals are counted: the current attempt's of
+    /// a share not lost; an older attempt's (it may still be sending) and a lost share's not.
+    #[test]
+    fn request_log_records_are_written_as_intervals_are_counted() {
+        let link = Arc::new(SlowSpares {
+            launch: Duration::ZERO,
+            lost: Mutex::new(Vec::new()),
+            launches: Mutex::new(Vec::new()),
+        });
+        let (mut inlet, _received) = inlet(link, 3);
+        let (log, written) = mpsc::channel();
+        inlet.request_log = Some(log);
+        {
+            let mut machines = inlet.machines.lock().unwrap();
+            machines[1].ready.attempt = 1;
+            machines[2].lost = Some("gone".into());
+        }
+        let records = |share, attempt, text: &str| ShareRequests { share, attempt, records: text.as_bytes().to_vec() };
+        inlet.log_requests(records(0, 0, "share 0\n"));
+        inlet.log_requests(records(1, 0, "share 1, its lost attempt\n"));
+        inlet.log_requests(records(1, 1, "share 1\n"));
+        inlet.log_requests(records(2, 0, "share 2, lost\n"));
+        inlet.log_requests(records(7, 0, "another run's share\n"));
+        drop(inlet);
+        let lines: Vec<String> = written.iter().map(|bytes| String::from_utf8(bytes).unwrap()).collect();
+        assert_eq!(lines, ["share 0\n", "share 1\n"]);
     }
 
     /// A share whose task failed before it was ready fails the run at once, saying why, rather
@@ -918,6 +969,7 @@ mod tests {
             sequence: None,
             resume: None,
             row_grants: Some(horde_plan::RowGrants { from: vec![0, 0], initial: 100 }),
+            request_log: None,
         });
         let mut rows = RowLedger::of(&plan).unwrap();
         assert_eq!(rows.granted, [100, 100]);

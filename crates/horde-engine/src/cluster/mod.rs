@@ -152,8 +152,13 @@ pub fn share_plans(
     for (index, machine) in machines.iter().enumerate() {
         let mut share = plan.clone();
         let segment = format!("{}:{}", point(bounds[index]), point(bounds[index + 1]));
-        share.options.execution_segment =
-            Some(ExecutionSegmentOptions { segment, sequence: Some(sequence.clone()), resume: None, row_grants: None });
+        share.options.execution_segment = Some(ExecutionSegmentOptions {
+            segment,
+            sequence: Some(sequence.clone()),
+            resume: None,
+            row_grants: None,
+            request_log: None,
+        });
         share.options.workers = share.options.workers.or(threads);
         let schedule = Share::of(&share).schedule;
         let users: u64 =

@@ -7,10 +7,11 @@ use crate::process_usage::{peak_memory, process_cpu_time, reset_peak_memory};
 use crate::run::{run_program, CollectorTap, Role, RunControl, RunResult};
 use crate::run_limits::RunLedger;
 use crate::start_line::RunStart;
-use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRowsWanted};
+use horde_metrics::wire::{ShareInterval, ShareLog, ShareMessage, ShareReady, ShareRequests, ShareRowsWanted};
 use horde_metrics::{RequestLogOutput, Sink, Snapshot};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Runs the plan's execution segment as a share of a distributed run: it builds its workers,
@@ -42,7 +43,23 @@ pub fn run_share(
         }
         _ => Vec::new(),
     };
-    let role = ShareRole { link, share, attempt, resume_after, segment: segment.segment, granted_feeders };
+    // A run-wide request log is the coordinator's file: the records go to it with the intervals.
+    let (request_log, log_records) = match (request_log, segment.request_log) {
+        (None, Some(format)) => {
+            let (chunks, records) = mpsc::channel();
+            (Some(RequestLogOutput { format: format.into(), chunks }), Some(records))
+        }
+        (request_log, _) => (request_log, None),
+    };
+    let role = ShareRole {
+        link,
+        share,
+        attempt,
+        resume_after,
+        segment: segment.segment,
+        granted_feeders,
+        log_records: Mutex::new(log_records),
+    };
     // The process (a distributed engine's worker) may have run other shares: its peak memory
     // is measured from here, for this one's.
     reset_peak_memory();
@@ -60,6 +77,8 @@ pub(crate) struct ShareRole {
     /// The plan's feeders when their rows are granted (else none): their takes are reported
     /// with every interval, for the coordinator's next grants.
     granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
+    /// The request log's records, when they go to the coordinator: the relay's to send.
+    log_records: Mutex<Option<Receiver<Vec<u8>>>>,
 }
 
 impl ShareRole {
@@ -106,6 +125,7 @@ impl ShareRole {
             started_late,
             resumed_after,
             granted_feeders: self.granted_feeders.clone(),
+            log_records: self.log_records.lock().unwrap_or_else(PoisonError::into_inner).take(),
             waits_told: 0,
             ledger,
             pending: BTreeMap::new(),
@@ -116,6 +136,10 @@ impl ShareRole {
         }
     }
 }
+
+/// The records of the request log one message carries, at most (about a quarter of this once
+/// deflated): a busy share's second of records goes in a few messages rather than one large one.
+const LOG_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Sleeps until `instant`, then spins its last moments: a sleep alone wakes up to a few
 /// hundred microseconds late on a busy machine, and every share's lateness is start skew.
@@ -142,6 +166,9 @@ pub(crate) struct ShareRelay {
     resumed_after: Option<Duration>,
     /// Feeders whose takes are reported with every interval (row grants).
     granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
+    /// The request log's records as the workers hand them over, when they go to the
+    /// coordinator.
+    log_records: Option<Receiver<Vec<u8>>>,
     /// The feeds that had waited for a grant when the coordinator was last told.
     waits_told: u64,
     /// Where a scenario of this share stops the run: the coordinator stops every share.
@@ -159,6 +186,9 @@ pub(crate) struct ShareRelay {
 
 impl ShareRelay {
     fn send(&mut self, mut snapshot: Snapshot, finished: bool) {
+        // A worker hands its records over before the snapshot that counts them: sent first,
+        // the coordinator's file holds every request of the intervals it merged.
+        self.send_log_records();
         snapshot.worker = self.share;
         snapshot.finished = finished;
         self.last_sent = self.last_sent.max(snapshot.interval);
@@ -186,6 +216,31 @@ impl ShareRelay {
 }
 
 impl ShareRelay {
+    /// Sends the request log's records handed over so far, in messages of at most
+    /// [`LOG_MESSAGE_BYTES`] of records each.
+    fn send_log_records(&mut self) {
+        let Some(records) = &self.log_records else { return };
+        let mut batch: Vec<u8> = Vec::new();
+        let mut batches = Vec::new();
+        while let Ok(chunk) = records.try_recv() {
+            if batch.is_empty() {
+                batch = chunk;
+            } else {
+                batch.extend_from_slice(&chunk);
+            }
+            if batch.len() >= LOG_MESSAGE_BYTES {
+                batches.push(std::mem::take(&mut batch));
+            }
+        }
+        batches.push(batch);
+        for records in batches.into_iter().filter(|records| !records.is_empty()) {
+            let message = ShareMessage::Requests(ShareRequests { share: self.share, attempt: self.attempt, records });
+            if let Err(problem) = self.link.send(&message.encode()) {
+                self.send_failed.get_or_insert(format!("the coordinator could not be sent request records: {problem}"));
+            }
+        }
+    }
+
     fn rows_taken(&self) -> Vec<u64> {
         self.granted_feeders.iter().map(|feeder| feeder.taken()).collect()
     }
@@ -270,11 +325,10 @@ mod tests {
     use super::*;
     use crate::segment::Stripe;
     use horde_metrics::{Recorder, RequestTiming};
-    use std::sync::Mutex;
 
-    /// Keeps what a share sends.
+    /// Keeps what a share sends: its intervals, and the request log records sent before each.
     #[derive(Default)]
-    struct Recording(Mutex<Vec<ShareInterval>>);
+    struct Recording(Mutex<Vec<ShareInterval>>, Mutex<Vec<(usize, Vec<u8>)>>);
 
     impl ShareLink for Recording {
         fn ready(&self, _: &[u8]) -> Result<SystemTime, String> {
@@ -283,6 +337,10 @@ mod tests {
         fn send(&self, message: &[u8]) -> Result<(), String> {
             match ShareMessage::decode(message) {
                 Ok(ShareMessage::Interval(interval)) => self.0.lock().unwrap().push(*interval),
+                Ok(ShareMessage::Requests(requests)) => {
+                    let intervals_before = self.0.lock().unwrap().len();
+                    self.1.lock().unwrap().push((intervals_before, requests.records));
+                }
                 other => panic!("not an interval: {other:?}"),
             }
             Ok(())
@@ -301,6 +359,10 @@ mod tests {
     }
 
     fn relay(link: Arc<Recording>) -> (ShareRelay, Arc<RunLedger>) {
+        relay_logging(link, None)
+    }
+
+    fn relay_logging(link: Arc<Recording>, records: Option<Receiver<Vec<u8>>>) -> (ShareRelay, Arc<RunLedger>) {
         let role = ShareRole {
             link,
             share: 1,
@@ -308,6 +370,7 @@ mod tests {
             resume_after: None,
             segment: "1/2:1".into(),
             granted_feeders: Vec::new(),
+            log_records: Mutex::new(records),
         };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());
         (role.relay(ledger.clone(), Duration::from_micros(42), None), ledger)
@@ -337,6 +400,27 @@ mod tests {
         assert!(sent
             .iter()
             .all(|m| m.cpu_ns.is_some() && m.started_late_ns == Some(42_000) && m.peak_memory_bytes > Some(0)));
+    }
+
+    /// Records handed over before an interval's snapshot go out before that interval, in one
+    /// message; an interval without records sends none.
+    #[test]
+    fn request_log_records_precede_the_interval_that_counts_them() {
+        let link = Arc::new(Recording::default());
+        let (chunks, records) = mpsc::channel();
+        let (mut relay, _) = relay_logging(link.clone(), Some(records));
+        chunks.send(b"a\n".to_vec()).unwrap();
+        chunks.send(b"b\n".to_vec()).unwrap();
+        relay.snapshot(&snapshot(0, 1, 2, false));
+        relay.snapshot(&snapshot(1, 1, 0, false));
+        relay.complete(Some(1));
+        relay.snapshot(&snapshot(0, 2, 0, true));
+        relay.snapshot(&snapshot(1, 2, 0, true));
+        relay.complete(Some(2));
+        chunks.send(b"c\n".to_vec()).unwrap();
+        relay.complete(None);
+        assert_eq!(link.0.lock().unwrap().len(), 3);
+        assert_eq!(*link.1.lock().unwrap(), [(0, b"a\nb\n".to_vec()), (2, b"c\n".to_vec())]);
     }
 
     #[test]
