@@ -448,12 +448,12 @@ def test_replace_starts_a_killed_workers_share_on_a_spare_from_a_moment_later(ng
     assert "Traceback" not in stderr, stderr
 
 
-def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging_nginx, tmp_path):
-    # Row grants: each share takes queue rows only up to what the coordinator granted with its
-    # beats, so the replacement starts past every row the killed worker could have taken
-    # (reported or not), and no row reaches the server twice.
+def test_a_replacement_uses_no_queue_row_or_counter_value_its_lost_worker_could_have_used(logging_nginx, tmp_path):
+    # Row grants: each share takes queue rows and run-wide counter values only up to what the
+    # coordinator granted with its beats, so the replacement starts past every row and value
+    # the killed worker could have taken (reported or not), and none reaches the server twice.
     # Two users at once, then 100 a second: a replacement makes its at-once user again.
-    path = _queue_plan(tmp_path, logging_nginx.url, 20_000, "/granted?id=${id}&user=${__user_id}",
+    path = _queue_plan(tmp_path, logging_nginx.url, 20_000, "/granted?id=${id}&user=${__user_id}&n=${__counter(n)}",
                        [{"type": "at_once_users", "users": 2},
                         {"type": "constant_users_per_sec", "rate": 100, "duration_ms": 8000}])
     results = tmp_path / "granted"
@@ -477,6 +477,10 @@ def test_a_replacement_uses_no_queue_row_its_lost_worker_could_have_used(logging
     # Every user number once too: the replacement numbers its users after the whole run's 802.
     users = [int(query["user"]) for query in queries]
     assert len(users) == len(set(users)) and max(users) >= 802, sorted(users)[-5:]
+    # Every counter value once, the replacement's after every value granted to the lost attempt.
+    values = [int(query["n"]) for query in queries]
+    assert len(values) == len(set(values)), sorted(n for n in set(values) if values.count(n) > 1)[:10]
+    assert max(values) > 2 * 4_096, max(values)
     summary = json.loads((results / "summary.json").read_text())
     kept, replaced = summary["machines"]
     assert kept["requests"] == 401

@@ -140,7 +140,7 @@ pub(crate) fn coordinate_hosts(
     let machines = hosts.machines();
     let mut plans = share_plans(&program.plan, &machines, weights, hosts.threads_per_share()).map_err(failure)?;
     if on_loss == horde_engine::cluster::WorkerLossPolicy::Replace {
-        horde_engine::cluster::bound_rows_by_grants(&mut plans);
+        horde_engine::cluster::bound_rows_by_grants(&mut plans, program.counters.len());
     }
     // Each share sends its records here, in the file's format.
     for plan in &mut plans {

@@ -41,6 +41,10 @@ pub struct Program {
     pub schemas: Vec<Arc<horde_docgen::Schema>>,
     /// The plan's feeders, loaded, in the plan's order.
     pub feeders: Vec<Arc<FeederRuntime>>,
+    /// The run-wide counters (`${__counter(name)}`, round-robin switches), in the order the
+    /// plan first uses them (the same in every process of a run): what row grants bound after
+    /// the feeders.
+    pub counters: Vec<Arc<RunCounter>>,
     /// Variable name -> slot: what a session function's changes are applied by.
     pub variable_slots: HashMap<String, usize>,
     /// The keys of the session functions the plan calls; empty when it calls none.
@@ -222,6 +226,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         first_reads: HashMap::new(),
         current_path: String::new(),
         counters: HashMap::new(),
+        counter_order: Vec::new(),
         share: Share::of(plan),
         feeders: Vec::new(),
         feeder_sources: Vec::new(),
@@ -254,6 +259,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         cx.never_set_variables();
     }
     let protocols = protocols.finish(plan, &mut cx);
+    cx.skip_granted_counters(plan);
     let thresholds = crate::thresholds::resolve(plan, &cx.rows, &cx.groups, &mut cx.errors);
     for error in std::mem::take(&mut cx.errors) {
         let named_already = errors.iter().any(|known| {
@@ -283,6 +289,7 @@ pub fn lower(plan: &Plan) -> Result<Program, Vec<PlanError>> {
         paces: cx.paces,
         schemas: cx.schemas,
         feeders: cx.feeders,
+        counters: cx.counter_order,
         variable_slots: cx.variables,
         session_function_keys: cx.session_function_keys,
         session_functions: None,
@@ -339,6 +346,8 @@ pub(crate) struct LoweringContext {
     /// The plan path of the step being lowered, for errors of its templates.
     current_path: String,
     counters: HashMap<String, Arc<RunCounter>>,
+    /// Every counter, named or a round-robin switch's, as first made.
+    counter_order: Vec<Arc<RunCounter>>,
     /// This process's share of the run: counters and feeder rows are striped by it.
     share: Share,
     feeders: Vec<Arc<FeederRuntime>>,
@@ -360,12 +369,44 @@ impl Names for LoweringContext {
     }
 
     fn counter(&mut self, name: &str) -> Arc<RunCounter> {
-        let stripe = &self.share.work;
-        self.counters.entry(name.to_string()).or_insert_with(|| Arc::new(RunCounter::new(stripe.clone()))).clone()
+        if let Some(counter) = self.counters.get(name) {
+            return counter.clone();
+        }
+        let counter = self.new_counter();
+        self.counters.insert(name.to_string(), counter.clone());
+        counter
     }
 }
 
 impl LoweringContext {
+    /// A run-wide counter, striped by this process's share.
+    fn new_counter(&mut self) -> Arc<RunCounter> {
+        let counter = Arc::new(RunCounter::new(self.share.work.clone()));
+        self.counter_order.push(counter.clone());
+        counter
+    }
+
+    /// A replacement share starts each counter after the values its lost attempt may have
+    /// taken (`row_grants.counters_from`, one per counter).
+    fn skip_granted_counters(&mut self, plan: &Plan) {
+        let grants = plan.options.execution_segment.as_ref().and_then(|segment| segment.row_grants.as_ref());
+        let Some(grants) = grants.filter(|grants| !grants.counters_from.is_empty()) else { return };
+        if grants.counters_from.len() != self.counter_order.len() {
+            self.errors.push(PlanError::new(
+                "options.execution_segment.row_grants.counters_from",
+                format!(
+                    "{} counts for {} run-wide counters: one per counter of the plan",
+                    grants.counters_from.len(),
+                    self.counter_order.len()
+                ),
+            ));
+            return;
+        }
+        for (counter, &from) in self.counter_order.iter().zip(&grants.counters_from) {
+            counter.skip_takes(from);
+        }
+    }
+
     pub(crate) fn slot(&mut self, name: &str) -> usize {
         if let Some(&slot) = self.variables.get(name) {
             return slot;
@@ -636,7 +677,7 @@ impl LoweringContext {
                     .map(|(i, c)| self.steps(protocols, at.at(&format!("{path}.cases[{i}].steps")), &c.steps))
                     .collect();
                 let choice = if matches!(step_ref, CoreStep::RoundRobinSwitch { .. }) {
-                    ChoiceProgram::RoundRobin { next: Arc::new(RunCounter::new(self.share.work.clone())), cases }
+                    ChoiceProgram::RoundRobin { next: self.new_counter(), cases }
                 } else {
                     ChoiceProgram::Uniform(cases)
                 };
@@ -965,6 +1006,35 @@ mod tests {
                 "injection": [{{"type": "at_once_users", "users": 1}}]}}]}}"#
         ))
         .unwrap()
+    }
+
+    /// Counters are listed in the order the plan first uses them, a name once, a round-robin
+    /// switch each; a replacement's grants start each after its lost attempt's values, and a
+    /// count per counter that does not match is an error at its field.
+    #[test]
+    fn run_wide_counters_are_listed_once_and_a_replacement_skips_their_granted_values() {
+        let steps = r#"[{"type": "request", "name": "a", "method": "GET", "url": "/${__counter(b)}/${__counter(a)}"},
+                        {"type": "round_robin_switch", "cases": [{"steps": []}, {"steps": []}]},
+                        {"type": "request", "name": "b", "method": "GET", "url": "/${__counter(b)}"}]"#;
+        let mut plan = plan_with(steps);
+        assert_eq!(lower(&plan).unwrap().counters.len(), 3);
+        plan.options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
+            segment: "0:1".into(),
+            sequence: None,
+            resume: None,
+            row_grants: Some(horde_plan::RowGrants { from: Vec::new(), initial: 10, counters_from: vec![100, 7, 3] }),
+            request_log: None,
+        });
+        let program = lower(&plan).unwrap();
+        let firsts: Vec<u64> = program.counters.iter().map(|counter| counter.take()).collect();
+        // b (first used), a, then the switch.
+        assert_eq!(firsts, [100, 7, 3]);
+        if let Some(grants) = plan.options.execution_segment.as_mut().and_then(|s| s.row_grants.as_mut()) {
+            grants.counters_from = vec![1, 2];
+        }
+        let errors = lower(&plan).err().unwrap();
+        assert_eq!(errors[0].path, "options.execution_segment.row_grants.counters_from");
+        assert!(errors[0].message.contains("2 counts for 3 run-wide counters"), "{}", errors[0].message);
     }
 
     #[test]

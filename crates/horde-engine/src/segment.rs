@@ -17,7 +17,8 @@ use horde_plan::{Plan, ShareResume, MAX_SEGMENT_DENOMINATOR};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 /// Which member (segment) owns each position of a block of indices, for members of the given
 /// integer weights; the block is as long as the weights' sum over their common divisor.
@@ -242,22 +243,85 @@ impl Share {
 
 /// A run-wide counter (`__counter`, a round-robin switch): each value taken once by any user
 /// of any worker, and with a segment, of any process of the sequence (with gaps at the ends,
-/// as k6's iterationInTest).
-#[derive(Debug, Default)]
+/// as k6's iterationInTest). A share that may be replaced takes its values within the grants
+/// of its coordinator, as queue rows are (`options.execution_segment.row_grants`), so that a
+/// replacement starts after every value the lost share could have used.
+#[derive(Debug)]
 pub struct RunCounter {
     next: AtomicU64,
     stripe: Stripe,
+    /// Takes granted so far by the coordinator; `u64::MAX`: unbounded, as in a local run.
+    grant: AtomicU64,
+    /// Takes that found the grant used up, and waited for the next.
+    grant_waits: AtomicU64,
+    /// Where a take waits for a grant (a template is rendered synchronously: the take blocks
+    /// its worker thread, which headroom of several intervals' takes makes rare).
+    granted: (Mutex<()>, Condvar),
 }
+
+/// How long a take waits for a grant at most. Grants come with every beat (each second) and
+/// at once when a take waits; none for this long means the coordinator is gone, and the share,
+/// its lease lapsed, sends nothing more whatever value it takes.
+const GRANT_WAIT_LIMIT: Duration = Duration::from_secs(10);
 
 impl RunCounter {
     pub fn new(stripe: Stripe) -> RunCounter {
-        RunCounter { next: AtomicU64::new(0), stripe }
+        RunCounter {
+            next: AtomicU64::new(0),
+            stripe,
+            grant: AtomicU64::new(u64::MAX),
+            grant_waits: AtomicU64::new(0),
+            granted: (Mutex::new(()), Condvar::new()),
+        }
     }
 
     /// The next value, from 0.
     #[inline]
     pub fn take(&self) -> u64 {
-        self.stripe.global(self.next.fetch_add(1, Ordering::Relaxed))
+        let taken = self.next.fetch_add(1, Ordering::Relaxed);
+        if taken >= self.grant.load(Ordering::Acquire) {
+            self.wait_for_grant(taken);
+        }
+        self.stripe.global(taken)
+    }
+
+    #[cold]
+    fn wait_for_grant(&self, taken: u64) {
+        self.grant_waits.fetch_add(1, Ordering::Relaxed);
+        let deadline = std::time::Instant::now() + GRANT_WAIT_LIMIT;
+        let mut guard = self.granted.0.lock().unwrap_or_else(PoisonError::into_inner);
+        while taken >= self.grant.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            guard =
+                self.granted.1.wait_timeout(guard, Duration::from_millis(50)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// A replacement share starts its takes after every one its lost attempt may have made.
+    /// Before the run.
+    pub(crate) fn skip_takes(&self, from: u64) {
+        self.next.store(from, Ordering::Relaxed);
+    }
+
+    /// Bounds the share's takes to `bound` until a grant raises it. Before the run.
+    pub(crate) fn limit_takes(&self, bound: u64) {
+        self.grant.store(bound, Ordering::Release);
+    }
+
+    /// The coordinator granted takes up to `bound` (never lowered): waiting takes go on.
+    pub(crate) fn grant_takes(&self, bound: u64) {
+        self.grant.fetch_max(bound, Ordering::Release);
+        let _guard = self.granted.0.lock().unwrap_or_else(PoisonError::into_inner);
+        self.granted.1.notify_all();
+    }
+
+    /// The takes made so far (those waiting for a grant not counted).
+    pub(crate) fn taken(&self) -> u64 {
+        self.next.load(Ordering::Relaxed).min(self.grant.load(Ordering::Relaxed))
+    }
+
+    /// How many takes found the grant used up.
+    pub(crate) fn grant_waits(&self) -> u64 {
+        self.grant_waits.load(Ordering::Relaxed)
     }
 }
 
@@ -286,6 +350,27 @@ mod tests {
 
     fn stripes(weights: &[u64]) -> Vec<Stripe> {
         (0..weights.len()).map(|m| Stripe::of(weights, m)).collect()
+    }
+
+    /// A take past the grant blocks until the coordinator's next grant, and is counted as a
+    /// wait; the takes reported stop at the grant meanwhile.
+    #[test]
+    fn a_take_past_the_grant_waits_for_the_next() {
+        let counter = Arc::new(RunCounter::new(Stripe::whole()));
+        counter.limit_takes(2);
+        assert_eq!((counter.take(), counter.take()), (0, 1));
+        let waiting = std::thread::spawn({
+            let counter = counter.clone();
+            move || (counter.take(), std::time::Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!((counter.grant_waits(), counter.taken()), (1, 2));
+        let granted_at = std::time::Instant::now();
+        counter.grant_takes(10);
+        let (value, taken_at) = waiting.join().unwrap();
+        assert_eq!(value, 2);
+        assert!(taken_at >= granted_at);
+        assert_eq!(counter.taken(), 3);
     }
 
     /// P0: without a segment, worker w of W takes arrival k exactly when k mod W == w, as
@@ -491,6 +576,24 @@ mod tests {
                 let owned: Vec<u64> = (0..300).filter(|&i| stripe.owns(i)).collect();
                 let via_global: Vec<u64> = (0..owned.len() as u64).map(|c| stripe.global(c)).collect();
                 prop_assert_eq!(via_global, owned);
+            }
+        }
+
+        /// A granted counter (a share that may be replaced) stops at its grant until the next
+        /// one; a replacement that skips what was granted never repeats a value of the lost
+        /// attempt, whatever it took of its grant.
+        #[test]
+        fn a_granted_counter_waits_at_its_grant_and_a_replacement_skips_it(weights in weights(), used in 0u64..50) {
+            let stripe = Stripe::of(&weights, 0);
+            prop_assume!(stripe.scale(1000) > 0);
+            let lost = RunCounter::new(stripe.clone());
+            lost.limit_takes(50);
+            let before: std::collections::HashSet<u64> = (0..used).map(|_| lost.take()).collect();
+            prop_assert_eq!(lost.taken(), used);
+            let replacement = RunCounter::new(stripe);
+            replacement.skip_takes(50);
+            for _ in 0..100 {
+                prop_assert!(!before.contains(&replacement.take()));
             }
         }
 

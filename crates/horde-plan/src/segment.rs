@@ -92,6 +92,11 @@ pub struct RowGrants {
     /// Takes granted past `from` before the coordinator's first grant arrives.
     #[schemars(range(min = 1))]
     pub initial: u64,
+    /// The same for the run-wide counters (`${__counter(name)}` and round-robin switches, in
+    /// the order the plan first uses them): where each one's takes start. Empty: the counters
+    /// are not granted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters_from: Vec<u64>,
 }
 
 /// Where a replacement share takes over its segment. The schedule stays absolute: what was due

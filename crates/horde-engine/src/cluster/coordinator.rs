@@ -308,7 +308,8 @@ impl Machine {
     }
 }
 
-/// The coordinator's account of one share's row grants: how far each feeder's takes may go.
+/// The coordinator's account of one share's row grants: how far each feeder's takes may go,
+/// then each run-wide counter's (the order of the grants' bounds).
 /// The largest bound ever granted is where a replacement starts: no attempt can have used a
 /// row past it, whichever of its messages were lost.
 struct RowLedger {
@@ -320,6 +321,8 @@ struct RowLedger {
     granted: Vec<u64>,
     /// The takes granted at first, and the least headroom later.
     initial: u64,
+    /// How many of the cursors are feeders' (the counters' follow).
+    feeders: usize,
     /// Takes that waited for a grant: the current attempt's, and the earlier ones'.
     waits: u64,
     waits_before: u64,
@@ -328,10 +331,12 @@ struct RowLedger {
 impl RowLedger {
     fn of(plan: &Plan) -> Option<RowLedger> {
         let grants = plan.options.execution_segment.as_ref()?.row_grants.as_ref()?;
+        let from: Vec<u64> = grants.from.iter().chain(&grants.counters_from).copied().collect();
         Some(RowLedger {
-            taken: grants.from.clone(),
-            most_per_interval: vec![0; grants.from.len()],
-            granted: grants.from.iter().map(|from| from.saturating_add(grants.initial)).collect(),
+            most_per_interval: vec![0; from.len()],
+            granted: from.iter().map(|from| from.saturating_add(grants.initial)).collect(),
+            taken: from,
+            feeders: grants.from.len(),
             initial: grants.initial,
             waits: 0,
             waits_before: 0,
@@ -357,10 +362,12 @@ impl RowLedger {
         raised
     }
 
-    /// A replacement starts after every row granted so far: what it skips of them (granted,
-    /// never reported taken), and where its takes start.
+    /// A replacement starts after every row and counter value granted so far: the feeder rows
+    /// it skips (granted, never reported taken), and where its takes start.
     fn replace(&mut self) -> (u64, Vec<u64>) {
-        let skipped = self.granted.iter().zip(&self.taken).map(|(granted, taken)| granted.saturating_sub(*taken)).sum();
+        let skipped = (self.granted.iter().zip(&self.taken).take(self.feeders))
+            .map(|(granted, taken)| granted.saturating_sub(*taken))
+            .sum();
         let from = self.granted.clone();
         self.taken.clone_from(&from);
         self.granted = from.iter().map(|from| from.saturating_add(self.initial)).collect();
@@ -666,7 +673,8 @@ impl Inlet {
             Some(ShareResume { attempt, after_ms: resume_after.as_millis() as u64, requests_sent: machine.requests });
         let rows_skipped = match (machine.rows.as_mut(), segment.row_grants.as_mut()) {
             (Some(rows), Some(grants)) => {
-                let (skipped, from) = rows.replace();
+                let (skipped, mut from) = rows.replace();
+                grants.counters_from = from.split_off(grants.from.len());
                 grants.from = from;
                 skipped
             }
@@ -968,7 +976,8 @@ mod tests {
             segment: "0:1".into(),
             sequence: None,
             resume: None,
-            row_grants: Some(horde_plan::RowGrants { from: vec![0, 0], initial: 100 }),
+            // A feeder, then a run-wide counter: one ledger over both.
+            row_grants: Some(horde_plan::RowGrants { from: vec![0], initial: 100, counters_from: vec![0] }),
             request_log: None,
         });
         let mut rows = RowLedger::of(&plan).unwrap();
@@ -981,7 +990,8 @@ mod tests {
         // None in the next: the bound does not go down.
         assert!(!rows.took(&[80, 0], 2) && rows.granted == [320, 100]);
         let (skipped, from) = rows.replace();
-        assert_eq!((skipped, from.as_slice()), (320 - 80 + 100, &[320, 100][..]));
+        // The rows skipped are the feeder's; the counter starts after its grant too.
+        assert_eq!((skipped, from.as_slice()), (320 - 80, &[320, 100][..]));
         assert_eq!((rows.taken.as_slice(), rows.granted.as_slice()), (&[320, 100][..], &[420, 200][..]));
         assert_eq!(rows.waits_before, 2);
     }

@@ -10,10 +10,12 @@
 
 //!
 //! A beat may also carry row grants (`options.execution_segment.row_grants`): how many rows
-//! of each queue and shuffle feeder the share may take by now. The coordinator knows every
-//! grant it gave, so it knows the rows a lost share could have used, whatever of its last
-//! messages were lost: its replacement starts after them.
+//! of each queue and shuffle feeder, and how many values of each run-wide counter, the share
+//! may take by now. The coordinator knows every grant it gave, so it knows the rows and values
+//! a lost share could have used, whatever of its last messages were lost: its replacement
+//! starts after them.
 
+use crate::segment::RunCounter;
 use crate::session::feeder::FeederRuntime;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -26,9 +28,44 @@ pub struct ShareLease {
     until_ns: AtomicU64,
     /// How long a beat holds the lease.
     term: Duration,
-    /// The plan's feeders, in its order, once the share's run has loaded them: what row
-    /// grants bound.
-    feeders: OnceLock<Vec<Arc<FeederRuntime>>>,
+    /// What row grants bound, once the share's run has loaded its plan.
+    granted: OnceLock<GrantedTakes>,
+}
+
+/// What row grants bound on a share: the plan's feeders (queue and shuffle ones; the others
+/// ignore theirs), then its run-wide counters, in the order of the grants' bounds.
+#[derive(Clone, Default)]
+pub(crate) struct GrantedTakes {
+    pub feeders: Vec<Arc<FeederRuntime>>,
+    pub counters: Vec<Arc<RunCounter>>,
+}
+
+impl GrantedTakes {
+    pub fn is_empty(&self) -> bool {
+        self.feeders.is_empty() && self.counters.is_empty()
+    }
+
+    /// Takes up to `bounds[i]`: the feeders' first, then the counters'.
+    pub fn grant(&self, bounds: &[u64]) {
+        for (feeder, &bound) in self.feeders.iter().zip(bounds) {
+            feeder.grant_takes(bound);
+        }
+        for (counter, &bound) in self.counters.iter().zip(bounds.iter().skip(self.feeders.len())) {
+            counter.grant_takes(bound);
+        }
+    }
+
+    /// The takes so far, in the bounds' order.
+    pub fn taken(&self) -> Vec<u64> {
+        let feeders = self.feeders.iter().map(|feeder| feeder.taken());
+        feeders.chain(self.counters.iter().map(|counter| counter.taken())).collect()
+    }
+
+    /// How many takes found their grant used up.
+    pub fn waits(&self) -> u64 {
+        let feeders: u64 = self.feeders.iter().map(|feeder| feeder.grant_waits()).sum();
+        feeders + self.counters.iter().map(|counter| counter.grant_waits()).sum::<u64>()
+    }
 }
 
 impl ShareLease {
@@ -38,22 +75,20 @@ impl ShareLease {
             origin: Instant::now(),
             until_ns: AtomicU64::new(term.as_nanos() as u64),
             term,
-            feeders: OnceLock::new(),
+            granted: OnceLock::new(),
         }
     }
 
-    /// The share's feeders, whose takes the grants of later beats raise.
-    pub(crate) fn attach_feeders(&self, feeders: Vec<Arc<FeederRuntime>>) {
-        let _ = self.feeders.set(feeders);
+    /// The share's feeders and counters, whose takes the grants of later beats raise.
+    pub(crate) fn attach(&self, granted: GrantedTakes) {
+        let _ = self.granted.set(granted);
     }
 
-    /// A beat's row grants: up to `bounds[i]` takes of the plan's feeder i (grants are never
-    /// lowered; feeders without a bound ignore theirs).
+    /// A beat's row grants: up to `bounds[i]` takes of the plan's feeder i, then of its
+    /// counters (grants are never lowered; feeders without a bound ignore theirs).
     pub fn grant_rows(&self, bounds: &[u64]) {
-        if let Some(feeders) = self.feeders.get() {
-            for (feeder, &bound) in feeders.iter().zip(bounds) {
-                feeder.grant_takes(bound);
-            }
+        if let Some(granted) = self.granted.get() {
+            granted.grant(bounds);
         }
     }
 

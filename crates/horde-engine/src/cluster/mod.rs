@@ -310,18 +310,23 @@ impl ClusterError {
 /// (a few thousand of a file of millions); a share faster than that waits a beat at the start.
 pub const FIRST_ROW_GRANT: u64 = 4096;
 
-/// Bounds each share's takes of the plan's queue and shuffle feeders by row grants
+/// Bounds each share's takes of the plan's queue and shuffle feeders, and of its `counters`
+/// run-wide counters (the program's, `${__counter}` and round-robin switches), by row grants
 /// (`options.execution_segment.row_grants`), raised by its coordinator's beats: what a run
-/// whose lost shares are replaced needs, so that a replacement starts after every row the lost
-/// share could have used. A plan without such feeders is left as it is.
-pub fn bound_rows_by_grants(plans: &mut [Plan]) {
+/// whose lost shares are replaced needs, so that a replacement starts after every row and value
+/// the lost share could have used. A plan with neither is left as it is.
+pub fn bound_rows_by_grants(plans: &mut [Plan], counters: usize) {
     for plan in plans {
-        if !plan.feeders.iter().any(|feeder| feeder.strategy.runs_out()) {
+        if counters == 0 && !plan.feeders.iter().any(|feeder| feeder.strategy.runs_out()) {
             continue;
         }
         let feeders = plan.feeders.len();
         if let Some(segment) = plan.options.execution_segment.as_mut() {
-            segment.row_grants = Some(horde_plan::RowGrants { from: vec![0; feeders], initial: FIRST_ROW_GRANT });
+            segment.row_grants = Some(horde_plan::RowGrants {
+                from: vec![0; feeders],
+                initial: FIRST_ROW_GRANT,
+                counters_from: vec![0; counters],
+            });
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A share: a local run of the plan's execution segment whose start comes from its coordinator
 //! and whose intervals go to it, merged across the share's threads.
 
+use super::lease::GrantedTakes;
 use super::{ClusterError, ShareLink};
 use crate::lower::Program;
 use crate::process_usage::{peak_memory, process_cpu_time, reset_peak_memory};
@@ -31,17 +32,23 @@ pub fn run_share(
         Some(resume) => (resume.attempt, Some(Duration::from_millis(resume.after_ms))),
         None => (0, None),
     };
-    // Under row grants (a share that may be replaced), each queue and shuffle feeder may take
-    // what the plan grants at first, then what the coordinator's beats grant.
-    let granted_feeders = match (&segment.row_grants, link.lease()) {
+    // Under row grants (a share that may be replaced), each queue and shuffle feeder, and each
+    // run-wide counter the grants name, may take what the plan grants at first, then what the
+    // coordinator's beats grant.
+    let granted = match (&segment.row_grants, link.lease()) {
         (Some(grants), Some(lease)) => {
             for (feeder, &from) in program.feeders.iter().zip(&grants.from) {
                 feeder.limit_takes(from.saturating_add(grants.initial));
             }
-            lease.attach_feeders(program.feeders.clone());
-            program.feeders.clone()
+            let counters = if grants.counters_from.is_empty() { Vec::new() } else { program.counters.clone() };
+            for (counter, &from) in counters.iter().zip(&grants.counters_from) {
+                counter.limit_takes(from.saturating_add(grants.initial));
+            }
+            let granted = GrantedTakes { feeders: program.feeders.clone(), counters };
+            lease.attach(granted.clone());
+            granted
         }
-        _ => Vec::new(),
+        _ => GrantedTakes::default(),
     };
     // A run-wide request log is the coordinator's file: the records go to it with the intervals.
     let (request_log, log_records) = match (request_log, segment.request_log) {
@@ -57,7 +64,7 @@ pub fn run_share(
         attempt,
         resume_after,
         segment: segment.segment,
-        granted_feeders,
+        granted,
         log_records: Mutex::new(log_records),
     };
     // The process (a distributed engine's worker) may have run other shares: its peak memory
@@ -74,9 +81,9 @@ pub(crate) struct ShareRole {
     /// A replacement's takeover, after the run's start.
     resume_after: Option<Duration>,
     segment: String,
-    /// The plan's feeders when their rows are granted (else none): their takes are reported
-    /// with every interval, for the coordinator's next grants.
-    granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
+    /// The plan's feeders and counters when their takes are granted (else none): their takes
+    /// are reported with every interval, for the coordinator's next grants.
+    granted: GrantedTakes,
     /// The request log's records, when they go to the coordinator: the relay's to send.
     log_records: Mutex<Option<Receiver<Vec<u8>>>>,
 }
@@ -124,7 +131,7 @@ impl ShareRole {
             attempt: self.attempt,
             started_late,
             resumed_after,
-            granted_feeders: self.granted_feeders.clone(),
+            granted: self.granted.clone(),
             log_records: self.log_records.lock().unwrap_or_else(PoisonError::into_inner).take(),
             waits_told: 0,
             ledger,
@@ -164,8 +171,8 @@ pub(crate) struct ShareRelay {
     started_late: Duration,
     /// Sent with every interval of a replacement: when it took over.
     resumed_after: Option<Duration>,
-    /// Feeders whose takes are reported with every interval (row grants).
-    granted_feeders: Vec<Arc<crate::session::feeder::FeederRuntime>>,
+    /// Feeders and counters whose takes are reported with every interval (row grants).
+    granted: GrantedTakes,
     /// The request log's records as the workers hand them over, when they go to the
     /// coordinator.
     log_records: Option<Receiver<Vec<u8>>>,
@@ -242,11 +249,11 @@ impl ShareRelay {
     }
 
     fn rows_taken(&self) -> Vec<u64> {
-        self.granted_feeders.iter().map(|feeder| feeder.taken()).collect()
+        self.granted.taken()
     }
 
     fn row_waits(&self) -> u64 {
-        self.granted_feeders.iter().map(|feeder| feeder.grant_waits()).sum()
+        self.granted.waits()
     }
 }
 
@@ -255,7 +262,7 @@ impl CollectorTap for ShareRelay {
     /// interval (a share whose first grant lasts a fraction of a second would stall for the
     /// rest of it, and up to a beat more).
     fn poll(&mut self) {
-        if self.granted_feeders.is_empty() {
+        if self.granted.is_empty() {
             return;
         }
         let waits = self.row_waits();
@@ -369,7 +376,7 @@ mod tests {
             attempt: 0,
             resume_after: None,
             segment: "1/2:1".into(),
-            granted_feeders: Vec::new(),
+            granted: GrantedTakes::default(),
             log_records: Mutex::new(records),
         };
         let ledger = RunLedger::new(None, &[], 2, Stripe::whole());

@@ -550,7 +550,10 @@ mod tests {
             (*self.slots.entry(path[0].clone()).or_insert(next), 1)
         }
         fn counter(&mut self, name: &str) -> Arc<RunCounter> {
-            self.counters.entry(name.to_string()).or_default().clone()
+            self.counters
+                .entry(name.to_string())
+                .or_insert_with(|| Arc::new(RunCounter::new(crate::segment::Stripe::whole())))
+                .clone()
         }
     }
 
