@@ -632,13 +632,39 @@ def test_a_share_that_stopped_itself_is_replaced_on_a_spare(nginx, tmp_path):
     assert 50 * resumed_for + 40 <= share["requests"] <= 50 * resumed_for + 110, (share["requests"], loss)
 
 
-def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):
-    # An existing cluster of CLI-started processes: one worker with this horde, one whose
-    # Python imports another horde version, one whose Python has none.
+@contextlib.contextmanager
+def cli_cluster(tmp_path, python_paths):
+    """A cluster of CLI-started processes, as users run one: a `dask scheduler`, and a `dask
+    worker` per entry of ``python_paths`` (None: this environment; else a PYTHONPATH for that
+    worker). Yields (the scheduler's address, the scheduler's process)."""
     import sys
 
     from distributed import Client
 
+    scheduler_file = tmp_path / "scheduler.json"
+    cli = [sys.executable, "-m"]
+    processes = [subprocess.Popen([*cli, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                                   "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        wait_until(scheduler_file.exists, timeout=30, what="the scheduler's file")
+        for path in python_paths:
+            env = dict(os.environ, **({"PYTHONPATH": path} if path else {}))
+            processes.append(subprocess.Popen([*cli, "distributed.cli.dask_worker", "--scheduler-file",
+                                               str(scheduler_file), "--nthreads", "1", "--no-dashboard"],
+                                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = json.loads(scheduler_file.read_text())["address"]
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(len(python_paths), timeout=60)
+        yield address, processes[0]
+    finally:
+        for process in reversed(processes):
+            stop_process(process)
+
+
+def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):
+    # An existing cluster of CLI-started processes: one worker with this horde, one whose
+    # Python imports another horde version, one whose Python has none.
     def fake_horde(directory, engine_source):
         package = directory / "horde"
         package.mkdir(parents=True)
@@ -648,32 +674,52 @@ def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_
 
     other_version = fake_horde(tmp_path / "other", "__version__ = '0.0.0-other'\n")
     no_horde = fake_horde(tmp_path / "none", "raise ImportError('no horde on this worker')\n")
-    scheduler_file = tmp_path / "scheduler.json"
-    cli = [sys.executable, "-m"]
-    processes = [subprocess.Popen([*cli, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                                   "--no-dashboard", "--scheduler-file", str(scheduler_file)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        wait_until(scheduler_file.exists, timeout=30, what="the scheduler's file")
-        for path in (None, other_version, no_horde):
-            env = dict(os.environ, **({"PYTHONPATH": path} if path else {}))
-            processes.append(subprocess.Popen([*cli, "distributed.cli.dask_worker", "--scheduler-file",
-                                               str(scheduler_file), "--nthreads", "1", "--no-dashboard"],
-                                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        address = json.loads(scheduler_file.read_text())["address"]
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(3, timeout=60)
+    with cli_cluster(tmp_path, [None, other_version, no_horde]) as (address, _):
         before = nginx.requests_served()
         result = horde("http", nginx.url + "/probe", "-n", "30", "-c", "3", "--cluster", address,
                        timeout=RUN_TIMEOUT_S)
-    finally:
-        for process in reversed(processes):
-            stop_process(process)
     assert result.code == 3, result.stderr
     assert "2 of 3 workers cannot run a share, nothing was sent" in result.stderr, result.stderr
     assert "has horde 0.0.0-other, this machine horde" in result.stderr
     assert "its Python has no horde (no horde on this worker)" in result.stderr
     assert nginx.requests_served() - before == 0
+
+
+def test_a_killed_scheduler_ends_the_run_at_once_and_the_workers_stop_sending(nginx, tmp_path):
+    # The scheduler carries every message: without it the coordinator hears nothing, and the
+    # workers get no beat. The run ends now, naming the scheduler; the workers stop by
+    # themselves when their lease lapses (5 s), and the results keep what was merged.
+    results = tmp_path / "no-scheduler"
+    with cli_cluster(tmp_path, [None, None]) as (address, scheduler):
+        before = nginx.requests_served()
+        process = subprocess.Popen(["horde", "http", nginx.url + "/scheduler", "--rate", "100", "-c", "2", "-d", "60s",
+                                    "-q", "--cluster", address, "--results-dir", str(results)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_first_merged_interval(process, results, timeout=60)
+            scheduler.kill()
+            killed_at = time.monotonic()
+            _, stderr = process.communicate(timeout=60)
+            ended_within = time.monotonic() - killed_at
+        finally:
+            stop_process(process)
+        # The workers still run (their processes outlive the scheduler) but send nothing once
+        # their lease lapsed: nginx's count stops growing.
+        wait_until(lambda: nginx_settles(nginx, 1.0), timeout=30, what="nginx's count to stop growing")
+        served = nginx.requests_served() - before
+        settled_within = time.monotonic() - killed_at
+    assert process.returncode == 6, stderr
+    assert ended_within < 5, ended_within
+    assert f"the Dask scheduler {address} is unreachable" in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    summary = json.loads((results / "summary.json").read_text())
+    assert all("is unreachable" in m["lost"] for m in summary["machines"]), summary["machines"]
+    counted = summary["global"]["count"]
+    assert counted == sum(m["requests"] for m in summary["machines"]) > 0
+    # Uncounted: what the two workers sent (100 a second) until their lease lapsed, 5 s after
+    # the last beat that reached them.
+    assert 0 <= served - counted <= 100 * 7, (served, counted)
+    assert settled_within < 15, settled_within
 
 
 def _sweep_dir(results):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import queue
 import threading
 import time
@@ -60,6 +61,7 @@ class Coordinator:
         # the plan calls any.
         self._simulation = simulation
         self._client = deployment.client
+        self._scheduler_address = getattr(self._client.scheduler, "address", deployment.spec)
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
         ordered = sorted(workers, key=lambda address: machine_order(address, workers[address].get("name")))
         if spares >= len(ordered):
@@ -143,10 +145,25 @@ class Coordinator:
             self._futures.append(future)
 
     def receive(self, timeout: float) -> bytes | None:
+        """The next message of a share, or None after ``timeout``. Raises once the scheduler,
+        which carries every message, is gone: the engine then counts every share lost at once,
+        rather than after its silence deadline."""
         try:
             return self._inbox.get(timeout=timeout)
         except queue.Empty:
+            self._check_scheduler()
             return None
+
+    def _check_scheduler(self) -> None:
+        if self._client.status in ("running", "closing", "closed"):
+            return
+        # Dask's client retries, and logs each failure with a traceback: horde says it once.
+        for name in ("distributed.client", "distributed.utils"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+        raise RuntimeError(f"the Dask scheduler {self._scheduler_address} is unreachable (it died, or the "
+                           "network to it failed): no share's message can arrive; the shares stop by themselves "
+                           f"within {share.BEAT_TIMEOUT_S:.0f} s, when no beat reaches them, and what they sent "
+                           "meanwhile reached the server uncounted")
 
     def start(self, at_ns: int) -> None:
         self._start_ns = at_ns
