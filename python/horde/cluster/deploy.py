@@ -17,6 +17,16 @@ STARTED_CLUSTER_CONFIG = {
     "distributed.admin.low-level-log-length": 64,
     # Dask's own deadline for a worker that stopped answering (5 minutes by default).
     "distributed.scheduler.worker-ttl": "10s",
+    # What Dask does on its own that a load test does not need, and which costs CPU on the
+    # machines that send the load: each worker's profiler sampling its threads every 10 ms,
+    # every server's event-loop tick every 20 ms (it only warns of a blocked loop), work
+    # stealing (each share is pinned to its worker), and the system monitor's psutil reads
+    # every 0.5 s. Measured idle, local:2, the coordinator and its workers together: 56 ms of
+    # CPU a second with Dask's defaults, 15 with these (bench/RESULTS.md, 2026-11-29).
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.scheduler.work-stealing": False,
+    "distributed.admin.system-monitor.interval": "2s",
 }
 # How long to wait for a scheduler to answer, and for an existing cluster to have a worker.
 CONNECT_TIMEOUT_S = 10
