@@ -8,7 +8,7 @@
 set -euo pipefail
 url="${1:-http://127.0.0.1:8080/}"
 results="${2:-bench-connections}"
-shift 2 || true
+shift $(( $# < 2 ? $# : 2 ))
 mkdir -p "$results"
 horde bench http "$url" -L c=2,8 --metric throughput --machine one-process --out "$results/one-process.json" "$@"
 horde bench http "$url" -L c=2,8 --metric throughput --machine local-2 --cluster local:2 \

@@ -1026,7 +1026,7 @@ mod tests {
             request_log: None,
         });
         let program = lower(&plan).unwrap();
-        let firsts: Vec<u64> = program.counters.iter().map(|counter| counter.take()).collect();
+        let firsts: Vec<u64> = program.counters.iter().map(|counter| counter.take().unwrap()).collect();
         // b (first used), a, then the switch.
         assert_eq!(firsts, [100, 7, 3]);
         if let Some(grants) = plan.options.execution_segment.as_mut().and_then(|s| s.row_grants.as_mut()) {

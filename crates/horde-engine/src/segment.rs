@@ -16,7 +16,7 @@
 use horde_plan::{Plan, ShareResume, MAX_SEGMENT_DENOMINATOR};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -257,12 +257,32 @@ pub struct RunCounter {
     /// Where a take waits for a grant (a template is rendered synchronously: the take blocks
     /// its worker thread, which headroom of several intervals' takes makes rare).
     granted: (Mutex<()>, Condvar),
+    /// A take waited [`GRANT_WAIT_LIMIT`] for a grant in vain: the coordinator cannot be
+    /// reached, and takes past the grant fail at once until a grant comes.
+    cut_off: AtomicBool,
+    wait_limit: Duration,
 }
 
-/// How long a take waits for a grant at most. Grants come with every beat (each second) and
-/// at once when a take waits; none for this long means the coordinator is gone, and the share,
-/// its lease lapsed, sends nothing more whatever value it takes.
-const GRANT_WAIT_LIMIT: Duration = Duration::from_secs(10);
+/// How long a take waits for a grant at most: a share's lease term (the coordinator's beats
+/// bring grants every second, and at once when a take waits). None by then means the
+/// coordinator cannot be reached; the share's lease lapses, and it sends nothing more.
+const GRANT_WAIT_LIMIT: Duration = Duration::from_secs(5);
+
+/// A counter's take past its grant, when no grant came: using a value anyway could repeat one
+/// that a replacement share uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterCutOff;
+
+impl std::fmt::Display for CounterCutOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no value of the run-wide counter: its coordinator granted none within {} s (it cannot be reached), \
+             and a value taken without a grant could be another machine's",
+            GRANT_WAIT_LIMIT.as_secs()
+        )
+    }
+}
 
 impl RunCounter {
     pub fn new(stripe: Stripe) -> RunCounter {
@@ -272,28 +292,41 @@ impl RunCounter {
             grant: AtomicU64::new(u64::MAX),
             grant_waits: AtomicU64::new(0),
             granted: (Mutex::new(()), Condvar::new()),
+            cut_off: AtomicBool::new(false),
+            wait_limit: GRANT_WAIT_LIMIT,
         }
     }
 
-    /// The next value, from 0.
+    /// The next value, from 0; without a grant for it (a share cut off from its coordinator),
+    /// none.
     #[inline]
-    pub fn take(&self) -> u64 {
+    pub fn take(&self) -> Result<u64, CounterCutOff> {
         let taken = self.next.fetch_add(1, Ordering::Relaxed);
-        if taken >= self.grant.load(Ordering::Acquire) {
-            self.wait_for_grant(taken);
+        if taken >= self.grant.load(Ordering::Acquire) && !self.wait_for_grant(taken) {
+            return Err(CounterCutOff);
         }
-        self.stripe.global(taken)
+        Ok(self.stripe.global(taken))
     }
 
+    /// Whether a grant covering `taken` came.
     #[cold]
-    fn wait_for_grant(&self, taken: u64) {
+    fn wait_for_grant(&self, taken: u64) -> bool {
         self.grant_waits.fetch_add(1, Ordering::Relaxed);
-        let deadline = std::time::Instant::now() + GRANT_WAIT_LIMIT;
-        let mut guard = self.granted.0.lock().unwrap_or_else(PoisonError::into_inner);
-        while taken >= self.grant.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
-            guard =
-                self.granted.1.wait_timeout(guard, Duration::from_millis(50)).unwrap_or_else(PoisonError::into_inner).0;
+        if self.cut_off.load(Ordering::Relaxed) {
+            return taken < self.grant.load(Ordering::Acquire);
         }
+        let deadline = std::time::Instant::now() + self.wait_limit;
+        let mut guard = self.granted.0.lock().unwrap_or_else(PoisonError::into_inner);
+        while taken >= self.grant.load(Ordering::Acquire) {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                self.cut_off.store(true, Ordering::Relaxed);
+                return false;
+            }
+            let wait = (deadline - now).min(Duration::from_millis(50));
+            guard = self.granted.1.wait_timeout(guard, wait).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        true
     }
 
     /// A replacement share starts its takes after every one its lost attempt may have made.
@@ -310,6 +343,7 @@ impl RunCounter {
     /// The coordinator granted takes up to `bound` (never lowered): waiting takes go on.
     pub(crate) fn grant_takes(&self, bound: u64) {
         self.grant.fetch_max(bound, Ordering::Release);
+        self.cut_off.store(false, Ordering::Relaxed);
         let _guard = self.granted.0.lock().unwrap_or_else(PoisonError::into_inner);
         self.granted.1.notify_all();
     }
@@ -358,7 +392,7 @@ mod tests {
     fn a_take_past_the_grant_waits_for_the_next() {
         let counter = Arc::new(RunCounter::new(Stripe::whole()));
         counter.limit_takes(2);
-        assert_eq!((counter.take(), counter.take()), (0, 1));
+        assert_eq!((counter.take(), counter.take()), (Ok(0), Ok(1)));
         let waiting = std::thread::spawn({
             let counter = counter.clone();
             move || (counter.take(), std::time::Instant::now())
@@ -368,9 +402,28 @@ mod tests {
         let granted_at = std::time::Instant::now();
         counter.grant_takes(10);
         let (value, taken_at) = waiting.join().unwrap();
-        assert_eq!(value, 2);
+        assert_eq!(value, Ok(2));
         assert!(taken_at >= granted_at);
         assert_eq!(counter.taken(), 3);
+    }
+
+    /// A take that no grant covers within the wait limit fails (its value could be a
+    /// replacement's), and so do the takes after it at once, until a grant comes.
+    #[test]
+    fn a_take_no_grant_covers_fails_and_the_next_ones_fail_at_once() {
+        let mut counter = RunCounter::new(Stripe::whole());
+        counter.wait_limit = Duration::from_millis(100);
+        counter.limit_takes(1);
+        assert_eq!(counter.take(), Ok(0));
+        let began = std::time::Instant::now();
+        assert_eq!(counter.take(), Err(CounterCutOff));
+        assert!(began.elapsed() >= Duration::from_millis(100));
+        let began = std::time::Instant::now();
+        assert_eq!(counter.take(), Err(CounterCutOff));
+        assert!(began.elapsed() < Duration::from_millis(50), "{:?}", began.elapsed());
+        // A grant, late: takes go on past the values given up.
+        counter.grant_takes(10);
+        assert_eq!(counter.take(), Ok(3));
     }
 
     /// P0: without a segment, worker w of W takes arrival k exactly when k mod W == w, as
@@ -588,12 +641,12 @@ mod tests {
             prop_assume!(stripe.scale(1000) > 0);
             let lost = RunCounter::new(stripe.clone());
             lost.limit_takes(50);
-            let before: std::collections::HashSet<u64> = (0..used).map(|_| lost.take()).collect();
+            let before: std::collections::HashSet<u64> = (0..used).map(|_| lost.take().unwrap()).collect();
             prop_assert_eq!(lost.taken(), used);
             let replacement = RunCounter::new(stripe);
             replacement.skip_takes(50);
             for _ in 0..100 {
-                prop_assert!(!before.contains(&replacement.take()));
+                prop_assert!(!before.contains(&replacement.take().unwrap()));
             }
         }
 
@@ -604,7 +657,7 @@ mod tests {
             let mut seen = std::collections::HashSet::new();
             for counter in counters.iter().filter(|c| c.stripe.scale(1000) > 0) {
                 for _ in 0..takes {
-                    prop_assert!(seen.insert(counter.take()));
+                    prop_assert!(seen.insert(counter.take().unwrap()));
                 }
             }
         }

@@ -53,7 +53,7 @@ pub struct ShareRequests {
 pub struct ShareRowsWanted {
     pub share: usize,
     pub attempt: u32,
-    /// Its takes of each of the plan's feeders so far.
+    /// Its takes of each of the plan's feeders so far, then of each granted run-wide counter.
     pub rows_taken: Vec<u64>,
     /// How many takes so far found the grant used up.
     pub row_waits: u64,
@@ -101,8 +101,8 @@ pub struct ShareInterval {
     /// A replacement's takeover, in ms after the run's start on its own clock: when it began
     /// the lost share's schedule (later than it was told if it was ready only then).
     pub resumed_after_ms: Option<u64>,
-    /// Under row grants: the share's takes of each of the plan's feeders so far (empty
-    /// otherwise), for the coordinator's next grants.
+    /// Under row grants: the share's takes of each of the plan's feeders so far, then of each
+    /// granted run-wide counter (empty otherwise), for the coordinator's next grants.
     pub rows_taken: Vec<u64>,
     /// Under row grants: how many takes so far found the grant used up and waited.
     pub row_waits: u64,

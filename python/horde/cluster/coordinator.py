@@ -222,8 +222,9 @@ class Coordinator:
             time.sleep(0.1)
 
     def grant_rows(self, index: int, bounds: list[int]) -> None:
-        """The engine grants share ``index`` takes of each feeder up to ``bounds``: sent to it
-        at once, in a beat of its own (its feeds may be waiting), and with every beat after."""
+        """The engine grants share ``index`` takes of each feeder, then of each run-wide counter,
+        up to ``bounds``: sent to it at once, in a beat of its own (its feeds may be waiting),
+        and with every beat after."""
         self._row_grants[index] = list(bounds)
         if index < len(self._machines):
             self._send_beat(index, self._machines[index])
@@ -291,6 +292,8 @@ class Coordinator:
             self._topic.unsubscribe(self._client)
             self._client.unsubscribe_topic("all")
             self._subscribed = False
+            if self._client.status == "running":
+                self._topic.forget(self._client)
 
     def close(self) -> None:
         self.end_run()

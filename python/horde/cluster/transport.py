@@ -25,3 +25,20 @@ class RunTopic:
 
     def unsubscribe(self, client: Any) -> None:
         client.unsubscribe_topic(self.name)
+
+    def forget(self, client: Any) -> None:
+        """Drops the run's messages that the scheduler keeps (the last N of every topic, N its
+        low-level-log-length, 1,000 by default): a run's request log records alone can weigh
+        megabytes each. Defined inline, so that it reaches a scheduler without horde by value.
+        Best effort: a scheduler that cannot be reached keeps them."""
+        name = self.name
+
+        def drop_topic(dask_scheduler=None):
+            broker = getattr(dask_scheduler, "_broker", None)  # distributed 2024.2 on
+            topics = broker._topics if broker is not None else getattr(dask_scheduler, "events", {})
+            topics.pop(name, None)
+
+        try:
+            client.run_on_scheduler(drop_topic)
+        except Exception:  # noqa: BLE001 - the scheduler gone, or an older layout: nothing kept to free
+            pass

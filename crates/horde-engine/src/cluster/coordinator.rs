@@ -321,7 +321,13 @@ struct RowLedger {
     granted: Vec<u64>,
     /// The takes granted at first, and the least headroom later.
     initial: u64,
-    /// How many of the cursors are feeders' (the counters' follow).
+    /// Which cursors grants bound: queue and shuffle feeders' and the counters'. A circular or
+    /// random feeder's takes are reported too, but it reuses rows: its replacement starts as
+    /// the plan says, and nothing of it is skipped.
+    bounded: Vec<bool>,
+    /// Where each cursor started in the share's plan.
+    plan_from: Vec<u64>,
+    /// How many of the cursors are feeders' (the counters' follow): the rows skipped are theirs.
     feeders: usize,
     /// Takes that waited for a grant: the current attempt's, and the earlier ones'.
     waits: u64,
@@ -335,8 +341,13 @@ impl RowLedger {
         Some(RowLedger {
             most_per_interval: vec![0; from.len()],
             granted: from.iter().map(|from| from.saturating_add(grants.initial)).collect(),
-            taken: from,
+            bounded: (0..grants.from.len())
+                .map(|i| plan.feeders.get(i).is_none_or(|feeder| feeder.strategy.runs_out()))
+                .chain(grants.counters_from.iter().map(|_| true))
+                .collect(),
+            plan_from: from.clone(),
             feeders: grants.from.len(),
+            taken: from,
             initial: grants.initial,
             waits: 0,
             waits_before: 0,
@@ -365,10 +376,14 @@ impl RowLedger {
     /// A replacement starts after every row and counter value granted so far: the feeder rows
     /// it skips (granted, never reported taken), and where its takes start.
     fn replace(&mut self) -> (u64, Vec<u64>) {
-        let skipped = (self.granted.iter().zip(&self.taken).take(self.feeders))
-            .map(|(granted, taken)| granted.saturating_sub(*taken))
+        let skipped = (self.granted.iter().zip(&self.taken).zip(&self.bounded))
+            .take(self.feeders)
+            .filter(|(_, bounded)| **bounded)
+            .map(|((granted, taken), _)| granted.saturating_sub(*taken))
             .sum();
-        let from = self.granted.clone();
+        let from: Vec<u64> = (self.granted.iter().zip(&self.plan_from).zip(&self.bounded))
+            .map(|((&granted, &plan_from), &bounded)| if bounded { granted } else { plan_from })
+            .collect();
         self.taken.clone_from(&from);
         self.granted = from.iter().map(|from| from.saturating_add(self.initial)).collect();
         self.waits_before += std::mem::take(&mut self.waits);
@@ -994,6 +1009,31 @@ mod tests {
         assert_eq!((skipped, from.as_slice()), (320 - 80, &[320, 100][..]));
         assert_eq!((rows.taken.as_slice(), rows.granted.as_slice()), (&[320, 100][..], &[420, 200][..]));
         assert_eq!(rows.waits_before, 2);
+    }
+
+    /// A circular feeder's takes are reported with the others', but it reuses rows: nothing
+    /// of it is skipped, and its replacement starts where the plan said.
+    #[test]
+    fn a_circular_feeder_is_neither_skipped_nor_moved_on_a_replacement() {
+        let mut plan = crate::cluster::tests::http_plan(2);
+        let feeder = |strategy: &str| {
+            serde_json::from_value::<horde_plan::Feeder>(serde_json::json!({
+                "name": strategy, "strategy": strategy, "source": {"type": "inline", "records": [{"a": 1}]}
+            }))
+            .unwrap()
+        };
+        plan.feeders = vec![feeder("circular"), feeder("queue")];
+        plan.options.execution_segment = Some(horde_plan::ExecutionSegmentOptions {
+            segment: "0:1".into(),
+            sequence: None,
+            resume: None,
+            row_grants: Some(horde_plan::RowGrants { from: vec![0, 0], initial: 100, counters_from: vec![0] }),
+            request_log: None,
+        });
+        let mut rows = RowLedger::of(&plan).unwrap();
+        rows.took(&[30, 10, 5], 0);
+        let (skipped, from) = rows.replace();
+        assert_eq!((skipped, from), (110 - 10, vec![0, 110, 105]));
     }
 
     /// The share's own count of what it sent, against what reached the coordinator.

@@ -233,7 +233,10 @@ impl Compiled {
                 let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 Value::from(now.as_secs().to_string())
             }
-            Compiled::Counter(counter) => Value::from((counter.take() + 1).to_string()),
+            Compiled::Counter(counter) => {
+                let value = counter.take().map_err(|cut_off| EvalError::Invalid(cut_off.to_string()))?;
+                Value::from((value + 1).to_string())
+            }
             Compiled::UserId => Value::from(session.user_id.to_string()),
             Compiled::Scenario => Value::Text(session.scenario.clone()),
             Compiled::Index(target, index) => {

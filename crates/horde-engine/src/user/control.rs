@@ -127,7 +127,11 @@ impl VirtualUser {
                 }
             }
             ChoiceProgram::Uniform(cases) => &cases[self.session.rng.random_range(0..cases.len())],
-            ChoiceProgram::RoundRobin { next, cases } => &cases[(next.take() % cases.len() as u64) as usize],
+            // Cut off from its coordinator (no grant), the share's lease lapses and its
+            // requests are not sent: any case will do.
+            ChoiceProgram::RoundRobin { next, cases } => {
+                &cases[(next.take().unwrap_or(0) % cases.len() as u64) as usize]
+            }
         };
         self.chain(branch).await
     }
