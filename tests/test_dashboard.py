@@ -233,6 +233,38 @@ def test_the_stop_button_stops_the_run_only_with_dashboard_control(target, tmp_p
     assert summary["run"]["status"] == "interrupted" and summary["global"]["count"] > 0
 
 
+def test_a_stop_answer_slower_than_the_final_report_leaves_the_final_report_shown(target, tmp_path, browser):
+    # Under load the final report can come on the event stream before the answer to the POST
+    # that asked for the stop: the answer must not put "stopping" back over the final report.
+    # Here the answer is held until horde has exited, so the final report always comes first.
+    run = DashboardRun(["http", target.url + "/delay/5", "-c", "2", "-d", "60s", "-q", "--dashboard", "--dashboard-control"], tmp_path)
+    answered = threading.Event()
+
+    def answer_after_horde_exits(route):
+        response = route.fetch()  # the stop reaches horde now
+        wait_until(lambda: run.process.poll() is not None, what="horde's exit after the stop", timeout=30)
+        route.fulfill(response=response)
+        answered.set()
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("dialog", lambda d: d.accept())
+    page.route("**/stop?*", answer_after_horde_exits)
+    try:
+        page.goto(run.url)
+        page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('live · updated')")
+        page.locator("#live-stop").click()
+        page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('final report')", timeout=30_000)
+        wait_until(answered.is_set, what="the held answer to the stop")
+        page.wait_for_timeout(300)  # the page's handler of the answer has run
+        assert page.locator("#live-state").inner_text().startswith("final report")
+        assert page.locator("#run-status").inner_text() == "interrupted"
+        code, _, stderr = run.wait()
+    finally:
+        page.close()
+        run.stop()
+    assert code == 130, stderr
+
+
 def test_without_control_no_stop_is_taken_and_a_foreign_host_is_refused(target, tmp_path):
     run = DashboardRun(["http", target.url + "/delay/5", "-c", "1", "-d", "3s", "-q", "--dashboard"], tmp_path)
     try:

@@ -53,11 +53,18 @@
     stop.disabled = true;
     fetch("/stop" + query, { method: "POST", headers: { "X-Horde-Token": settings.token } })
       .then(function (response) {
+        // The final report may arrive on the event stream before this answer does (the run
+        // stops at once, the answer waits its turn): it has the last word then.
+        if (ended) {
+          return;
+        }
         say(response.ok ? "stopping: users finish, results are being written" : "the run could not be stopped (" + response.status + ")", response.ok ? "" : "lost");
         stop.disabled = response.ok;
       })
       .catch(function () {
-        say("the run could not be stopped: the dashboard is gone", "lost");
+        if (!ended) {
+          say("the run could not be stopped: the dashboard is gone", "lost");
+        }
       });
   }
 
