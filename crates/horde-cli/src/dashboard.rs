@@ -4,8 +4,9 @@
 //! Three parts, none on the engine's path:
 //! - the sink announces each interval it has written ([`ResultsWatch`]);
 //! - a renderer thread renders the report from those files, as report.html is rendered, only
-//!   while somebody looks, and at most a fifth of a core's time (a long run's report takes
-//!   longer to render: updates then come less often, the engine never waits);
+//!   while somebody looks, and at most a fifth of a core's time (the engine never waits). It
+//!   keeps what it read ([`ReadCache`]): each rendering reads only what the sink appended, so
+//!   a long run's updates do not slow down (an hour of 20 requests: 32 ms a rendering);
 //! - a [`LocalServer`] (hyper on a thread of its own, as `--metrics`) serves the latest page at
 //!   `/`, its updates as server-sent events at `/events` (every open page gets each update once;
 //!   one that falls behind gets the newest), and with `--dashboard-control`, `POST /stop`.
@@ -19,7 +20,7 @@ use crate::local_server::LocalServer;
 use crate::output::status;
 use anyhow::Context;
 use bytes::Bytes;
-use horde_report::{LivePage, ResultsWatch};
+use horde_report::{LivePage, ReadCache, ResultsWatch};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
@@ -112,7 +113,8 @@ pub(crate) struct Dashboard {
     watch: ResultsWatch,
     shared: Arc<Shared>,
     server: Option<LocalServer>,
-    renderer: Option<std::thread::JoinHandle<()>>,
+    /// The renderer thread; it gives back what it read, for the final rendering.
+    renderer: Option<std::thread::JoinHandle<ReadCache>>,
 }
 
 /// `--dashboard`'s value: `PORT` or `IP:PORT`.
@@ -176,14 +178,12 @@ impl Dashboard {
     /// every open page, waits a little for them to receive it, and stops serving.
     pub fn close(mut self) {
         self.shared.closing.store(true, Ordering::SeqCst);
-        if let Some(renderer) = self.renderer.take() {
-            let _ = renderer.join();
-        }
+        let mut cache = self.renderer.take().and_then(|renderer| renderer.join().ok()).unwrap_or_default();
         let written = self.watch.current();
         let watched = self.shared.viewers.load(Ordering::SeqCst) > 0;
         if let Some(dir) = written.dir.as_ref().filter(|_| watched) {
             // Its own id: an open page that showed this state live still learns that it is final.
-            match render(&self.shared.page, dir, written.generation + 1, true) {
+            match render(&self.shared.page, dir, written.generation + 1, true, &mut cache) {
                 Ok(published) => {
                     self.shared.latest.send_replace(Some(Arc::new(published)));
                 }
@@ -213,16 +213,18 @@ fn render(
     dir: &std::path::Path,
     version: u64,
     finished: bool,
+    cache: &mut ReadCache,
 ) -> Result<Published, horde_report::ResultsError> {
     let page = LivePage { version, ..page.clone() };
-    let report = horde_report::render_live(dir, &page, finished)?;
+    let report = horde_report::render_live(dir, &page, finished, cache)?;
     let event = format!("id: {version}\nevent: report\ndata: {}\n\n", report.update);
     Ok(Published { version, page: Bytes::from(report.page), event: Bytes::from(event), finished })
 }
 
 /// The renderer thread: renders each new state of the results while somebody looks (an open
-/// page, or one being opened), no sooner than its duty allows.
-fn render_while_running(watch: &ResultsWatch, shared: &Shared) {
+/// page, or one being opened), no sooner than its duty allows. Returns what it read.
+fn render_while_running(watch: &ResultsWatch, shared: &Shared) -> ReadCache {
+    let mut cache = ReadCache::default();
     let mut seen = 0;
     let mut rendered = 0;
     let mut rendered_dir: Option<PathBuf> = None;
@@ -247,13 +249,14 @@ fn render_while_running(watch: &ResultsWatch, shared: &Shared) {
         let started = Instant::now();
         // A directory being written can fail to read for a moment (a run that has not
         // written its first interval): the next announcement tries again.
-        if let Ok(published) = render(&shared.page, &dir, written.generation, false) {
+        if let Ok(published) = render(&shared.page, &dir, written.generation, false, &mut cache) {
             shared.latest.send_replace(Some(Arc::new(published)));
             rendered = written.generation;
             rendered_dir = Some(dir);
         }
         next_allowed = Instant::now() + started.elapsed() * (RENDER_DUTY - 1);
     }
+    cache
 }
 
 fn open_in_browser(url: &str) {

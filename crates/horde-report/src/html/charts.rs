@@ -2,7 +2,7 @@
 //! over time (from the time series, percentiles from histograms.hlog merged exactly), the
 //! latency distribution, and each request's and group's own.
 
-use super::histograms::{merge_into_buckets, HistogramLog, IntervalHistogram, ALL_CORRECTED, ALL_UNCORRECTED};
+use super::histograms::{BucketLatency, ALL_CORRECTED, ALL_UNCORRECTED};
 use super::pages::GroupKind;
 use super::source::{RunResults, TimePoint};
 use hdrhistogram::Histogram;
@@ -123,7 +123,7 @@ fn time_axis(starts: &[u64]) -> Vec<f64> {
 
 /// Every point's start: the time series' and the histograms', which a killed run may have
 /// written up to different intervals.
-fn starts(points: &[TimePoint], merged: &[IntervalHistogram]) -> Vec<u64> {
+fn starts(points: &[TimePoint], merged: &[BucketLatency]) -> Vec<u64> {
     let mut starts: Vec<u64> = points.iter().map(|p| p.start_ms).chain(merged.iter().map(|m| m.start_ms)).collect();
     starts.sort_unstable();
     starts.dedup();
@@ -135,17 +135,20 @@ fn starts(points: &[TimePoint], merged: &[IntervalHistogram]) -> Vec<u64> {
 fn percentile_series(
     starts: &[u64],
     points: &[TimePoint],
-    merged: &[IntervalHistogram],
+    merged: &LatencyOverTime,
     percentiles: &[f64],
 ) -> Vec<Series> {
-    let by_start: BTreeMap<u64, &Histogram<u64>> = merged.iter().map(|m| (m.start_ms, &m.histogram)).collect();
+    let by_start: BTreeMap<u64, &BucketLatency> = merged.buckets.iter().map(|m| (m.start_ms, m)).collect();
     let point_at: BTreeMap<u64, &TimePoint> = points.iter().map(|p| (p.start_ms, p)).collect();
     let value = |start: &u64, p: Option<f64>| -> Option<f64> {
-        if !merged.is_empty() {
-            let h = by_start.get(start).filter(|h| !h.is_empty())?;
+        if !merged.buckets.is_empty() {
+            let bucket = by_start.get(start).filter(|b| b.count > 0)?;
             return match p {
-                Some(p) => ms(h.value_at_quantile(p / 100.0)),
-                None => ms(h.max()),
+                Some(p) => {
+                    let taken = merged.percentiles.iter().position(|q| *q == p)?;
+                    ms(bucket.at_percentiles_us[taken])
+                }
+                None => ms(bucket.max_us),
             };
         }
         let latency: &LatencyStats = point_at.get(start)?.latency.as_ref().filter(|l| l.count > 0)?;
@@ -187,18 +190,28 @@ fn rate_series(starts: &[u64], points: &[TimePoint]) -> Vec<Series> {
     ]
 }
 
-fn merged(log: Option<&HistogramLog>, tag: Option<&str>, bucket_ms: u64) -> Vec<IntervalHistogram> {
-    match (log, tag) {
-        (Some(log), Some(tag)) => merge_into_buckets(log.series(tag), bucket_ms),
+/// A tag's latency over time from histograms.hlog: each bucket's value at every percentile a
+/// chart may show (the plan's, and the median the overview shows); no buckets without a log.
+struct LatencyOverTime {
+    percentiles: Vec<f64>,
+    buckets: Vec<BucketLatency>,
+}
+
+fn latency_over_time(results: &RunResults, tag: Option<&str>) -> LatencyOverTime {
+    let mut percentiles = vec![50.0];
+    percentiles.extend(results.summary.plan.options.percentiles.iter().filter(|p| **p != 50.0));
+    let buckets = match (results.histograms.as_ref(), tag) {
+        (Some(log), Some(tag)) => log.bucket_latencies(tag, results.bucket_ms, &percentiles),
         _ => Vec::new(),
-    }
+    };
+    LatencyOverTime { percentiles, buckets }
 }
 
 /// The over-time page's charts, zoomed together.
 pub fn over_time(results: &RunResults) -> Vec<(String, Chart)> {
     let percentiles = &results.summary.plan.options.percentiles;
-    let merged = merged(results.histograms.as_ref(), Some(ALL_CORRECTED), results.bucket_ms);
-    let starts = starts(&results.all, &merged);
+    let merged = latency_over_time(results, Some(ALL_CORRECTED));
+    let starts = starts(&results.all, &merged.buckets);
     let x = time_axis(&starts);
     let point_at: BTreeMap<u64, &TimePoint> = results.all.iter().map(|p| (p.start_ms, p)).collect();
     let users = starts.iter().map(|s| point_at.get(s).map(|p| p.users_active as f64)).collect();
@@ -251,8 +264,8 @@ pub fn over_time(results: &RunResults) -> Vec<(String, Chart)> {
 /// (two axes), then the median and the highest configured percentile over time.
 pub fn overview(results: &RunResults) -> Vec<(String, Chart)> {
     let percentiles = &results.summary.plan.options.percentiles;
-    let merged = merged(results.histograms.as_ref(), Some(ALL_CORRECTED), results.bucket_ms);
-    let starts = starts(&results.all, &merged);
+    let merged = latency_over_time(results, Some(ALL_CORRECTED));
+    let starts = starts(&results.all, &merged.buckets);
     let x = time_axis(&starts);
     let partial = PartialPoint::at_end_of(results, &x);
     let point_at: BTreeMap<u64, &TimePoint> = results.all.iter().map(|p| (p.start_ms, p)).collect();
@@ -402,8 +415,8 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
     let points = results.rows.get(name).map_or(&[][..], Vec::as_slice);
     let log = results.histograms.as_ref();
     let tag = log.and_then(|l| l.tag_of('r', name, position));
-    let merged = merged(log, tag.as_deref(), results.bucket_ms);
-    let starts = starts(points, &merged);
+    let merged = latency_over_time(results, tag.as_deref());
+    let starts = starts(points, &merged.buckets);
     if starts.is_empty() {
         return Vec::new();
     }
@@ -461,11 +474,11 @@ pub fn request(results: &RunResults, name: &str, position: usize, id: &str) -> V
 pub fn group(results: &RunResults, name: &str, position: usize, id: &str, kind: GroupKind) -> Vec<(String, Chart)> {
     let log = results.histograms.as_ref();
     let tag = log.and_then(|l| l.tag_of('g', name, position));
-    let merged = merged(log, tag.as_deref(), results.bucket_ms);
-    if merged.is_empty() {
+    let merged = latency_over_time(results, tag.as_deref());
+    if merged.buckets.is_empty() {
         return Vec::new();
     }
-    let starts = starts(&[], &merged);
+    let starts = starts(&[], &merged.buckets);
     let series = percentile_series(&starts, &[], &merged, &results.summary.plan.options.percentiles);
     let x = time_axis(&starts);
     vec![(

@@ -23,6 +23,7 @@ mod sql;
 use crate::results_dir::ResultsError;
 use crate::sweep::SweepReport;
 use escape::html;
+pub use source::ReadCache;
 use source::RunResults;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -37,11 +38,12 @@ const DETAIL_PAGES: usize = 200;
 
 /// Renders the report of a results directory: a run's (summary.json) or a sweep's (sweep.json).
 pub fn render_html(dir: &Path) -> Result<String, ResultsError> {
-    Ok(render_parts(dir)?.document(None))
+    Ok(render_parts(dir, &mut ReadCache::default())?.document(None))
 }
 
-/// The parts of a run's or a sweep's report.
-fn render_parts(dir: &Path) -> Result<ReportParts, ResultsError> {
+/// The parts of a run's or a sweep's report; `cache` holds what an earlier rendering of the
+/// same directory read.
+fn render_parts(dir: &Path, cache: &mut ReadCache) -> Result<ReportParts, ResultsError> {
     let sweep_file = dir.join("sweep.json");
     if !dir.join("summary.json").exists() && sweep_file.exists() {
         let text = std::fs::read_to_string(&sweep_file)
@@ -50,7 +52,7 @@ fn render_parts(dir: &Path) -> Result<ReportParts, ResultsError> {
             serde_json::from_str(&text).map_err(|cause| ResultsError::Parse { path: sweep_file, cause })?;
         return Ok(sweep_document(&report).into_parts());
     }
-    render_run(dir)
+    render_run(dir, cache)
 }
 
 /// Writes DIR/report.html (replacing it whole, as summary.json is) and returns its path.
@@ -241,9 +243,15 @@ pub struct LiveReport {
 
 /// Renders `dir`'s report for the dashboard: as report.html would be now (the files the sink
 /// has written so far), the page running live.js too. `finished`: the run has ended and
-/// written its last files, so this is report.html's content.
-pub fn render_live(dir: &Path, page: &LivePage, finished: bool) -> Result<LiveReport, ResultsError> {
-    let parts = render_parts(dir)?;
+/// written its last files, so this is report.html's content. `cache`: the dashboard's, kept
+/// from one rendering to the next, so that each reads only what the sink appended.
+pub fn render_live(
+    dir: &Path,
+    page: &LivePage,
+    finished: bool,
+    cache: &mut ReadCache,
+) -> Result<LiveReport, ResultsError> {
+    let parts = render_parts(dir, cache)?;
     Ok(LiveReport { page: parts.document(Some(page)), update: parts.update(finished) })
 }
 
@@ -256,7 +264,7 @@ fn pages_status(status: &str) -> String {
     format!(r#"<span class="badge {class}" id="run-status">{}</span>"#, html(status))
 }
 
-fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
+fn render_run(dir: &Path, cache: &mut ReadCache) -> Result<ReportParts, ResultsError> {
     let summary = crate::results_dir::read_summary(dir)?;
     // The busiest rows get pages of their own (and their time series read).
     let mut by_count: Vec<usize> = (0..summary.requests.len()).collect();
@@ -264,7 +272,7 @@ fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
     let detailed: BTreeSet<usize> = by_count.into_iter().take(DETAIL_PAGES).collect();
     let detailed_names: BTreeSet<String> = detailed.iter().map(|i| summary.requests[*i].name.clone()).collect();
     drop(summary);
-    let results = RunResults::read(dir, &|name| detailed_names.contains(name))?;
+    let results = RunResults::read(dir, &detailed_names, cache)?;
     let summary = &results.summary;
     let mut doc = Document {
         title: summary.run.name.clone(),
@@ -311,7 +319,9 @@ fn render_run(dir: &Path) -> Result<ReportParts, ResultsError> {
         let ids = doc.charts(charts::group(&results, &group.name, i, &id, kind));
         doc.page(&id, &pages::group_page(summary, group, &ids, kind));
     }
-    Ok(doc.into_parts())
+    let parts = doc.into_parts();
+    cache.keep(results);
+    Ok(parts)
 }
 
 /// A sweep's report: its conclusions, and the capacity chart and table, each level linking to

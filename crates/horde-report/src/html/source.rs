@@ -6,9 +6,9 @@ use super::histograms::{bucket_ms, HistogramLog};
 use crate::results_dir::{read_summary, ResultsError};
 use crate::summary::Summary;
 use horde_metrics::{IntervalSample, LatencyStats};
-use std::collections::BTreeMap;
-use std::io::BufRead;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 /// At most this many points on a chart over time: a longer run's intervals are merged.
 pub const MAX_POINTS: usize = 1000;
@@ -64,23 +64,77 @@ pub struct RunResults {
     pub rows: BTreeMap<String, Vec<TimePoint>>,
 }
 
+/// What one reading of a results directory leaves for the next reading of the same directory:
+/// the live dashboard reads a growing directory every interval, and reading its files whole
+/// each time (an hour of 20 requests: 75,000 lines of time series, 150,000 histograms) would
+/// make each rendering slower than the last. With it, a reading takes only the lines the sink
+/// appended since the last one. A report rendered once uses a new one.
+#[derive(Default)]
+pub struct ReadCache {
+    dir: PathBuf,
+    histograms: Option<HistogramLog>,
+    timeseries: Option<TimeSeriesRead>,
+}
+
+/// timeseries.jsonl read so far, gathered into points of `bucket_ms` for the rows `kept`.
+struct TimeSeriesRead {
+    read_bytes: u64,
+    bucket_ms: u64,
+    kept: BTreeSet<String>,
+    all: Vec<TimePoint>,
+    rows: BTreeMap<String, Vec<TimePoint>>,
+}
+
+impl ReadCache {
+    /// Takes back the log the results were read with, for the next reading.
+    pub fn keep(&mut self, results: RunResults) {
+        self.histograms = results.histograms;
+    }
+
+    /// Intervals of histograms.hlog kept, every tag's (for the tests).
+    #[cfg(test)]
+    pub fn kept_intervals(&self) -> usize {
+        self.histograms.as_ref().map_or(0, HistogramLog::intervals)
+    }
+
+    /// What is kept of `dir`: all of it, or nothing when `dir` is another directory.
+    fn of(&mut self, dir: &Path) -> &mut ReadCache {
+        if self.dir != dir {
+            *self = ReadCache { dir: dir.to_path_buf(), ..ReadCache::default() };
+        }
+        self
+    }
+}
+
 impl RunResults {
-    /// Reads `dir`, keeping the time series of the request rows `keep_row` accepts.
-    pub fn read(dir: &Path, keep_row: &dyn Fn(&str) -> bool) -> Result<RunResults, ResultsError> {
+    /// Reads `dir`, keeping the time series of the request rows `kept` names; what `cache`
+    /// holds of `dir` is not read again.
+    pub fn read(dir: &Path, kept: &BTreeSet<String>, cache: &mut ReadCache) -> Result<RunResults, ResultsError> {
+        let cache = cache.of(dir);
         let summary = read_summary(dir)?;
         let interval_ms = summary.plan.options.snapshot_interval_ms.max(1);
-        let histograms = std::fs::read(dir.join("histograms.hlog"))
-            .ok()
-            .map(|text| HistogramLog::parse(&text, summary.run.started_at_unix_ms, interval_ms))
-            .filter(|log| !log.is_empty());
+        let run_start_unix_ms = summary.run.started_at_unix_ms;
+        let mut log = cache.histograms.take().unwrap_or_else(|| HistogramLog::new(run_start_unix_ms, interval_ms));
+        if let Some(appended) = read_from(&dir.join("histograms.hlog"), log.read_bytes()) {
+            log.append(&appended);
+        }
+        let histograms = Some(log).filter(|log| !log.is_empty());
         // Without histograms, percentiles of several intervals cannot be made: every interval
         // is a point, as the time series has it.
         let bucket_ms = match &histograms {
             Some(_) => bucket_ms(summary.run.duration_ms, interval_ms, MAX_POINTS),
             None => interval_ms,
         };
-        let mut results = RunResults { summary, histograms, bucket_ms, all: Vec::new(), rows: BTreeMap::new() };
-        results.read_timeseries(&dir.join("timeseries.jsonl"), keep_row);
+        let series = match cache.timeseries.take() {
+            Some(read) if read.bucket_ms == bucket_ms && &read.kept == kept => read,
+            _ => {
+                TimeSeriesRead { read_bytes: 0, bucket_ms, kept: kept.clone(), all: Vec::new(), rows: BTreeMap::new() }
+            }
+        };
+        let series = series.read_on(&dir.join("timeseries.jsonl"));
+        let mut results =
+            RunResults { summary, histograms, bucket_ms, all: series.all.clone(), rows: series.rows.clone() };
+        cache.timeseries = Some(series);
         results.end_points_at_the_run_end();
         Ok(results)
     }
@@ -108,17 +162,30 @@ impl RunResults {
         let last = self.all.last()?;
         (last.duration_ms * 10 < self.bucket_ms * 9).then_some((last.start_ms, last.duration_ms))
     }
+}
 
-    /// A missing or unreadable time series leaves the charts over time empty; a line that
-    /// does not parse (the last one of a killed run) is skipped.
-    fn read_timeseries(&mut self, path: &Path, keep_row: &dyn Fn(&str) -> bool) {
-        let Ok(file) = std::fs::File::open(path) else { return };
-        for line in std::io::BufReader::new(file).lines() {
-            let Ok(line) = line else { break };
-            let Ok(sample) = serde_json::from_str::<IntervalSample>(&line) else { continue };
+/// The bytes of `path` from `offset` on; None when it cannot be read (not written yet).
+fn read_from(path: &Path, offset: u64) -> Option<Vec<u8>> {
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    let mut appended = Vec::new();
+    file.read_to_end(&mut appended).ok()?;
+    Some(appended)
+}
+
+impl TimeSeriesRead {
+    /// Reads the lines appended since the last reading into the points. A missing or
+    /// unreadable time series leaves the charts over time empty; a line that does not parse
+    /// (the last one of a killed run) is skipped; a last line without its end waits.
+    fn read_on(mut self, path: &Path) -> TimeSeriesRead {
+        let Some(appended) = read_from(path, self.read_bytes) else { return self };
+        let Some(end) = appended.iter().rposition(|b| *b == b'\n').map(|at| at + 1) else { return self };
+        self.read_bytes += end as u64;
+        for line in appended[..end].split(|b| *b == b'\n') {
+            let Ok(sample) = serde_json::from_slice::<IntervalSample>(line) else { continue };
             let points = if sample.name == horde_metrics::ALL_REQUESTS {
                 &mut self.all
-            } else if keep_row(&sample.name) {
+            } else if self.kept.contains(&sample.name) {
                 self.rows.entry(sample.name.clone()).or_default()
             } else {
                 continue;
@@ -133,5 +200,6 @@ impl RunResults {
                 }
             }
         }
+        self
     }
 }

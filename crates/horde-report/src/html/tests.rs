@@ -311,7 +311,7 @@ fn live_page() -> LivePage {
 #[test]
 fn the_dashboards_page_runs_live_js_by_hash_and_may_connect_only_to_its_own_server() {
     let dir = results(&[ATTACK], 3, false);
-    let live = render_live(&dir.0, &live_page(), false).unwrap();
+    let live = render_live(&dir.0, &live_page(), false, &mut ReadCache::default()).unwrap();
     let policy_start = live.page.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
     let policy = &live.page[policy_start..live.page[policy_start..].find('>').unwrap() + policy_start];
     assert!(policy.contains(&csp_hash(assets::LIVE_JS)), "{policy}");
@@ -330,7 +330,7 @@ fn the_dashboards_page_runs_live_js_by_hash_and_may_connect_only_to_its_own_serv
 #[test]
 fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
     let dir = results(&[ATTACK, "home"], 5, true);
-    let live = render_live(&dir.0, &live_page(), true).unwrap();
+    let live = render_live(&dir.0, &live_page(), true, &mut ReadCache::default()).unwrap();
     assert!(!live.update.contains('\n'), "a server-sent event's data is one line");
     let update: serde_json::Value = serde_json::from_str(&live.update).unwrap();
     assert_eq!(update["final"], true);
@@ -351,21 +351,86 @@ fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
     assert!(live.page.contains(&inside("main")));
 }
 
-/// How long the dashboard's renderer takes on an hour's results (printed, not asserted:
+/// How long the dashboard's renderer takes on an hour's results, its first rendering (nothing
+/// read yet) and the next ones (one interval more read each time; printed, not asserted:
 /// `cargo test --release -p horde-report --lib rendering_an_hour -- --nocapture`).
 #[test]
 fn rendering_an_hour_of_20_requests_for_the_dashboard() {
     let names: Vec<String> = (0..20).map(|i| format!("GET /api/{i}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let dir = results(&names, 3600, true);
+    let whole = results(&names, 3600, true);
+    // The same directory one interval short: its files' lines up to the last interval.
+    let growing = TempDir::new();
+    let short = |file: &str, last_interval_from: &dyn Fn(&[u8]) -> usize| {
+        let bytes = std::fs::read(whole.0.join(file)).unwrap();
+        std::fs::write(growing.0.join(file), &bytes[..last_interval_from(&bytes)]).unwrap();
+    };
+    let lines_per_interval = names.len() + 1;
+    short("timeseries.jsonl", &|bytes| {
+        let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        ends[ends.len() - 1 - lines_per_interval]
+    });
+    short("histograms.hlog", &|bytes| {
+        let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        ends[ends.len() - 1 - (lines_per_interval + 1)]
+    });
+    std::fs::copy(whole.0.join("summary.json"), growing.0.join("summary.json")).unwrap();
+    let mut cache = ReadCache::default();
     let started = std::time::Instant::now();
-    let live = render_live(&dir.0, &live_page(), false).unwrap();
+    render_live(&growing.0, &live_page(), false, &mut cache).unwrap();
+    let first = started.elapsed();
+    for file in ["timeseries.jsonl", "histograms.hlog"] {
+        std::fs::copy(whole.0.join(file), growing.0.join(file)).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let live = render_live(&growing.0, &live_page(), false, &mut cache).unwrap();
+    let next = started.elapsed();
     eprintln!(
-        "rendered an hour of 20 requests in {:?}: page {} bytes, update {} bytes",
-        started.elapsed(),
+        "an hour of 20 requests: the first rendering {first:?}, the next (one interval more) {next:?}: \
+         page {} bytes, update {} bytes",
         live.page.len(),
         live.update.len()
     );
+    let fresh = render_live(&growing.0, &live_page(), false, &mut ReadCache::default()).unwrap();
+    assert!(live.update == fresh.update);
+}
+
+#[test]
+fn a_growing_directory_rendered_with_one_cache_renders_as_read_afresh_each_time() {
+    // The dashboard reads the files as the sink appends to them: cut here at byte counts that
+    // fall mid-line and mid-interval, and past 1,000 s, where a chart's point widens to 2 s.
+    let names = ["GET /a", "GET /b", "POST /c"];
+    let whole = results(&names, 2400, true);
+    let growing = TempDir::new();
+    let timeseries = std::fs::read(whole.0.join("timeseries.jsonl")).unwrap();
+    let hlog = std::fs::read(whole.0.join("histograms.hlog")).unwrap();
+    let mut cache = ReadCache::default();
+    let mut kept_histograms = 0;
+    for fraction in [0.05, 0.3, 0.4137, 0.41371, 0.45, 0.8, 1.0] {
+        let cut = |bytes: &[u8]| bytes[..(bytes.len() as f64 * fraction) as usize].to_vec();
+        std::fs::write(growing.0.join("timeseries.jsonl"), cut(&timeseries)).unwrap();
+        std::fs::write(growing.0.join("histograms.hlog"), cut(&hlog)).unwrap();
+        let mut summary = crate::results_dir::read_summary(&whole.0).unwrap();
+        summary.run.duration_ms = (2_400_000.0 * fraction) as u64;
+        if fraction < 1.0 {
+            summary.run.status = "running".into();
+        }
+        write_summary(&growing.0, &summary).unwrap();
+        let finished = fraction == 1.0;
+        let cached = render_live(&growing.0, &live_page(), finished, &mut cache).unwrap();
+        let fresh = render_live(&growing.0, &live_page(), finished, &mut ReadCache::default()).unwrap();
+        assert!(cached.update == fresh.update, "at {fraction} of the files the cached rendering differs");
+        assert!(cached.page == fresh.page);
+        kept_histograms = cache.kept_intervals();
+    }
+    assert_eq!(kept_histograms, 2400 * 5, "the log was kept between renderings, each interval read once");
+    let fresh = render_live(&whole.0, &live_page(), true, &mut ReadCache::default()).unwrap();
+    let cached = render_live(&growing.0, &live_page(), true, &mut cache).unwrap();
+    assert!(cached.update == fresh.update, "the last rendering is the whole directory's");
+    // Another directory starts afresh.
+    let other = results(&["GET /other"], 3, true);
+    let cached = render_live(&other.0, &live_page(), true, &mut cache).unwrap();
+    assert!(cached.update == render_live(&other.0, &live_page(), true, &mut ReadCache::default()).unwrap().update);
 }
 
 /// Rewrites the summary of a results directory.
