@@ -662,6 +662,33 @@ def cli_cluster(tmp_path, python_paths):
             stop_process(process)
 
 
+def test_the_scheduler_keeps_none_of_a_runs_messages_after_it(horde, nginx, tmp_path):
+    # A scheduler of its own: on the module's shared one, an earlier run's late messages may
+    # make that run's topic again after it was dropped.
+    from distributed import Client
+
+    def horde_topics(dask_scheduler=None):
+        broker = getattr(dask_scheduler, "_broker", None)
+        topics = broker._topics if broker is not None else dask_scheduler.events
+        return {name: len(getattr(topic, "events", topic)) for name, topic in topics.items() if name.startswith("horde-")}
+
+    log = tmp_path / "requests.jsonl"
+    with cli_cluster(tmp_path, [None, None]) as (address, _):
+        result = horde("http", nginx.url + "/forget", "-n", "300", "-c", "4", "-q", "--cluster", address,
+                       "--request-log", log, timeout=RUN_TIMEOUT_S)  # fmt: skip
+        assert result.code == 0, result.stderr
+        with Client(address, timeout=30) as client:
+            # The topic is dropped at the run's end and again a second later (for messages
+            # still on their way then).
+            kept = client.run_on_scheduler(horde_topics)
+            deadline = time.monotonic() + 5
+            while kept and time.monotonic() < deadline:
+                time.sleep(0.2)
+                kept = client.run_on_scheduler(horde_topics)
+    assert len(log.read_text().splitlines()) == result.summary["global"]["count"] == 300
+    assert kept == {}, f"the scheduler kept the run's messages 5 s after it (topic: events): {kept}"
+
+
 def test_workers_without_this_horde_are_named_before_any_load(horde, nginx, tmp_path):
     # An existing cluster of CLI-started processes: one worker with this horde, one whose
     # Python imports another horde version, one whose Python has none.

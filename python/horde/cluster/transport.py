@@ -30,13 +30,24 @@ class RunTopic:
         """Drops the run's messages that the scheduler keeps (the last N of every topic, N its
         low-level-log-length, 1,000 by default): a run's request log records alone can weigh
         megabytes each. Defined inline, so that it reaches a scheduler without horde by value.
-        Best effort: a scheduler that cannot be reached keeps them."""
+        Best effort: a scheduler that cannot be reached keeps them.
+
+        Dropped twice: now, and again a second later on the scheduler's own loop. What was
+        still on its way when this call arrived (the unsubscribe just sent, a worker's last
+        events: they travel on other connections than this call) would make the topic again."""
         name = self.name
+        late_messages_s = 1.0
 
         def drop_topic(dask_scheduler=None):
-            broker = getattr(dask_scheduler, "_broker", None)  # distributed 2024.2 on
-            topics = broker._topics if broker is not None else getattr(dask_scheduler, "events", {})
-            topics.pop(name, None)
+            import asyncio
+
+            def drop():
+                broker = getattr(dask_scheduler, "_broker", None)  # distributed 2024.2 on
+                topics = broker._topics if broker is not None else getattr(dask_scheduler, "events", {})
+                topics.pop(name, None)
+
+            drop()
+            asyncio.get_running_loop().call_later(late_messages_s, drop)
 
         try:
             client.run_on_scheduler(drop_topic)
