@@ -25,6 +25,8 @@ use std::collections::BTreeMap;
 pub const ALL_CORRECTED: &str = "";
 /// Every request, latency from the actual start.
 pub const ALL_UNCORRECTED: &str = "uncorrected";
+/// A request row's latency from the actual start (`uncorrected.r3`).
+const ROW_UNCORRECTED_PREFIX: &str = "uncorrected.";
 
 /// One interval of one tag as the log holds it: its histogram still compressed.
 #[derive(Debug, Clone)]
@@ -160,6 +162,12 @@ impl HistogramLog {
                 LogEntry::BaseTime(at) => self.base_time_ms = Some(at.as_secs_f64() * 1000.0),
                 LogEntry::StartTime(at) => self.start_time_ms = Some(at.as_secs_f64() * 1000.0),
                 LogEntry::Interval(interval) => {
+                    let tag = interval.tag().map(|t| t.as_str().to_string()).unwrap_or_default();
+                    // A row's latency from the actual start: the log has it for other readers,
+                    // no page of the report shows it; half the entries of a run, not kept.
+                    if tag.starts_with(ROW_UNCORRECTED_PREFIX) {
+                        continue;
+                    }
                     let Ok(encoded) = base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram())
                     else {
                         continue;
@@ -176,7 +184,6 @@ impl HistogramLog {
                     // Intervals sit on the run's grid; a stamp a few milliseconds off still
                     // names its interval.
                     let start_ms = (offset_ms / self.interval_ms as f64).round() as u64 * self.interval_ms;
-                    let tag = interval.tag().map(|t| t.as_str().to_string()).unwrap_or_default();
                     let intervals = self.series.entry(tag.clone()).or_default();
                     if intervals.last().is_some_and(|last| last.start_ms > start_ms) {
                         unsorted.push(tag.clone());
@@ -398,6 +405,7 @@ pub(crate) mod tests {
             &[
                 ("", 1, vec![100, 200]),
                 ("r0", 1, vec![100]),
+                ("uncorrected.r0", 1, vec![90]),
                 ("r1", 1, vec![200]),
                 ("", 2, vec![300]),
                 ("r1", 2, vec![300]),
@@ -414,6 +422,8 @@ pub(crate) mod tests {
         assert_eq!(log.tag_of('r', "GET /", 0).as_deref(), Some("r0"));
         assert_eq!(log.tag_of('g', "GET /", 0), None);
         assert_eq!(log.total("r1").unwrap().len(), 2);
+        assert!(log.series("uncorrected.r0").is_empty(), "no page shows a row's uncorrected latency");
+        assert_eq!(log.intervals(), 5);
     }
 
     #[test]
