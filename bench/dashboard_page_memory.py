@@ -60,7 +60,9 @@ def page_metrics(cdp):
 
 
 def count_updates(base, counter):
-    """A second viewer: reads /events as a page does and counts the updates, to the final one."""
+    """A second viewer: reads /events as a page does and counts the updates, to the final one:
+    what the dashboard sent every open page (the measured page gets each too, unless it fell
+    behind, when it gets the newest)."""
     import urllib.request
 
     with urllib.request.urlopen(base + "/events", timeout=600) as stream:
@@ -159,7 +161,7 @@ def main():
     print(f"Machine: {os.cpu_count()} cores, {version(['uname', '-sr'])}  ")
     print(f"Versions: {version([args.horde, '--version'])}; {version([CHROMIUM, '--version'])}\n")
     print("Each figure after a full garbage collection of the page.\n")
-    print("| when (m:ss) | updates received | JS heap MB | DOM nodes | event listeners | documents |")
+    print("| when (m:ss) | updates sent | JS heap MB | DOM nodes | event listeners | documents |")
     print("|---|---|---|---|---|---|")
     for label, figures, received in samples:
         print(row(label, figures, received))

@@ -14,6 +14,8 @@
   var query = "?token=" + encodeURIComponent(settings.token);
   var shown = String(settings.version);
   var ended = false;
+  // A stop was asked and taken: live updates until the final report say so.
+  var stopping = false;
 
   // ---- the live state and the Stop button, in the header --------------------------------
   var state = document.createElement("span");
@@ -37,6 +39,8 @@
     }
   }
 
+  var STOPPING = "stopping: users finish, results are being written";
+
   function say(text, kind) {
     state.textContent = text;
     state.className = "live " + (kind || "");
@@ -58,7 +62,8 @@
         if (ended) {
           return;
         }
-        say(response.ok ? "stopping: users finish, results are being written" : "the run could not be stopped (" + response.status + ")", response.ok ? "" : "lost");
+        stopping = response.ok;
+        say(response.ok ? STOPPING : "the run could not be stopped (" + response.status + ")", response.ok ? "" : "lost");
         stop.disabled = response.ok;
       })
       .catch(function () {
@@ -106,7 +111,11 @@
       apply(update);
     }
     placeControls();
-    say(ended ? "final report: the run has ended" : "live · updated " + clock(), ended ? "ended" : "");
+    if (ended) {
+      say("final report: the run has ended", "ended");
+    } else {
+      say((stopping ? STOPPING + " · " : "live · ") + "updated " + clock());
+    }
   });
   source.addEventListener("error", function () {
     if (!ended) {

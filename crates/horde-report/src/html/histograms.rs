@@ -19,7 +19,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The untagged entries: every request, latency from the intended start (corrected).
 pub const ALL_CORRECTED: &str = "";
@@ -107,6 +107,9 @@ pub struct HistogramLog {
     names: BTreeMap<String, String>,
     run_start_unix_ms: u64,
     interval_ms: u64,
+    /// The request rows whose entries are kept (by name), None for all: a report draws the
+    /// busiest rows only, and a run of thousands of rows logs each of them every interval.
+    kept_rows: Option<BTreeSet<String>>,
     /// The header's times, for the entries read after it.
     base_time_ms: Option<f64>,
     start_time_ms: Option<f64>,
@@ -124,15 +127,25 @@ impl HistogramLog {
     /// placing each interval on the run's grid of `interval_ms` from `run_start_unix_ms`. A
     /// line cut short (a killed run) ends the log; an entry that does not decode is skipped
     /// (when its tag's intervals are decoded).
+    #[cfg(test)]
     pub fn parse(text: &[u8], run_start_unix_ms: u64, interval_ms: u64) -> HistogramLog {
-        let mut log = HistogramLog::new(run_start_unix_ms, interval_ms);
+        let mut log = HistogramLog::new(run_start_unix_ms, interval_ms, None);
         log.append(text);
         log
     }
 
-    /// An empty log of a run started at `run_start_unix_ms`, for [`HistogramLog::append`].
-    pub fn new(run_start_unix_ms: u64, interval_ms: u64) -> HistogramLog {
-        HistogramLog { run_start_unix_ms, interval_ms: interval_ms.max(1), ..HistogramLog::default() }
+    /// An empty log of a run started at `run_start_unix_ms`, for [`HistogramLog::append`],
+    /// keeping the entries of the request rows `kept_rows` names (None: every row's).
+    pub fn new(run_start_unix_ms: u64, interval_ms: u64, kept_rows: Option<BTreeSet<String>>) -> HistogramLog {
+        HistogramLog { run_start_unix_ms, interval_ms: interval_ms.max(1), kept_rows, ..HistogramLog::default() }
+    }
+
+    /// Whether this log was read for a run started then, in these intervals, keeping these
+    /// rows: what a later reading may go on from.
+    pub fn read_as(&self, run_start_unix_ms: u64, interval_ms: u64, kept_rows: &BTreeSet<String>) -> bool {
+        self.run_start_unix_ms == run_start_unix_ms
+            && self.interval_ms == interval_ms.max(1)
+            && self.kept_rows.as_ref() == Some(kept_rows)
     }
 
     /// Bytes of the file read so far: the next [`HistogramLog::append`] gives what follows.
@@ -165,7 +178,7 @@ impl HistogramLog {
                     let tag = interval.tag().map(|t| t.as_str().to_string()).unwrap_or_default();
                     // A row's latency from the actual start: the log has it for other readers,
                     // no page of the report shows it; half the entries of a run, not kept.
-                    if tag.starts_with(ROW_UNCORRECTED_PREFIX) {
+                    if tag.starts_with(ROW_UNCORRECTED_PREFIX) || !self.keeps_row(&tag) {
                         continue;
                     }
                     let Ok(encoded) = base64::engine::general_purpose::STANDARD.decode(interval.encoded_histogram())
@@ -215,6 +228,16 @@ impl HistogramLog {
 
     pub fn is_empty(&self) -> bool {
         self.series.is_empty()
+    }
+
+    /// A request row's tag (`r3`) is kept when its name is one of the kept rows (a tag whose
+    /// name the log does not give is kept: it may be any row). Other tags are always kept.
+    fn keeps_row(&self, tag: &str) -> bool {
+        let (Some(kept), Some(position)) = (&self.kept_rows, tag.strip_prefix('r')) else { return true };
+        if position.is_empty() || !position.bytes().all(|b| b.is_ascii_digit()) {
+            return true;
+        }
+        self.names.get(tag).is_none_or(|name| kept.contains(name))
     }
 
     /// Intervals read, every tag's.
@@ -424,6 +447,56 @@ pub(crate) mod tests {
         assert_eq!(log.total("r1").unwrap().len(), 2);
         assert!(log.series("uncorrected.r0").is_empty(), "no page shows a row's uncorrected latency");
         assert_eq!(log.intervals(), 5);
+    }
+
+    #[test]
+    fn an_entry_older_than_what_was_remembered_makes_it_again() {
+        // A log read in two parts; the second brings an entry of r0's third interval, inside
+        // buckets already closed and remembered: what is remembered of r0 is made again.
+        let start = 1_795_420_403_000;
+        let first: Vec<(&str, u64, Vec<u64>)> = (1..=10)
+            .flat_map(|i| [("", i, vec![i * 100]), ("r0", i, vec![i * 100])])
+            .filter(|e| e != &("r0", 3, vec![300]))
+            .collect();
+        let second = vec![("r0", 3, vec![7_000]), ("", 11, vec![1_100]), ("r0", 11, vec![1_100])];
+        let names = [("r0", "GET /")];
+        let (first, second) = (write_log(start, 1000, &first, &names), write_log(start, 1000, &second, &names));
+        let mut log = HistogramLog::new(start, 1000, None);
+        log.append(&first);
+        let before = log.bucket_latencies("r0", 2000, &[50.0, 100.0]);
+        assert_eq!(before[1].count, 1, "interval 3 not there yet");
+        assert_eq!(log.total("r0").unwrap().len(), 9);
+        log.append(&second);
+        let whole = HistogramLog::parse(&[first, second].concat(), start, 1000);
+        let after = log.bucket_latencies("r0", 2000, &[50.0, 100.0]);
+        assert_eq!(after, whole.bucket_latencies("r0", 2000, &[50.0, 100.0]));
+        assert_eq!(after[1].count, 2);
+        assert!(after[1].max_us >= 7_000);
+        assert_eq!(log.total("r0").unwrap().len(), 11);
+        assert_eq!(log.total("r0").unwrap().max(), whole.total("r0").unwrap().max());
+    }
+
+    #[test]
+    fn only_the_kept_rows_entries_are_kept() {
+        let start = 1_795_420_403_000;
+        let entries = vec![
+            ("", 1, vec![100]),
+            ("r0", 1, vec![100]),
+            ("r1", 1, vec![200]),
+            ("r2", 1, vec![300]),
+            ("g0", 1, vec![400]),
+        ];
+        let text = write_log(start, 1000, &entries, &[("r0", "GET /a"), ("r1", "GET /b")]);
+        let kept: BTreeSet<String> = ["GET /b".to_string()].into();
+        let mut log = HistogramLog::new(start, 1000, Some(kept.clone()));
+        log.append(&text);
+        assert!(log.series("r0").is_empty(), "a row the report does not draw");
+        assert_eq!(log.series("r1").len(), 1);
+        assert_eq!(log.series("r2").len(), 1, "a row the log does not name may be any row");
+        assert_eq!((log.series("").len(), log.series("g0").len()), (1, 1));
+        assert!(log.read_as(start, 1000, &kept));
+        assert!(!log.read_as(start + 1000, 1000, &kept) && !log.read_as(start, 500, &kept));
+        assert!(!log.read_as(start, 1000, &BTreeSet::new()));
     }
 
     #[test]

@@ -114,8 +114,18 @@ impl RunResults {
         let summary = read_summary(dir)?;
         let interval_ms = summary.plan.options.snapshot_interval_ms.max(1);
         let run_start_unix_ms = summary.run.started_at_unix_ms;
-        let mut log = cache.histograms.take().unwrap_or_else(|| HistogramLog::new(run_start_unix_ms, interval_ms));
-        if let Some(appended) = read_from(&dir.join("histograms.hlog"), log.read_bytes()) {
+        // What was read goes on only for the same run, rows and files (a file shorter than what
+        // was read of it was written again).
+        let log_path = dir.join("histograms.hlog");
+        let mut log = match cache.histograms.take() {
+            Some(log)
+                if log.read_as(run_start_unix_ms, interval_ms, kept) && file_length(&log_path) >= log.read_bytes() =>
+            {
+                log
+            }
+            _ => HistogramLog::new(run_start_unix_ms, interval_ms, Some(kept.clone())),
+        };
+        if let Some(appended) = read_from(&log_path, log.read_bytes()) {
             log.append(&appended);
         }
         let histograms = Some(log).filter(|log| !log.is_empty());
@@ -125,13 +135,20 @@ impl RunResults {
             Some(_) => bucket_ms(summary.run.duration_ms, interval_ms, MAX_POINTS),
             None => interval_ms,
         };
+        let series_path = dir.join("timeseries.jsonl");
         let series = match cache.timeseries.take() {
-            Some(read) if read.bucket_ms == bucket_ms && &read.kept == kept => read,
+            Some(read)
+                if read.bucket_ms == bucket_ms
+                    && &read.kept == kept
+                    && file_length(&series_path) >= read.read_bytes =>
+            {
+                read
+            }
             _ => {
                 TimeSeriesRead { read_bytes: 0, bucket_ms, kept: kept.clone(), all: Vec::new(), rows: BTreeMap::new() }
             }
         };
-        let series = series.read_on(&dir.join("timeseries.jsonl"));
+        let series = series.read_on(&series_path);
         let mut results =
             RunResults { summary, histograms, bucket_ms, all: series.all.clone(), rows: series.rows.clone() };
         cache.timeseries = Some(series);
@@ -162,6 +179,11 @@ impl RunResults {
         let last = self.all.last()?;
         (last.duration_ms * 10 < self.bucket_ms * 9).then_some((last.start_ms, last.duration_ms))
     }
+}
+
+/// The length of `path`, 0 when it cannot be read.
+fn file_length(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
 /// The bytes of `path` from `offset` on; None when it cannot be read (not written yet).

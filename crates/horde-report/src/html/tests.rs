@@ -427,6 +427,11 @@ fn a_growing_directory_rendered_with_one_cache_renders_as_read_afresh_each_time(
     let fresh = render_live(&whole.0, &live_page(), true, &mut ReadCache::default()).unwrap();
     let cached = render_live(&growing.0, &live_page(), true, &mut cache).unwrap();
     assert!(cached.update == fresh.update, "the last rendering is the whole directory's");
+    // A summary that gives the run another start (the grid every entry is placed on): read again.
+    edit_summary(&growing.0, |s| s.run.started_at_unix_ms += 2000);
+    let cached = render_live(&growing.0, &live_page(), true, &mut cache).unwrap();
+    let fresh = render_live(&growing.0, &live_page(), true, &mut ReadCache::default()).unwrap();
+    assert!(cached.update == fresh.update, "read again on the new grid");
     // Another directory starts afresh.
     let other = results(&["GET /other"], 3, true);
     let cached = render_live(&other.0, &live_page(), true, &mut cache).unwrap();
