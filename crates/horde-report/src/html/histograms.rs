@@ -113,8 +113,6 @@ pub struct HistogramLog {
     /// The header's times, for the entries read after it.
     base_time_ms: Option<f64>,
     start_time_ms: Option<f64>,
-    /// Bytes of the file read so far: whole lines only (a line still being written waits).
-    read_bytes: u64,
     /// A line that did not parse: the log ends there (a killed run's last line).
     broken: bool,
     /// The latest interval start of any tag.
@@ -148,17 +146,8 @@ impl HistogramLog {
             && self.kept_rows.as_ref() == Some(kept_rows)
     }
 
-    /// Bytes of the file read so far: the next [`HistogramLog::append`] gives what follows.
-    pub fn read_bytes(&self) -> u64 {
-        self.read_bytes
-    }
-
-    /// Reads the whole lines of `text`, the file's bytes from [`HistogramLog::read_bytes`] on;
-    /// a last line without its end waits for the next call.
+    /// Reads `text`, the log's next lines (the file from where the last call's text ended).
     pub fn append(&mut self, text: &[u8]) {
-        let Some(end) = text.iter().rposition(|b| *b == b'\n').map(|at| at + 1) else { return };
-        let text = &text[..end];
-        self.read_bytes += end as u64;
         if self.broken {
             return;
         }

@@ -73,12 +73,45 @@ pub struct RunResults {
 pub struct ReadCache {
     dir: PathBuf,
     histograms: Option<HistogramLog>,
+    /// How far histograms.hlog was read into `histograms`.
+    histograms_read: LinesRead,
     timeseries: Option<TimeSeriesRead>,
+}
+
+/// How far a file that is only ever appended to has been read: whole lines only (a line still
+/// being written waits for the next reading).
+#[derive(Default)]
+struct LinesRead {
+    bytes: u64,
+}
+
+impl LinesRead {
+    /// Whether the file still holds what was read: a shorter one was written again.
+    fn still_holds(&self, path: &Path) -> bool {
+        std::fs::metadata(path).map_or(0, |m| m.len()) >= self.bytes
+    }
+
+    /// The whole lines appended since the last call; none when the file cannot be read (not
+    /// written yet).
+    fn next_lines(&mut self, path: &Path) -> Vec<u8> {
+        let read = || -> std::io::Result<Vec<u8>> {
+            let mut file = std::fs::File::open(path)?;
+            file.seek(SeekFrom::Start(self.bytes))?;
+            let mut appended = Vec::new();
+            file.read_to_end(&mut appended)?;
+            Ok(appended)
+        };
+        let mut appended = read().unwrap_or_default();
+        let whole = appended.iter().rposition(|b| *b == b'\n').map_or(0, |at| at + 1);
+        appended.truncate(whole);
+        self.bytes += whole as u64;
+        appended
+    }
 }
 
 /// timeseries.jsonl read so far, gathered into points of `bucket_ms` for the rows `kept`.
 struct TimeSeriesRead {
-    read_bytes: u64,
+    lines: LinesRead,
     bucket_ms: u64,
     kept: BTreeSet<String>,
     all: Vec<TimePoint>,
@@ -119,15 +152,17 @@ impl RunResults {
         let log_path = dir.join("histograms.hlog");
         let mut log = match cache.histograms.take() {
             Some(log)
-                if log.read_as(run_start_unix_ms, interval_ms, kept) && file_length(&log_path) >= log.read_bytes() =>
+                if log.read_as(run_start_unix_ms, interval_ms, kept)
+                    && cache.histograms_read.still_holds(&log_path) =>
             {
                 log
             }
-            _ => HistogramLog::new(run_start_unix_ms, interval_ms, Some(kept.clone())),
+            _ => {
+                cache.histograms_read = LinesRead::default();
+                HistogramLog::new(run_start_unix_ms, interval_ms, Some(kept.clone()))
+            }
         };
-        if let Some(appended) = read_from(&log_path, log.read_bytes()) {
-            log.append(&appended);
-        }
+        log.append(&cache.histograms_read.next_lines(&log_path));
         let histograms = Some(log).filter(|log| !log.is_empty());
         // Without histograms, percentiles of several intervals cannot be made: every interval
         // is a point, as the time series has it.
@@ -137,16 +172,16 @@ impl RunResults {
         };
         let series_path = dir.join("timeseries.jsonl");
         let series = match cache.timeseries.take() {
-            Some(read)
-                if read.bucket_ms == bucket_ms
-                    && &read.kept == kept
-                    && file_length(&series_path) >= read.read_bytes =>
-            {
+            Some(read) if read.bucket_ms == bucket_ms && &read.kept == kept && read.lines.still_holds(&series_path) => {
                 read
             }
-            _ => {
-                TimeSeriesRead { read_bytes: 0, bucket_ms, kept: kept.clone(), all: Vec::new(), rows: BTreeMap::new() }
-            }
+            _ => TimeSeriesRead {
+                lines: LinesRead::default(),
+                bucket_ms,
+                kept: kept.clone(),
+                all: Vec::new(),
+                rows: BTreeMap::new(),
+            },
         };
         let series = series.read_on(&series_path);
         let mut results =
@@ -181,29 +216,12 @@ impl RunResults {
     }
 }
 
-/// The length of `path`, 0 when it cannot be read.
-fn file_length(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| m.len())
-}
-
-/// The bytes of `path` from `offset` on; None when it cannot be read (not written yet).
-fn read_from(path: &Path, offset: u64) -> Option<Vec<u8>> {
-    let mut file = std::fs::File::open(path).ok()?;
-    file.seek(SeekFrom::Start(offset)).ok()?;
-    let mut appended = Vec::new();
-    file.read_to_end(&mut appended).ok()?;
-    Some(appended)
-}
-
 impl TimeSeriesRead {
     /// Reads the lines appended since the last reading into the points. A missing or
     /// unreadable time series leaves the charts over time empty; a line that does not parse
     /// (the last one of a killed run) is skipped; a last line without its end waits.
     fn read_on(mut self, path: &Path) -> TimeSeriesRead {
-        let Some(appended) = read_from(path, self.read_bytes) else { return self };
-        let Some(end) = appended.iter().rposition(|b| *b == b'\n').map(|at| at + 1) else { return self };
-        self.read_bytes += end as u64;
-        for line in appended[..end].split(|b| *b == b'\n') {
+        for line in self.lines.next_lines(path).split(|b| *b == b'\n') {
             let Ok(sample) = serde_json::from_slice::<IntervalSample>(line) else { continue };
             let points = if sample.name == horde_metrics::ALL_REQUESTS {
                 &mut self.all
