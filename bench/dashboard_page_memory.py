@@ -73,6 +73,22 @@ def count_updates(base, counter):
                     return
 
 
+def threads_cpu_s(pid):
+    """CPU seconds (user + system) of a process's threads, summed by name: the dashboard's
+    threads (rendering, serving) are `horde-dashboard`, the engine's `horde-worker-N`."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    by_name = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = "horde-worker" if name.startswith("horde-worker") else name
+        by_name[name] = by_name.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return by_name
+
+
 def row(label, figures, updates):
     return (f"| {label} | {updates} | {figures['JSHeapUsedSize'] / 1e6:.2f} | {figures['Nodes']:,.0f} | "
             f"{figures['JSEventListeners']:,.0f} | {figures['Documents']:.0f} |")  # fmt: skip
@@ -130,6 +146,7 @@ def main():
                 while horde.poll() is None and time.monotonic() < next_sample:
                     page.wait_for_timeout(1000)  # the page keeps getting its events meanwhile
                 if horde.poll() is None:
+                    cpu, cpu_elapsed = threads_cpu_s(horde.pid), time.monotonic() - started
                     elapsed = round(time.monotonic() - started)
                     label = f"{elapsed // 60}:{elapsed % 60:02d}"
                     samples.append((label, page_metrics(cdp), len(updates)))
@@ -173,6 +190,11 @@ def main():
         print(f"JS heap during the run: median {statistics.median(heaps) / 1e6:.2f} MB, "
               f"min {min(heaps) / 1e6:.2f}, max {max(heaps) / 1e6:.2f}  ")  # fmt: skip
     print(f"Page errors: {len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+    if len(samples) > 2:
+        dashboard, workers = cpu.get("horde-dashboard", 0.0), cpu.get("horde-worker", 0.0)
+        print(f"\nCPU of horde's threads at the last sample ({cpu_elapsed:.0f} s): the dashboard's (rendering, serving) "
+              f"{dashboard:.1f} s, {100 * dashboard / cpu_elapsed:.1f} % of a core; the engine's workers {workers:.1f} s; "
+              f"the collector {cpu.get('horde-collector', 0.0):.1f} s")  # fmt: skip
     shutil.rmtree(work, ignore_errors=True)
 
 
