@@ -254,7 +254,12 @@ def test_a_stop_answer_slower_than_the_final_report_leaves_the_final_report_show
         page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('live · updated')")
         page.locator("#live-stop").click()
         page.wait_for_function("() => document.getElementById('live-state').textContent.startsWith('final report')", timeout=30_000)
-        wait_until(answered.is_set, what="the held answer to the stop")
+        # The route handler runs on Playwright's dispatcher, which only turns while this thread is
+        # inside a Playwright call: wait in one (a plain sleep would hold the answer back forever).
+        deadline = time.monotonic() + 15
+        while not answered.is_set():
+            assert time.monotonic() < deadline, "the held answer to the stop was never sent"
+            page.wait_for_timeout(50)
         page.wait_for_timeout(300)  # the page's handler of the answer has run
         assert page.locator("#live-state").inner_text().startswith("final report")
         assert page.locator("#run-status").inner_text() == "interrupted"
