@@ -6,7 +6,8 @@
 //! - a renderer thread renders the report from those files, as report.html is rendered, only
 //!   while somebody looks, and at most a fifth of a core's time (the engine never waits). It
 //!   keeps what it read ([`ReadCache`]): each rendering reads only what the sink appended, so
-//!   a long run's updates do not slow down (an hour of 20 requests: 32 ms a rendering);
+//!   a long run's updates do not slow down (an hour of 20 requests: 32 ms a rendering). The
+//!   whole page is built from a rendering only when a browser opens the dashboard;
 //! - a [`LocalServer`] (hyper on a thread of its own, as `--metrics`) serves the latest page at
 //!   `/`, its updates as server-sent events at `/events` (every open page gets each update once;
 //!   one that falls behind gets the newest), and with `--dashboard-control`, `POST /stop`.
@@ -20,7 +21,7 @@ use crate::local_server::LocalServer;
 use crate::output::status;
 use anyhow::Context;
 use bytes::Bytes;
-use horde_report::{LivePage, ReadCache, ResultsWatch};
+use horde_report::{LiveDocument, LivePage, ReadCache, ResultsWatch};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
@@ -28,7 +29,7 @@ use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -45,7 +46,11 @@ const RENDER_DUTY: u32 = 5;
 /// One rendering, as every page gets it.
 struct Published {
     version: u64,
-    page: Bytes,
+    /// What the page is built from, when a browser opens the dashboard: the open pages only
+    /// need the event, and the page is half of a rendering's cost.
+    document: LiveDocument,
+    /// The page, once a browser asked for it.
+    page: OnceLock<Bytes>,
     /// The server-sent event (`id`, `event: report`, the parts as one JSON line).
     event: Bytes,
     finished: bool,
@@ -183,7 +188,7 @@ impl Dashboard {
         let watched = self.shared.viewers.load(Ordering::SeqCst) > 0;
         if let Some(dir) = written.dir.as_ref().filter(|_| watched) {
             // Its own id: an open page that showed this state live still learns that it is final.
-            match render(&self.shared.page, dir, written.generation + 1, true, &mut cache) {
+            match render(dir, written.generation + 1, true, &mut cache) {
                 Ok(published) => {
                     self.shared.latest.send_replace(Some(Arc::new(published)));
                 }
@@ -209,16 +214,14 @@ impl Drop for Dashboard {
 }
 
 fn render(
-    page: &LivePage,
     dir: &std::path::Path,
     version: u64,
     finished: bool,
     cache: &mut ReadCache,
 ) -> Result<Published, horde_report::ResultsError> {
-    let page = LivePage { version, ..page.clone() };
-    let report = horde_report::render_live(dir, &page, finished, cache)?;
+    let report = horde_report::render_live(dir, finished, cache)?;
     let event = format!("id: {version}\nevent: report\ndata: {}\n\n", report.update);
-    Ok(Published { version, page: Bytes::from(report.page), event: Bytes::from(event), finished })
+    Ok(Published { version, document: report.page, page: OnceLock::new(), event: Bytes::from(event), finished })
 }
 
 /// The renderer thread: renders each new state of the results while somebody looks (an open
@@ -249,7 +252,7 @@ fn render_while_running(watch: &ResultsWatch, shared: &Shared) -> ReadCache {
         let started = Instant::now();
         // A directory being written can fail to read for a moment (a run that has not
         // written its first interval): the next announcement tries again.
-        if let Ok(published) = render(&shared.page, &dir, written.generation, false, &mut cache) {
+        if let Ok(published) = render(&dir, written.generation, false, &mut cache) {
             shared.latest.send_replace(Some(Arc::new(published)));
             rendered = written.generation;
             rendered_dir = Some(dir);
@@ -307,10 +310,20 @@ async fn page(shared: &Arc<Shared>) -> Response<Body> {
     let Some(published) = published else {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "horde's run has no results yet; reload in a moment\n");
     };
+    // Built once per rendering, by the first browser that asks, off the server's thread (the
+    // open pages' event streams go on meanwhile).
+    let live = LivePage { version: published.version, ..shared.page.clone() };
+    let built = tokio::task::spawn_blocking(move || {
+        published.page.get_or_init(|| Bytes::from(published.document.html(&live))).clone()
+    })
+    .await;
+    let Ok(html) = built else {
+        return plain(StatusCode::INTERNAL_SERVER_ERROR, "horde's dashboard could not build its page\n");
+    };
     Response::builder()
         .header("content-type", "text/html; charset=utf-8")
         .header("cache-control", "no-store")
-        .body(Full::new(published.page.clone()).boxed())
+        .body(Full::new(html).boxed())
         .expect("a valid response")
 }
 

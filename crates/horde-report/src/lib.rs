@@ -33,7 +33,7 @@ pub use console::render as render_console;
 pub use histogram_log::{HistogramLogWriter, HISTOGRAM_LOG};
 pub use html::{
     render_bench, render_compare, render_html, render_live, write_bench_html, write_compare_html, write_html,
-    BenchPage, IntervalChart, LivePage, LiveReport, ReadCache,
+    BenchPage, IntervalChart, LiveDocument, LivePage, LiveReport, ReadCache,
 };
 pub use iron_cushion::render_iron_cushion;
 pub use job_summary::render_job_summary;

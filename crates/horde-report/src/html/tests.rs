@@ -311,17 +311,17 @@ fn live_page() -> LivePage {
 #[test]
 fn the_dashboards_page_runs_live_js_by_hash_and_may_connect_only_to_its_own_server() {
     let dir = results(&[ATTACK], 3, false);
-    let live = render_live(&dir.0, &live_page(), false, &mut ReadCache::default()).unwrap();
-    let policy_start = live.page.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
-    let policy = &live.page[policy_start..live.page[policy_start..].find('>').unwrap() + policy_start];
+    let live = render_live(&dir.0, false, &mut ReadCache::default()).unwrap().page.html(&live_page());
+    let policy_start = live.find(r#"http-equiv="Content-Security-Policy" content=""#).unwrap();
+    let policy = &live[policy_start..live[policy_start..].find('>').unwrap() + policy_start];
     assert!(policy.contains(&csp_hash(assets::LIVE_JS)), "{policy}");
     assert!(policy.ends_with("connect-src 'self'\""), "{policy}");
     assert!(!policy.contains("unsafe"), "{policy}");
-    assert_eq!(live.page.matches("<script>").count(), 3, "uPlot, the report's script and live.js");
-    assert!(live.page.contains(
+    assert_eq!(live.matches("<script>").count(), 3, "uPlot, the report's script and live.js");
+    assert!(live.contains(
         r#"<meta name="horde-dashboard" content="{&quot;control&quot;:true,&quot;token&quot;:&quot;0123abcd&quot;,&quot;version&quot;:7}">"#
     ));
-    assert!(!live.page.contains(ATTACK));
+    assert!(!live.contains(ATTACK));
     // report.html itself connects nowhere.
     let file = render_html(&dir.0).unwrap();
     assert!(!file.contains("connect-src") && !file.contains("horde-dashboard"));
@@ -330,7 +330,7 @@ fn the_dashboards_page_runs_live_js_by_hash_and_may_connect_only_to_its_own_serv
 #[test]
 fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
     let dir = results(&[ATTACK, "home"], 5, true);
-    let live = render_live(&dir.0, &live_page(), true, &mut ReadCache::default()).unwrap();
+    let live = render_live(&dir.0, true, &mut ReadCache::default()).unwrap();
     assert!(!live.update.contains('\n'), "a server-sent event's data is one line");
     let update: serde_json::Value = serde_json::from_str(&live.update).unwrap();
     assert_eq!(update["final"], true);
@@ -348,7 +348,7 @@ fn an_update_is_one_line_of_json_holding_the_same_parts_as_report_html() {
     assert_eq!(update["header"].as_str().unwrap(), inside("header"));
     assert_eq!(update["charts"], chart_data(&file));
     // The live page is report.html with the live parts added: the same header, tabs and pages.
-    assert!(live.page.contains(&inside("main")));
+    assert!(live.page.html(&live_page()).contains(&inside("main")));
 }
 
 /// How long the dashboard's renderer takes on an hour's results, its first rendering (nothing
@@ -377,21 +377,24 @@ fn rendering_an_hour_of_20_requests_for_the_dashboard() {
     std::fs::copy(whole.0.join("summary.json"), growing.0.join("summary.json")).unwrap();
     let mut cache = ReadCache::default();
     let started = std::time::Instant::now();
-    render_live(&growing.0, &live_page(), false, &mut cache).unwrap();
+    render_live(&growing.0, false, &mut cache).unwrap();
     let first = started.elapsed();
     for file in ["timeseries.jsonl", "histograms.hlog"] {
         std::fs::copy(whole.0.join(file), growing.0.join(file)).unwrap();
     }
     let started = std::time::Instant::now();
-    let live = render_live(&growing.0, &live_page(), false, &mut cache).unwrap();
+    let live = render_live(&growing.0, false, &mut cache).unwrap();
     let next = started.elapsed();
+    let started = std::time::Instant::now();
+    let page = live.page.html(&live_page());
+    let page_built = started.elapsed();
     eprintln!(
         "an hour of 20 requests: the first rendering {first:?}, the next (one interval more) {next:?}: \
-         page {} bytes, update {} bytes",
-        live.page.len(),
-        live.update.len()
+         update {} bytes; the page, built only when a browser opens one, {page_built:?}, {} bytes",
+        live.update.len(),
+        page.len()
     );
-    let fresh = render_live(&growing.0, &live_page(), false, &mut ReadCache::default()).unwrap();
+    let fresh = render_live(&growing.0, false, &mut ReadCache::default()).unwrap();
     assert!(live.update == fresh.update);
 }
 
@@ -417,25 +420,25 @@ fn a_growing_directory_rendered_with_one_cache_renders_as_read_afresh_each_time(
         }
         write_summary(&growing.0, &summary).unwrap();
         let finished = fraction == 1.0;
-        let cached = render_live(&growing.0, &live_page(), finished, &mut cache).unwrap();
-        let fresh = render_live(&growing.0, &live_page(), finished, &mut ReadCache::default()).unwrap();
+        let cached = render_live(&growing.0, finished, &mut cache).unwrap();
+        let fresh = render_live(&growing.0, finished, &mut ReadCache::default()).unwrap();
         assert!(cached.update == fresh.update, "at {fraction} of the files the cached rendering differs");
-        assert!(cached.page == fresh.page);
+        assert!(cached.page.html(&live_page()) == fresh.page.html(&live_page()));
         kept_histograms = cache.kept_intervals();
     }
     assert_eq!(kept_histograms, 2400 * 5, "the log was kept between renderings, each interval read once");
-    let fresh = render_live(&whole.0, &live_page(), true, &mut ReadCache::default()).unwrap();
-    let cached = render_live(&growing.0, &live_page(), true, &mut cache).unwrap();
+    let fresh = render_live(&whole.0, true, &mut ReadCache::default()).unwrap();
+    let cached = render_live(&growing.0, true, &mut cache).unwrap();
     assert!(cached.update == fresh.update, "the last rendering is the whole directory's");
     // A summary that gives the run another start (the grid every entry is placed on): read again.
     edit_summary(&growing.0, |s| s.run.started_at_unix_ms += 2000);
-    let cached = render_live(&growing.0, &live_page(), true, &mut cache).unwrap();
-    let fresh = render_live(&growing.0, &live_page(), true, &mut ReadCache::default()).unwrap();
+    let cached = render_live(&growing.0, true, &mut cache).unwrap();
+    let fresh = render_live(&growing.0, true, &mut ReadCache::default()).unwrap();
     assert!(cached.update == fresh.update, "read again on the new grid");
     // Another directory starts afresh.
     let other = results(&["GET /other"], 3, true);
-    let cached = render_live(&other.0, &live_page(), true, &mut cache).unwrap();
-    assert!(cached.update == render_live(&other.0, &live_page(), true, &mut ReadCache::default()).unwrap().update);
+    let cached = render_live(&other.0, true, &mut cache).unwrap();
+    assert!(cached.update == render_live(&other.0, true, &mut ReadCache::default()).unwrap().update);
 }
 
 /// Rewrites the summary of a results directory.
