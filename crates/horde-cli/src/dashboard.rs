@@ -6,7 +6,7 @@
 //! - a renderer thread renders the report from those files, as report.html is rendered, only
 //!   while somebody looks, and at most a fifth of a core's time (the engine never waits). It
 //!   keeps what it read ([`ReadCache`]): each rendering reads only what the sink appended, so
-//!   a long run's updates do not slow down (an hour of 20 requests: 32 ms a rendering). The
+//!   a long run's updates do not slow down (an hour of 20 requests: 20 ms a rendering). The
 //!   whole page is built from a rendering only when a browser opens the dashboard;
 //! - a [`LocalServer`] (hyper on a thread of its own, as `--metrics`) serves the latest page at
 //!   `/`, its updates as server-sent events at `/events` (every open page gets each update once;
