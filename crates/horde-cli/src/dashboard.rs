@@ -47,7 +47,8 @@ const RENDER_DUTY: u32 = 5;
 struct Published {
     version: u64,
     /// What the page is built from, when a browser opens the dashboard: the open pages only
-    /// need the event, and the page is half of a rendering's cost.
+    /// need the event, and building the page costs a quarter of a rendering (6 ms of 26 for
+    /// an hour of 20 requests).
     document: LiveDocument,
     /// The page, once a browser asked for it.
     page: OnceLock<Bytes>,

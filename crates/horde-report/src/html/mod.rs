@@ -251,8 +251,8 @@ pub struct LiveReport {
     /// The parts as JSON, for the pages already open (a server-sent event's data: one line).
     pub update: String,
     /// The whole page, built only when a browser opens the dashboard: most renderings of a
-    /// watched run only update the pages already open, and the page is half of a rendering's
-    /// cost (an hour of 20 requests: 1.2 MB of HTML).
+    /// watched run only update the pages already open, and the page (1.2 MB of HTML for an
+    /// hour of 20 requests) is a quarter of a rendering's cost.
     pub page: LiveDocument,
 }
 
