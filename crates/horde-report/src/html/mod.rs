@@ -135,7 +135,7 @@ impl Document {
 
 /// A report's parts: the page assembles them, and the live dashboard sends them each interval
 /// to a page already open, which puts them in place of its own (live.js).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct ReportParts {
     title: String,
     /// The inside of `<header>`: the run's name and status (HTML).
@@ -246,7 +246,7 @@ pub struct LivePage {
 }
 
 /// A results directory's report as the dashboard serves it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LiveReport {
     /// The parts as JSON, for the pages already open (a server-sent event's data: one line).
     pub update: String,
@@ -257,7 +257,7 @@ pub struct LiveReport {
 }
 
 /// The dashboard's whole page, ready to be written out.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LiveDocument(ReportParts);
 
 impl LiveDocument {
